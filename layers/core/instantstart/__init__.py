@@ -1,0 +1,1 @@
+"""InstantStart core library: the control plane rules, shared by every handler."""
