@@ -1,1 +1,1 @@
-"""Package."""
+"""AWS access: boto3 client factory, EKS bearer tokens."""

@@ -1,1 +1,1 @@
-"""Package."""
+"""Kubernetes access: per-cluster client, server-side apply helper, object builders."""

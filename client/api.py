@@ -1,0 +1,525 @@
+"""SigV4-signed HTTP client of the InstantStart API (API Gateway HTTP API with ``AWS_IAM`` auth).
+
+Every request is signed for the ``execute-api`` service with the botocore credential chain
+(environment, shared config/credentials files, SSO, container and instance metadata), sent with
+``httpx2`` and answered as parsed JSON. Non-2xx answers raise :class:`ApiError` carrying the API's
+``{"error": {"code", "message", "details"}}`` body. Throttling (429), ``503`` and connection errors
+are retried with exponential backoff and full jitter; every attempt is signed again (fresh
+``X-Amz-Date``) and POST/DELETE attempts carry the same ``Idempotency-Key``, so a retried create
+never starts a second operation.
+
+The CLI, the demo and the MCP proxy all use this one client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
+from urllib.parse import quote, urlsplit
+
+import botocore.session
+import httpx2
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from client import __version__
+from client.shapes import (
+    AvailabilityZone,
+    Cluster,
+    ClusterPage,
+    ClusterSummary,
+    InstanceGroupSpec,
+    Operation,
+    Stage,
+)
+
+log = logging.getLogger(__name__)
+
+API_URL_ENV = "INSTANTSTART_API_URL"
+REGION_ENV = "AWS_REGION"
+SIGNING_SERVICE = "execute-api"
+RETRYABLE_STATUSES = frozenset({429, 503})
+"""HTTP statuses retried with backoff: throttled and upstream unavailable (design, section 3)."""
+
+_EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(?:\.cn)?$")
+_QUERY_SAFE = "-_.~"
+"""Characters SigV4 leaves unencoded; encoding the rest ourselves makes the sent query canonical."""
+
+
+class InstantStartClientError(Exception):
+    """Base of every error this client raises."""
+
+
+class ConfigurationError(InstantStartClientError):
+    """The API URL, the region or AWS credentials could not be determined."""
+
+
+class ApiConnectionError(InstantStartClientError):
+    """The API could not be reached (DNS, connect, TLS, timeout), after retries.
+
+    Attributes:
+        method: HTTP method of the request.
+        url: URL of the request.
+    """
+
+    def __init__(self, message: str, *, method: str, url: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.method = method
+        self.url = url
+
+
+class ApiError(InstantStartClientError):
+    """The API answered with a non-2xx status.
+
+    Attributes:
+        status: HTTP status (400, 404, 409, 422, 429, 503, or 403 from API Gateway's IAM check).
+        code: ``error.code`` of the body (e.g. ``ValidationError``, ``NotFound``, ``Conflict``); for
+            bodies without the API error shape (API Gateway's own ``{"message": ...}``), the HTTP
+            reason phrase without spaces (``Forbidden``).
+        message: ``error.message`` (names the field and the allowed values), or the raw message.
+        details: ``error.details``: list of ``{"field", "message", ...}`` dicts (may be empty).
+        body: the parsed JSON body (dict/list), or the raw text when the body is not JSON.
+        retry_after: seconds from a ``Retry-After`` header, when the server sent one.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        body: Any = None,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or []
+        self.body = body
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """True for statuses worth retrying (429, 503)."""
+        return self.status in RETRYABLE_STATUSES
+
+    @classmethod
+    def from_response(cls, response: httpx2.Response) -> ApiError:
+        """Build the error of a non-2xx ``response``, tolerating bodies that are not the API's shape."""
+        status = response.status_code
+        fallback_code = httpx2.codes.get_reason_phrase(status).replace(" ", "").replace("-", "") or (
+            f"Http{status}"
+        )
+        body: Any
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text
+        code, message, details = fallback_code, "", []
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            err = body["error"]
+            code = str(err.get("code") or fallback_code)
+            message = str(err.get("message") or "")
+            raw_details = err.get("details") or []
+            details = [d for d in raw_details if isinstance(d, dict)] if isinstance(raw_details, list) else []
+        elif isinstance(body, dict) and isinstance(body.get("message"), str):
+            message = body["message"]  # API Gateway's own answers: {"message": "Forbidden"}
+        elif isinstance(body, str):
+            message = body.strip()[:500]
+        return cls(
+            status,
+            code,
+            message or httpx2.codes.get_reason_phrase(status),
+            details,
+            body,
+            retry_after=_retry_after_seconds(response.headers.get("retry-after")),
+        )
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Seconds of a numeric ``Retry-After`` header (HTTP dates are ignored), or None."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ApiConnectionError) or (isinstance(exc, ApiError) and exc.transient)
+
+
+def region_from_api_url(api_url: str) -> str | None:
+    """The region of an ``https://{id}.execute-api.{region}.amazonaws.com`` URL, or None for others."""
+    host = urlsplit(api_url).hostname or ""
+    match = _EXECUTE_API_HOST.search(host)
+    return match.group(1) if match else None
+
+
+class InstantStartClient:
+    """Client of the InstantStart HTTP API; one method per route.
+
+    Args:
+        api_url: base URL of the API (``https://{id}.execute-api.{region}.amazonaws.com`` plus a stage
+            path if the API has one); default ``$INSTANTSTART_API_URL``.
+        region: signing region; default ``$AWS_REGION``, else the region in an execute-api host name,
+            else the botocore session's region (``AWS_DEFAULT_REGION``, profile).
+        session: botocore session whose credential chain signs requests (default: a new session,
+            honouring ``AWS_PROFILE`` and the usual environment variables).
+        timeout: seconds for connect/read/write of one attempt.
+        max_attempts: attempts per request for 429, 503 and connection errors (1 disables retries).
+        backoff_initial: seconds of the first backoff window; windows double per attempt (full jitter).
+        backoff_max: ceiling of one backoff wait in seconds (also caps ``Retry-After``).
+        transport: an ``httpx2`` transport (tests, proxies); default: the standard HTTP transport.
+        sleep: the function that waits between attempts (default ``time.sleep``).
+
+    Raises:
+        ConfigurationError: no API URL or no region could be determined.
+
+    Credentials are resolved on the first request (so ``--help`` and argument errors need none) and
+    raise :class:`ConfigurationError` when the chain finds nothing.
+    """
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        region: str | None = None,
+        session: botocore.session.Session | None = None,
+        timeout: float = 30,
+        *,
+        max_attempts: int = 5,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 20.0,
+        transport: httpx2.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        url = (api_url or os.environ.get(API_URL_ENV) or "").strip()
+        if not url:
+            raise ConfigurationError(f"no API URL: pass --api-url / api_url or set {API_URL_ENV}")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigurationError(f"API URL must be an http(s) URL, got {url!r}")
+        self._base = url.rstrip("/")
+        self._session = session or botocore.session.Session()
+        resolved_region = (
+            region
+            or os.environ.get(REGION_ENV)
+            or region_from_api_url(url)
+            or self._session.get_config_variable("region")
+        )
+        if not resolved_region:
+            raise ConfigurationError(
+                f"no AWS region: pass --region / region, set {REGION_ENV}, or use an execute-api URL"
+            )
+        self._region: str = str(resolved_region)
+        self._credentials: Credentials | None = None
+        self._max_attempts = max(1, max_attempts)
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self._sleep: Callable[[float], None] = sleep or time.sleep
+        self._http = httpx2.Client(
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": f"instantstart-client/{__version__}"},
+            follow_redirects=False,
+        )
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        """Base URL requests are sent to (no trailing slash)."""
+        return self._base
+
+    @property
+    def region(self) -> str:
+        """Region requests are signed for."""
+        return self._region
+
+    def close(self) -> None:
+        """Close the underlying HTTP connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> InstantStartClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _resolve_credentials(self) -> Credentials:
+        if self._credentials is None:
+            creds = self._session.get_credentials()
+            if creds is None:
+                raise ConfigurationError(
+                    "no AWS credentials found (environment, shared credentials/config files, SSO, "
+                    "container or instance metadata); configure credentials allowed to call execute-api"
+                )
+            self._credentials = creds
+        return self._credentials
+
+    def _url(self, path: str, params: Mapping[str, object | None] | None) -> str:
+        url = self._base + path
+        if params:
+            pairs = sorted(
+                (quote(str(k), safe=_QUERY_SAFE), quote(str(v), safe=_QUERY_SAFE))
+                for k, v in params.items()
+                if v is not None
+            )
+            if pairs:
+                url += "?" + "&".join(f"{k}={v}" for k, v in pairs)
+        return url
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Full-jitter exponential backoff, at least the server's ``Retry-After`` (capped)."""
+        window = min(self._backoff_max, self._backoff_initial * 2 ** (state.attempt_number - 1))
+        wait = random.uniform(0, window)
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ApiError) and exc.retry_after is not None:
+            wait = max(wait, min(exc.retry_after, self._backoff_max))
+        return wait
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info("attempt %d failed (%s); retrying in %.2fs", state.attempt_number, exc, wait)
+
+    def _send_once(self, method: str, url: str, data: bytes, headers: Mapping[str, str]) -> httpx2.Response:
+        """Sign and send one attempt; map transport failures to :class:`ApiConnectionError`."""
+        creds = self._resolve_credentials().get_frozen_credentials()
+        aws_request = AWSRequest(method=method, url=url, data=data, headers=dict(headers))
+        SigV4Auth(creds, SIGNING_SERVICE, self._region).add_auth(aws_request)
+        try:
+            response = self._http.request(
+                method, url, headers=dict(aws_request.headers.items()), content=data or None
+            )
+        except httpx2.TransportError as exc:
+            raise ApiConnectionError(
+                f"cannot reach {url}: {type(exc).__name__}: {exc}", method=method, url=url
+            ) from exc
+        if not response.is_success:
+            raise ApiError.from_response(response)
+        return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, object | None] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Send one signed request (retrying transient failures) and return the parsed JSON body.
+
+        Args:
+            method: HTTP method.
+            path: path below the API URL, starting with ``/``; segments already percent-encoded.
+            params: query parameters; None values are left out.
+            body: JSON-serialisable body, or None for no body.
+            headers: extra headers (they are signed).
+
+        Returns:
+            The parsed JSON of a 2xx answer, or None for an empty body.
+
+        Raises:
+            ApiError: non-2xx answer (after retries for 429/503).
+            ApiConnectionError: the API could not be reached after retries.
+            ConfigurationError: no AWS credentials.
+        """
+        url = self._url(path, params)
+        send_headers = {"Accept": "application/json"}
+        data = b""
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode("utf-8")
+            send_headers["Content-Type"] = "application/json"
+        send_headers.update(headers or {})
+        retrying = Retrying(
+            stop=stop_after_attempt(self._max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_is_transient),
+            before_sleep=self._log_retry,
+            reraise=True,
+            sleep=self._sleep,
+        )
+        response = retrying(self._send_once, method, url, data, send_headers)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ApiError(
+                response.status_code,
+                "InvalidResponse",
+                f"{method} {path} answered {response.status_code} with a body that is not JSON",
+                body=response.text,
+            ) from exc
+
+    @staticmethod
+    def _segment(value: str) -> str:
+        return quote(value, safe="")
+
+    @staticmethod
+    def _idempotency_headers(key: str | None) -> dict[str, str]:
+        # A key per call even when the caller gave none: retries of this call are then deduplicated
+        # by the server instead of starting a second operation.
+        return {"Idempotency-Key": key or str(uuid.uuid4())}
+
+    # -- routes -----------------------------------------------------------------------------------
+
+    def list_clusters(self, max_results: int | None = None, next_token: str | None = None) -> ClusterPage:
+        """``GET /clusters``: one page of clusters.
+
+        Returns:
+            ``{"clusters": [ClusterSummary], "nextToken": str | None}``; ClusterSummary is
+            ``{clusterTag, status, availabilityZone, createdAt, updatedAt, eksClusterName,
+            hyperPodClusterName}``.
+
+        Raises:
+            ApiError: 422 for an out-of-range ``maxResults`` or a bad ``nextToken``.
+        """
+        page = self.request("GET", "/clusters", params={"maxResults": max_results, "nextToken": next_token})
+        return cast(ClusterPage, page)
+
+    def iter_clusters(self, page_size: int | None = None) -> Iterator[ClusterSummary]:
+        """Every cluster, following ``nextToken`` page by page (lazily).
+
+        Raises:
+            ApiError: as :meth:`list_clusters`; also ``InvalidResponse`` if the server repeats a token.
+        """
+        token: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = self.list_clusters(max_results=page_size, next_token=token)
+            yield from page.get("clusters") or []
+            token = page.get("nextToken")
+            if not token:
+                return
+            if token in seen:
+                raise ApiError(200, "InvalidResponse", f"GET /clusters repeated nextToken {token!r}")
+            seen.add(token)
+
+    def create_cluster(
+        self,
+        cluster_tag: str,
+        availability_zone: str,
+        instance_groups: Sequence[InstanceGroupSpec],
+        *,
+        kubernetes_version: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Operation:
+        """``POST /clusters``: start creating a cluster (stages network → ... → verify).
+
+        Args:
+            cluster_tag: the cluster's tag (names ``eks-cluster-<tag>``, ``hp-cluster-<tag>``).
+            availability_zone: zone of the HyperPod compute subnet, e.g. ``us-west-2c``.
+            instance_groups: ``[{"instanceGroupName", "instanceType", "instanceCount", "capacityType"}]``.
+            kubernetes_version: EKS version (server default when None).
+            idempotency_key: ``Idempotency-Key``; the same key and body returns the same operation
+                (generated per call when None, which still makes this call's retries safe).
+
+        Returns:
+            The Operation (``type`` ``CREATE_CLUSTER``) from the 202 answer.
+
+        Raises:
+            ApiError: 422 validation (field details), 409 the tag is in use or the key was used with a
+                different body, 429/503 after retries.
+        """
+        body: dict[str, Any] = {
+            "clusterTag": cluster_tag,
+            "availabilityZone": availability_zone,
+            "instanceGroups": [dict(g) for g in instance_groups],
+        }
+        if kubernetes_version is not None:
+            body["kubernetesVersion"] = kubernetes_version
+        op = self.request("POST", "/clusters", body=body, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def get_cluster(self, cluster_tag: str) -> Cluster:
+        """``GET /clusters/{clusterTag}``: the cluster with its stages, EKS, HyperPod, nodes, storage.
+
+        Raises:
+            ApiError: 404 ``NotFound`` for an unknown tag.
+        """
+        return cast(Cluster, self.request("GET", f"/clusters/{self._segment(cluster_tag)}"))
+
+    def get_stages(self, cluster_tag: str) -> list[Stage]:
+        """``GET /clusters/{clusterTag}/stages``: the stages of the cluster's current generation, in order.
+
+        Returns:
+            ``[Stage]``; Stage is ``{name, order, status, attempts, startedAt, endedAt, observedStatus,
+            resources, error}``.
+
+        Raises:
+            ApiError: 404 for an unknown tag.
+        """
+        answer = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/stages")
+        return cast(list[Stage], (answer or {}).get("stages") or [])
+
+    def retry_stage(self, cluster_tag: str, stage: str, *, idempotency_key: str | None = None) -> Operation:
+        """``POST /clusters/{clusterTag}/stages/{stage}/retry``: run a FAILED stage and the ones after it.
+
+        Returns:
+            The Operation (``type`` ``RETRY_STAGE``) from the 202 answer.
+
+        Raises:
+            ApiError: 404 unknown cluster/stage; 409 when the stage is not FAILED (the message names
+                its status) or another operation is running.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/stages/{self._segment(stage)}/retry"
+        op = self.request("POST", path, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def delete_cluster(self, cluster_tag: str, *, idempotency_key: str | None = None) -> Operation:
+        """``DELETE /clusters/{clusterTag}``: start deleting the cluster's AWS and Kubernetes resources.
+
+        Returns:
+            The Operation (``type`` ``DELETE_CLUSTER``) from the 202 answer.
+
+        Raises:
+            ApiError: 404 unknown tag; 409 while another operation is running.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}"
+        op = self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def get_operation(self, operation_id: str) -> Operation:
+        """``GET /operations/{operationId}``.
+
+        Returns:
+            ``{operationId, type, status, clusterTag, statusUrl, createdAt, updatedAt, endedAt, error}``;
+            status is PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED.
+
+        Raises:
+            ApiError: 404 for an unknown id.
+        """
+        return cast(Operation, self.request("GET", f"/operations/{self._segment(operation_id)}"))
+
+    def list_availability_zones(self) -> list[AvailabilityZone]:
+        """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""
+        answer = self.request("GET", "/catalog/availability-zones")
+        return cast(list[AvailabilityZone], (answer or {}).get("availabilityZones") or [])
+
+    def list_instance_types(self, availability_zone: str | None = None) -> list[str]:
+        """``GET /catalog/instance-types``: HyperPod instance types offered (in a zone when given).
+
+        Raises:
+            ApiError: 422 for an unknown zone.
+        """
+        answer = self.request(
+            "GET", "/catalog/instance-types", params={"availabilityZone": availability_zone}
+        )
+        return cast(list[str], (answer or {}).get("instanceTypes") or [])

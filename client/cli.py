@@ -1,0 +1,560 @@
+"""``instantstart``: the command line of the InstantStart HTTP API.
+
+Every command is one or more calls of :class:`client.api.InstantStartClient` (SigV4-signed, with the
+botocore credential chain); the CLI has no logic the API lacks. Human tables by default, the raw
+JSON answers with ``--json``.
+
+Exit codes: 0 success; 1 the watched operation FAILED/CANCELLED, or the user aborted; 2 the API
+answered 4xx (or the URL/region/credentials are missing); 3 the API answered 5xx or could not be
+reached; 4 ``--wait-timeout`` passed before the operation ended; 130 interrupted while waiting.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from client import __version__
+from client.api import (
+    API_URL_ENV,
+    REGION_ENV,
+    ApiConnectionError,
+    ApiError,
+    ConfigurationError,
+    InstantStartClient,
+)
+from client.progress import DEFAULT_POLL_INTERVAL, WatchResult, watch_operation
+from client.render import (
+    cluster_overview_table,
+    clusters_table,
+    failed_stage,
+    instance_types_table,
+    operation_table,
+    print_summary,
+    resources_table,
+    stages_table,
+    zones_table,
+)
+from client.shapes import InstanceGroupSpec, Operation
+
+EXIT_OPERATION_FAILED = 1
+EXIT_CLIENT_ERROR = 2
+EXIT_SERVER_ERROR = 3
+EXIT_WAIT_TIMEOUT = 4
+EXIT_INTERRUPTED = 130
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="instantstart",
+    help="InstantStart Serverless: create and operate SageMaker HyperPod clusters on EKS through the "
+    "InstantStart HTTP API (requests are SigV4-signed with your AWS credentials).",
+    epilog="Exit codes: 0 ok, 1 operation failed or aborted, 2 API 4xx / configuration, "
+    "3 API 5xx or unreachable, 4 wait timeout, 130 interrupted.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+clusters_app = typer.Typer(help="Create, inspect, retry and delete clusters.", no_args_is_help=True)
+operations_app = typer.Typer(help="Inspect and follow long-running operations.", no_args_is_help=True)
+catalog_app = typer.Typer(help="What the account and Region can run.", no_args_is_help=True)
+app.add_typer(clusters_app, name="clusters")
+app.add_typer(operations_app, name="operations")
+app.add_typer(catalog_app, name="catalog")
+
+
+@dataclass
+class CliState:
+    """Global options and the lazily created client of one invocation."""
+
+    api_url: str | None = None
+    region: str | None = None
+    json_output: bool = False
+    console: Console = field(default_factory=Console)
+    err_console: Console = field(default_factory=lambda: Console(stderr=True))
+    _client: InstantStartClient | None = None
+
+    def client(self) -> InstantStartClient:
+        """The API client (created on first use, so ``--help`` needs no URL or credentials)."""
+        if self._client is None:
+            self._client = InstantStartClient(api_url=self.api_url, region=self.region)
+        return self._client
+
+    def wants_json(self, local_flag: bool) -> bool:
+        """``--json`` given before the command group or after the command."""
+        return self.json_output or local_flag
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        if self._client is not None:
+            self._client.close()
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+TagArgument = Annotated[str, typer.Argument(help="Cluster tag, e.g. demo.", show_default=False)]
+IdempotencyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--idempotency-key",
+        help="Idempotency-Key header: repeating the request with the same key returns the same operation.",
+    ),
+]
+WaitOption = Annotated[
+    bool, typer.Option("--wait", help="Follow the operation live until it ends; exit 1 if it fails.")
+]
+PollOption = Annotated[
+    float, typer.Option("--poll-interval", min=0.1, help="Seconds between status polls with --wait.")
+]
+WaitTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--wait-timeout", min=1, help="Stop waiting after this many seconds (the operation continues)."
+    ),
+]
+
+
+def _state(ctx: typer.Context) -> CliState:
+    state = ctx.find_object(CliState)
+    if state is None:  # a sub-app invoked on its own (tests); use defaults
+        state = CliState()
+        ctx.obj = state
+    return state
+
+
+def _echo_json(value: Any) -> None:
+    # Plain stdout, not rich: no wrapping or colour codes inside JSON.
+    typer.echo(json.dumps(value, indent=2, sort_keys=False))
+
+
+def _print_api_error(console: Console, exc: ApiError) -> None:
+    console.print(f"[bold red]Error[/] {exc.status} [bold]{exc.code}[/]: {exc.message}", highlight=False)
+    for detail in exc.details:
+        where = detail.get("field") or "-"
+        console.print(f"  - [bold]{where}[/]: {detail.get('message', '')}", highlight=False)
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Map client errors to a message on stderr and the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        err = Console(stderr=True)
+        try:
+            return func(*args, **kwargs)
+        except ApiError as exc:
+            _print_api_error(err, exc)
+            raise typer.Exit(EXIT_CLIENT_ERROR if 400 <= exc.status < 500 else EXIT_SERVER_ERROR) from exc
+        except ApiConnectionError as exc:
+            err.print(f"[bold red]Error[/] cannot reach the API: {exc.message}", highlight=False)
+            raise typer.Exit(EXIT_SERVER_ERROR) from exc
+        except ConfigurationError as exc:
+            err.print(f"[bold red]Error[/] {exc}", highlight=False)
+            raise typer.Exit(EXIT_CLIENT_ERROR) from exc
+
+    return wrapper
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"instantstart {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    api_url: Annotated[
+        str | None,
+        typer.Option(
+            "--api-url", envvar=API_URL_ENV, help="Base URL of the InstantStart API.", show_default=False
+        ),
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(
+            "--region",
+            envvar=REGION_ENV,
+            help="Region to sign requests for (default: from the execute-api URL or the AWS profile).",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Global options (they go before the command group, e.g. ``instantstart --json clusters list``)."""
+    state = CliState(api_url=api_url, region=region, json_output=json_output)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+# -- waiting ------------------------------------------------------------------------------------------
+
+
+def _follow(
+    state: CliState,
+    operation: Operation,
+    *,
+    as_json: bool,
+    poll_interval: float,
+    wait_timeout: float | None,
+) -> None:
+    """Watch ``operation`` to its end, print the outcome, and exit non-zero unless it SUCCEEDED."""
+    progress_console = state.err_console if as_json else state.console
+    try:
+        result = watch_operation(
+            state.client(), progress_console, operation, poll_interval=poll_interval, timeout=wait_timeout
+        )
+    except KeyboardInterrupt:
+        state.err_console.print(
+            f"\nStopped watching; operation {operation['operationId']} continues. "
+            f"Follow it with: instantstart operations get {operation['operationId']} --wait",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        _echo_json({"operation": result.operation, "cluster": result.cluster})
+    else:
+        _print_outcome(state, result)
+    if result.timed_out:
+        raise typer.Exit(EXIT_WAIT_TIMEOUT)
+    if not result.succeeded:
+        if as_json:
+            _print_failure(state.err_console, result)
+        raise typer.Exit(EXIT_OPERATION_FAILED)
+
+
+def _print_failure(console: Console, result: WatchResult) -> None:
+    operation = result.operation
+    console.print(
+        f"[bold red]Operation {operation.get('operationId')} {operation.get('status')}[/]", highlight=False
+    )
+    stage = result.failed_stage
+    if stage is not None:
+        error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
+        console.print(
+            f"Stage [bold]{stage['name']}[/] failed: [bold]{error.get('code')}[/]: {error.get('message')}",
+            highlight=False,
+        )
+        tag = operation.get("clusterTag")
+        console.print(
+            f"Retry it with: instantstart clusters retry {tag} {stage['name']} --wait",
+            highlight=False,
+        )
+    elif operation.get("error"):
+        error = operation["error"] or {"code": "", "message": ""}
+        console.print(f"[bold]{error.get('code')}[/]: {error.get('message')}", highlight=False)
+
+
+def _print_outcome(state: CliState, result: WatchResult) -> None:
+    operation = result.operation
+    tag = operation.get("clusterTag")
+    if result.timed_out:
+        state.err_console.print(
+            f"Still {operation.get('status')} when --wait-timeout passed; the operation continues. "
+            f"Follow it with: instantstart operations get {operation.get('operationId')} --wait",
+            highlight=False,
+        )
+        return
+    if not result.succeeded:
+        _print_failure(state.err_console, result)
+        return
+    if operation.get("type") == "DELETE_CLUSTER":
+        state.console.print(f"Cluster [bold]{tag}[/] deleted.", highlight=False)
+        return
+    if result.cluster is not None:
+        state.console.print(
+            f"Cluster [bold]{tag}[/] is [green]{result.cluster.get('status')}[/]. Summary:", highlight=False
+        )
+        print_summary(state.console, result.cluster)
+
+
+def _print_started(state: CliState, operation: Operation) -> None:
+    op_id = operation.get("operationId")
+    state.console.print(
+        f"{operation.get('type')} [bold]{operation.get('clusterTag')}[/]: operation {op_id} "
+        f"{operation.get('status')}",
+        highlight=False,
+    )
+    state.console.print(
+        f"Follow it with: instantstart operations get {op_id} --wait  (or add --wait)", highlight=False
+    )
+
+
+# -- clusters -----------------------------------------------------------------------------------------
+
+
+@clusters_app.command("list")
+@handle_errors
+def clusters_list(
+    ctx: typer.Context,
+    max_results: Annotated[
+        int | None, typer.Option("--max-results", min=1, help="Page size; prints one page and its token.")
+    ] = None,
+    next_token: Annotated[
+        str | None, typer.Option("--next-token", help="Token of the page to print.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List clusters (every page, unless --max-results or --next-token asks for one page)."""
+    state = _state(ctx)
+    client = state.client()
+    if max_results is None and next_token is None:
+        clusters = list(client.iter_clusters())
+        token = None
+    else:
+        page = client.list_clusters(max_results=max_results, next_token=next_token)
+        clusters, token = page.get("clusters") or [], page.get("nextToken")
+    if state.wants_json(as_json):
+        _echo_json({"clusters": clusters, "nextToken": token})
+        return
+    state.console.print(clusters_table(clusters))
+    if token:
+        state.console.print(f"More clusters: --next-token {token}", highlight=False, soft_wrap=True)
+
+
+@clusters_app.command("create")
+@handle_errors
+def clusters_create(
+    ctx: typer.Context,
+    tag: Annotated[
+        str, typer.Option("--tag", help="Cluster tag (names eks-cluster-<tag>, hp-cluster-<tag>).")
+    ],
+    az: Annotated[str, typer.Option("--az", help="Availability Zone of the HyperPod compute subnet.")],
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="HyperPod instance type, e.g. ml.g6.4xlarge.")
+    ],
+    count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
+    capacity_type: Annotated[
+        str,
+        typer.Option(
+            "--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."
+        ),
+    ] = "OnDemand",
+    group_name: Annotated[str, typer.Option("--group-name", help="Instance group name.")] = "accel",
+    kubernetes_version: Annotated[
+        str | None,
+        typer.Option("--kubernetes-version", help="EKS Kubernetes version (API default if unset)."),
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a cluster: EKS, dependencies, HyperPod instance group, S3 storage, verification."""
+    state = _state(ctx)
+    group: InstanceGroupSpec = {
+        "instanceGroupName": group_name,
+        "instanceType": instance_type,
+        "instanceCount": count,
+        "capacityType": capacity_type,
+    }
+    operation = state.client().create_cluster(
+        tag, az, [group], kubernetes_version=kubernetes_version, idempotency_key=idempotency_key
+    )
+    json_out = state.wants_json(as_json)
+    if wait:
+        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
+    elif json_out:
+        _echo_json(operation)
+    else:
+        _print_started(state, operation)
+
+
+@clusters_app.command("get")
+@handle_errors
+def clusters_get(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """Show a cluster: status, stages, AWS/Kubernetes resources and, when READY, the summary."""
+    state = _state(ctx)
+    cluster = state.client().get_cluster(tag)
+    if state.wants_json(as_json):
+        _echo_json(cluster)
+        return
+    console = state.console
+    console.print(cluster_overview_table(cluster))
+    if cluster.get("stages"):
+        console.print(stages_table(cluster["stages"]))
+    console.print(resources_table(cluster))
+    stage = failed_stage(cluster)
+    if stage is not None:
+        error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
+        console.print(
+            f"[red]Stage [bold]{stage['name']}[/bold] failed: {error.get('code')}: {error.get('message')}[/]",
+            highlight=False,
+        )
+    if cluster.get("status") == "READY":
+        print_summary(console, cluster)
+
+
+@clusters_app.command("stages")
+@handle_errors
+def clusters_stages(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """Show the stages of a cluster (status, attempts, elapsed, observed status or error)."""
+    state = _state(ctx)
+    stages = state.client().get_stages(tag)
+    if state.wants_json(as_json):
+        _echo_json({"stages": stages})
+        return
+    state.console.print(stages_table(stages))
+
+
+@clusters_app.command("retry")
+@handle_errors
+def clusters_retry(
+    ctx: typer.Context,
+    tag: TagArgument,
+    stage: Annotated[str, typer.Argument(help="The FAILED stage to run again (it and the stages after it).")],
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Retry a FAILED stage; earlier stages are kept, later ones run again."""
+    state = _state(ctx)
+    operation = state.client().retry_stage(tag, stage, idempotency_key=idempotency_key)
+    json_out = state.wants_json(as_json)
+    if wait:
+        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
+    elif json_out:
+        _echo_json(operation)
+    else:
+        _print_started(state, operation)
+
+
+@clusters_app.command("delete")
+@handle_errors
+def clusters_delete(
+    ctx: typer.Context,
+    tag: TagArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a cluster and the AWS and Kubernetes resources it created (asks you to type the tag)."""
+    state = _state(ctx)
+    if not yes:
+        typed = typer.prompt(
+            f"This deletes cluster '{tag}' and its resources. Type the cluster tag to confirm"
+        )
+        if typed.strip() != tag:
+            state.err_console.print("Aborted: the tag you typed does not match; nothing was deleted.")
+            raise typer.Exit(EXIT_OPERATION_FAILED)
+    operation = state.client().delete_cluster(tag, idempotency_key=idempotency_key)
+    json_out = state.wants_json(as_json)
+    if wait:
+        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
+    elif json_out:
+        _echo_json(operation)
+    else:
+        _print_started(state, operation)
+
+
+# -- operations ---------------------------------------------------------------------------------------
+
+
+@operations_app.command("get")
+@handle_errors
+def operations_get(
+    ctx: typer.Context,
+    operation_id: Annotated[str, typer.Argument(help="Operation id (from a 202 answer).")],
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show an operation; with --wait, follow it live until it ends."""
+    state = _state(ctx)
+    operation = state.client().get_operation(operation_id)
+    json_out = state.wants_json(as_json)
+    if wait:
+        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
+    elif json_out:
+        _echo_json(operation)
+    else:
+        state.console.print(operation_table(operation))
+
+
+# -- catalog ------------------------------------------------------------------------------------------
+
+
+@catalog_app.command("zones")
+@handle_errors
+def catalog_zones(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Availability Zones of the API's Region."""
+    state = _state(ctx)
+    zones = state.client().list_availability_zones()
+    if state.wants_json(as_json):
+        _echo_json({"availabilityZones": zones})
+        return
+    state.console.print(zones_table(zones))
+
+
+@catalog_app.command("instance-types")
+@handle_errors
+def catalog_instance_types(
+    ctx: typer.Context,
+    az: Annotated[str | None, typer.Option("--az", help="Only the types offered in this zone.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """HyperPod instance types offered (in a zone with --az)."""
+    state = _state(ctx)
+    instance_types = state.client().list_instance_types(az)
+    if state.wants_json(as_json):
+        _echo_json({"instanceTypes": instance_types})
+        return
+    state.console.print(instance_types_table(instance_types, az))
+
+
+# -- demo ---------------------------------------------------------------------------------------------
+
+
+@app.command("demo")
+@handle_errors
+def demo(
+    ctx: typer.Context,
+    tag: Annotated[str, typer.Option("--tag", help="Cluster tag.")] = "demo",
+    az: Annotated[str, typer.Option("--az", help="Availability Zone.")] = "us-west-2c",
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="HyperPod instance type.")
+    ] = "ml.g6.4xlarge",
+    count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
+    poll_interval: Annotated[
+        float, typer.Option("--poll-interval", min=0.1, help="Seconds between polls.")
+    ] = 1.0,
+) -> None:
+    """The article's walkthrough: inspect clusters and catalog, create a cluster, follow it, summarise."""
+    from client.demo import run_demo
+
+    state = _state(ctx)
+    code = run_demo(
+        state.client(),
+        state.console,
+        cluster_tag=tag,
+        availability_zone=az,
+        instance_type=instance_type,
+        instance_count=count,
+        poll_interval=poll_interval,
+    )
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    """Entry point of the ``instantstart`` console script."""
+    app(prog_name="instantstart")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""JSON shapes of the InstantStart HTTP API, as the client sees them (camelCase keys).
+
+These are static hints for the dicts the client returns; the server is the authority on the shapes
+(its pydantic models generate ``api_schema/openapi.json``). Fields the server adds later are kept in
+the dicts unchanged, so readers use ``.get`` for optional fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+CLUSTER_STATUSES = ("CREATING", "READY", "FAILED", "DELETING", "DELETED")
+STAGE_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED")
+OPERATION_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+TERMINAL_OPERATION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+class ErrorInfo(TypedDict):
+    """``{"code", "message"}`` of a failed stage or operation (the AWS error, verbatim)."""
+
+    code: str
+    message: str
+
+
+class InstanceGroupSpec(TypedDict):
+    """One instance group of ``POST /clusters``."""
+
+    instanceGroupName: str
+    instanceType: str
+    instanceCount: int
+    capacityType: NotRequired[str]
+
+
+class Operation(TypedDict):
+    """``GET /operations/{operationId}`` and every 202 answer."""
+
+    operationId: str
+    type: str
+    status: str
+    clusterTag: str
+    statusUrl: str
+    createdAt: str
+    updatedAt: str
+    endedAt: str | None
+    error: ErrorInfo | None
+    stage: NotRequired[str | None]
+
+
+class Stage(TypedDict):
+    """One stage of a cluster workflow (``network``, ``access``, ... ``verify``)."""
+
+    name: str
+    order: int
+    status: str
+    attempts: int
+    startedAt: str | None
+    endedAt: str | None
+    observedStatus: str | None
+    resources: dict[str, Any]
+    error: ErrorInfo | None
+
+
+class EksInfo(TypedDict):
+    """The EKS cluster as last observed."""
+
+    clusterName: str
+    clusterArn: str | None
+    status: str | None
+    kubernetesVersion: str | None
+    endpoint: str | None
+    vpcId: str | None
+
+
+class InstanceGroupInfo(TypedDict):
+    """A HyperPod instance group as last observed."""
+
+    instanceGroupName: str
+    instanceType: str
+    instanceCount: int
+    currentCount: int | None
+    status: str | None
+    capacityType: str
+
+
+class HyperPodInfo(TypedDict):
+    """The HyperPod cluster as last observed."""
+
+    clusterName: str
+    clusterArn: str | None
+    status: str | None
+    instanceGroups: list[InstanceGroupInfo]
+
+
+class NodeInfo(TypedDict):
+    """A Kubernetes node of a HyperPod instance group."""
+
+    nodeName: str
+    instanceType: str | None
+    instanceGroupName: str | None
+    ready: bool
+    healthStatus: str | None
+
+
+class StorageInfo(TypedDict):
+    """The S3 storage mounted through the Mountpoint for S3 CSI driver."""
+
+    bucketName: str
+    persistentVolumeClaim: str
+    namespace: str
+    phase: str | None
+
+
+class Cluster(TypedDict):
+    """``GET /clusters/{clusterTag}``."""
+
+    clusterTag: str
+    generation: int
+    status: str
+    availabilityZone: str
+    region: str
+    createdAt: str
+    updatedAt: str
+    currentOperationId: str | None
+    stages: list[Stage]
+    eks: EksInfo | None
+    hyperPod: HyperPodInfo | None
+    nodes: list[NodeInfo]
+    storage: StorageInfo | None
+
+
+class ClusterSummary(TypedDict):
+    """One entry of ``GET /clusters``."""
+
+    clusterTag: str
+    status: str
+    availabilityZone: str
+    createdAt: str
+    updatedAt: str
+    eksClusterName: str
+    hyperPodClusterName: str
+
+
+class ClusterPage(TypedDict):
+    """``GET /clusters``: one page of clusters and the token of the next page (None on the last)."""
+
+    clusters: list[ClusterSummary]
+    nextToken: str | None
+
+
+class AvailabilityZone(TypedDict):
+    """One entry of ``GET /catalog/availability-zones``."""
+
+    zoneName: str
+    zoneId: str

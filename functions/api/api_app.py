@@ -1,0 +1,49 @@
+"""HTTP API Lambda handler: Powertools ``APIGatewayHttpResolver`` with request validation and OpenAPI.
+
+API Gateway (HTTP API, payload 2.0, ``AWS_IAM`` authorization) invokes ``lambda_handler``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import api_errors
+import api_idempotency
+import api_routes
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from instantstart.errors import InstantStartError
+from instantstart.runtime import Runtime
+
+logger = Logger()
+tracer = Tracer()
+app = APIGatewayHttpResolver(enable_validation=True)
+app.include_router(api_routes.router)
+api_routes.RUNTIME = Runtime.from_env()
+
+
+@app.exception_handler(InstantStartError)
+def _domain_error(exc: InstantStartError) -> Response[Any]:
+    return api_errors.from_domain_error(exc)
+
+
+@app.exception_handler(RequestValidationError)
+def _validation_error(exc: RequestValidationError) -> Response[Any]:
+    return api_errors.from_validation_error(exc)
+
+
+@app.not_found
+def _not_found(exc: Exception) -> Response[Any]:
+    return api_errors.error_response(404, "RouteNotFound", f"no route {app.current_event.path}")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Route one API Gateway v2 event."""
+    api_idempotency.configure(api_routes.runtime().settings.TABLE_NAME, context)
+    return app.resolve(event, context)

@@ -1,0 +1,71 @@
+"""``Idempotency-Key`` handling with Powertools idempotency (records in the single table).
+
+The key plus the route identifies the request; a hash of the body is validated, so the same key
+with another body is refused (409). Without a key the call runs as is; concurrent creates of one
+tag are still serialised by the conditional writes in the core library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from instantstart.errors import Conflict
+
+CONFIG = IdempotencyConfig(
+    event_key_jmespath="[route, key]",
+    payload_validation_jmespath="body",
+    raise_on_no_idempotency_key=True,
+    expires_after_seconds=24 * 3600,
+)
+_persistence: DynamoDBPersistenceLayer | None = None
+
+
+def configure(table_name: str, context: LambdaContext | None) -> None:
+    """Bind the persistence layer to the table (once) and the Lambda context (every invocation)."""
+    global _persistence
+    if _persistence is None:
+        _persistence = DynamoDBPersistenceLayer(table_name=table_name, key_attr="PK", sort_key_attr="SK")
+    if context is not None:
+        CONFIG.register_lambda_context(context)
+
+
+def run_idempotent(*, route: str, key: str | None, body: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``call`` once per ``(route, key)``; replay its stored result for a repeated request.
+
+    Raises:
+        Conflict: the key was used with another body, or the first request with it is still running.
+    """
+    if not key:
+        return call()
+    assert _persistence is not None, "idempotency not configured"
+
+    @idempotent_function(data_keyword_argument="request", config=CONFIG, persistence_store=_persistence)
+    def _run(request: dict[str, Any]) -> dict[str, Any]:
+        return call()
+
+    try:
+        return _run(request={"route": route, "key": key, "body": body})
+    except IdempotencyValidationError as exc:
+        raise Conflict(
+            "Idempotency-Key was already used with a different request body; use a new key",
+            code="IdempotencyKeyReused",
+            details=[{"field": "Idempotency-Key"}],
+        ) from exc
+    except IdempotencyAlreadyInProgressError as exc:
+        raise Conflict(
+            "a request with this Idempotency-Key is still in progress; retry shortly",
+            code="IdempotencyKeyInProgress",
+            details=[{"field": "Idempotency-Key"}],
+        ) from exc

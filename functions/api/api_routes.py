@@ -1,0 +1,172 @@
+"""Routes of the HTTP API. Thin: parse, call one core function, map the result."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel
+
+from instantstart.clusters import service
+from instantstart.models.cluster import ClusterList, ClusterTag, ClusterView, CreateClusterRequest, StageList
+from instantstart.models.common import ApiModel
+from instantstart.models.operation import OperationView
+from instantstart.runtime import Runtime
+
+router = APIGatewayHttpRouter()
+RUNTIME: Runtime | None = None
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="Optional: the same key with the same body returns the same operation; "
+        "with a different body the answer is 409.",
+    ),
+]
+
+
+def runtime() -> Runtime:
+    """The runtime built at cold start (set by the handler module)."""
+    assert RUNTIME is not None, "runtime not initialised"
+    return RUNTIME
+
+
+def _json(model: BaseModel | dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
+    body = model.to_api() if isinstance(model, ApiModel) else model
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body), headers=headers)
+
+
+def _accepted(op: OperationView) -> Response[Any]:
+    return _json(op, 202, {"Location": op.status_url})
+
+
+def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[Any]:
+    from api_idempotency import run_idempotent
+
+    op = run_idempotent(route=route, key=key, body=body, call=call)
+    return _accepted(OperationView.model_validate(op))
+
+
+class AvailabilityZone(ApiModel):
+    """One zone of the Region."""
+
+    zone_name: str
+    zone_id: str
+
+
+class AvailabilityZoneList(ApiModel):
+    """Body of ``GET /catalog/availability-zones``."""
+
+    availability_zones: list[AvailabilityZone]
+
+
+class InstanceTypeList(ApiModel):
+    """Body of ``GET /catalog/instance-types``."""
+
+    instance_types: list[str]
+
+
+@router.post(
+    "/clusters",
+    summary="Create a HyperPod cluster (staged, asynchronous)",
+    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    tags=["clusters"],
+)
+def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
+    """Start the create-cluster workflow; answers the operation to poll."""
+    return _idempotent(
+        "POST /clusters",
+        idempotency_key,
+        request.to_api(),
+        lambda: service.create_cluster(runtime(), request).to_api(),
+    )
+
+
+@router.get("/clusters", summary="List clusters", tags=["clusters"])
+def list_clusters(
+    max_results: Annotated[int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.")] = 20,
+    next_token: Annotated[str | None, Query(alias="nextToken", max_length=2048)] = None,
+) -> Response[ClusterList]:
+    """A page of live clusters."""
+    return _json(service.list_clusters(runtime(), max_results, next_token))
+
+
+@router.get("/clusters/<clusterTag>", summary="Get a cluster with its stages and observed state", tags=["clusters"])
+def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ClusterView]:
+    """The cluster view."""
+    return _json(service.get_cluster(runtime(), cluster_tag))
+
+
+@router.delete(
+    "/clusters/<clusterTag>",
+    summary="Delete a cluster (teardown in reverse stage order)",
+    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    tags=["clusters"],
+)
+def delete_cluster(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None
+) -> Response[OperationView]:
+    """Start the delete workflow."""
+    return _idempotent(
+        f"DELETE /clusters/{cluster_tag}",
+        idempotency_key,
+        {"clusterTag": cluster_tag},
+        lambda: service.delete_cluster(runtime(), cluster_tag).to_api(),
+    )
+
+
+@router.get("/clusters/<clusterTag>/stages", summary="List the stages of a cluster", tags=["clusters"])
+def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
+    """The stages in order."""
+    return _json(service.get_stages(runtime(), cluster_tag))
+
+
+@router.post(
+    "/clusters/<clusterTag>/stages/<stage>/retry",
+    summary="Retry a FAILED stage (it and the later stages run again)",
+    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    tags=["clusters"],
+)
+def retry_stage(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    stage: Annotated[str, Path(description="network, access, dependencies, hyperpod, storage or verify")],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Start a retry of one stage."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/stages/{stage}/retry",
+        idempotency_key,
+        {"clusterTag": cluster_tag, "stage": stage},
+        lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
+    )
+
+
+@router.get("/operations/<operationId>", summary="Get an operation", tags=["operations"])
+def get_operation(
+    operation_id: Annotated[str, Path(alias="operationId", max_length=64)],
+) -> Response[OperationView]:
+    """One operation."""
+    return _json(service.get_operation(runtime(), operation_id))
+
+
+@router.get("/catalog/availability-zones", summary="Availability Zones of the Region", tags=["catalog"])
+def list_availability_zones() -> Response[AvailabilityZoneList]:
+    """Zones usable for the HyperPod compute subnet."""
+    return _json({"availabilityZones": service.list_availability_zones(runtime())})
+
+
+@router.get("/catalog/instance-types", summary="HyperPod instance types offered in a zone", tags=["catalog"])
+def list_instance_types(
+    availability_zone: Annotated[
+        str, Query(alias="availabilityZone", pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="Zone name.")
+    ],
+) -> Response[InstanceTypeList]:
+    """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""
+    return _json({"instanceTypes": service.list_instance_types(runtime(), availability_zone)})

@@ -1,0 +1,27 @@
+"""EventBridge handler: "SageMaker HyperPod Cluster State Change" events resume waiting workflows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from instantstart.clusters.reconcile import on_hyperpod_state_change
+from instantstart.runtime import Runtime
+
+logger = Logger()
+RUNTIME = Runtime.from_env()
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+
+
+@logger.inject_lambda_context
+@event_source(data_class=EventBridgeEvent)
+def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
+    """Reconcile one event; other detail-types are ignored (the rule should not send them)."""
+    if event.source != "aws.sagemaker" or event.detail_type != STATE_CHANGE:
+        return {"action": "ignored", "detailType": event.detail_type}
+    result = on_hyperpod_state_change(RUNTIME, dict(event.detail))
+    logger.info("reconciled", extra=result)
+    return result

@@ -1,0 +1,59 @@
+"""boto3 client factory: one session per process, standard retry mode, timeouts.
+
+botocore honours ``AWS_ENDPOINT_URL`` (and ``AWS_ENDPOINT_URL_<SERVICE>``) itself, which is how the
+offline sandbox points every client at its emulated AWS; nothing here knows about the sandbox.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_RETRY_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=30,
+    user_agent_extra="instantstart-serverless/0.1",
+)
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def session() -> boto3.session.Session:
+    """The process-wide boto3 session (credentials from the standard chain)."""
+    return boto3.session.Session()
+
+
+@lru_cache(maxsize=64)
+def client(service: str, region: str | None = None) -> Any:
+    """A cached boto3 client for ``service`` with standard retries (5 attempts) and timeouts.
+
+    Args:
+        service: botocore service name (``ec2``, ``eks``, ``sagemaker``, ...).
+        region: AWS Region; defaults to the session's.
+    """
+    with _lock:  # boto3 client creation is not thread-safe on a shared session
+        return session().client(service, region_name=region, config=_RETRY_CONFIG)
+
+
+def error_code(exc: Exception) -> str | None:
+    """The AWS error code of a botocore ``ClientError`` (None for anything else)."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        return str(code) if code else None
+    return None
+
+
+def error_message(exc: Exception) -> str:
+    """The AWS error message of a botocore ``ClientError`` verbatim (``str(exc)`` otherwise)."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        message = response.get("Error", {}).get("Message")
+        if message:
+            return str(message)
+    return str(exc)

@@ -1,0 +1,93 @@
+"""Domain errors. Handlers map them to HTTP answers in one error map; steps raise them to Step Functions.
+
+Every error carries a stable ``code`` and a human ``message``; validation errors carry field details.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class InstantStartError(Exception):
+    """Base of every domain error.
+
+    Attributes:
+        code: stable machine-readable code (e.g. ``ClusterNotFound``).
+        message: human-readable message naming the field/resource and, where useful, allowed values.
+        details: list of ``{"field": ..., "message": ...}`` dicts.
+    """
+
+    code = "InternalError"
+
+    def __init__(self, message: str, *, code: str | None = None, details: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details or []
+
+
+class InvalidRequest(InstantStartError):
+    """Malformed request (bad JSON, wrong content): HTTP 400."""
+
+    code = "BadRequest"
+
+
+class ValidationFailed(InstantStartError):
+    """A field failed validation (pattern, range, enum): HTTP 422, details name the fields."""
+
+    code = "ValidationError"
+
+
+class NotFound(InstantStartError):
+    """An unknown cluster, stage or operation: HTTP 404."""
+
+    code = "NotFound"
+
+
+class Conflict(InstantStartError):
+    """The request conflicts with current state (live cluster, running operation): HTTP 409."""
+
+    code = "Conflict"
+
+
+class UpstreamUnavailable(InstantStartError):
+    """An AWS dependency is unavailable or throttling after retries: HTTP 503."""
+
+    code = "ServiceUnavailable"
+
+
+class StageFailed(Exception):
+    """A stage failed with an AWS error code and message, raised from a Step Functions task.
+
+    The Lambda error type seen by Step Functions is the class name, so ``Retry``/``Catch`` can match it;
+    the error message is JSON ``{"code", "message"}`` with the AWS code and message verbatim.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(json.dumps({"code": code, "message": message}))
+        self.code = code
+        self.message = message
+
+
+class PollTimeout(StageFailed):
+    """A bounded poll loop ran out of attempts."""
+
+
+_AWS_ERROR_TYPES: dict[str, type[StageFailed]] = {}
+
+
+def aws_error(code: str, message: str) -> StageFailed:
+    """An exception whose class name is the AWS error code (e.g. ``ThrottlingException``).
+
+    Step Functions matches ``Retry.ErrorEquals`` on the Lambda ``errorType``, which is the exception's
+    class name, so transient AWS codes can be retried by name and every other code caught verbatim.
+    """
+    if not code.isidentifier():
+        code = "AwsError"
+    cls = _AWS_ERROR_TYPES.get(code)
+    if cls is None:
+        cls = type(code, (StageFailed,), {"__module__": __name__})
+        _AWS_ERROR_TYPES[code] = cls
+    return cls(code, message)

@@ -1,0 +1,97 @@
+"""Shared model base and enumerations: the one place API field names and allowed values live."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class ApiModel(BaseModel):
+    """Base of every HTTP API model: camelCase JSON, unknown fields rejected."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_api(self) -> dict[str, object]:
+        """The camelCase JSON-ready dict of this model."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class ClusterStatus(StrEnum):
+    """Lifecycle of a managed cluster: ``CREATING -> READY | FAILED``, ``DELETING -> DELETED``."""
+
+    CREATING = "CREATING"
+    READY = "READY"
+    FAILED = "FAILED"
+    DELETING = "DELETING"
+    DELETED = "DELETED"
+
+
+class StageStatus(StrEnum):
+    """Lifecycle of one stage: ``PENDING -> RUNNING -> SUCCEEDED | FAILED``."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+class OperationStatus(StrEnum):
+    """Lifecycle of an operation (one Step Functions execution)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        """True for SUCCEEDED, FAILED and CANCELLED."""
+        return self in (OperationStatus.SUCCEEDED, OperationStatus.FAILED, OperationStatus.CANCELLED)
+
+
+class OperationType(StrEnum):
+    """Kinds of long-running operations."""
+
+    CREATE_CLUSTER = "CREATE_CLUSTER"
+    DELETE_CLUSTER = "DELETE_CLUSTER"
+    RETRY_STAGE = "RETRY_STAGE"
+
+
+class StageName(StrEnum):
+    """Stages of cluster creation, in execution order (teardown runs them in reverse)."""
+
+    NETWORK = "network"
+    ACCESS = "access"
+    DEPENDENCIES = "dependencies"
+    HYPERPOD = "hyperpod"
+    STORAGE = "storage"
+    VERIFY = "verify"
+
+    @property
+    def order(self) -> int:
+        """1-based position of the stage in the creation workflow."""
+        return list(StageName).index(self) + 1
+
+
+class CapacityType(StrEnum):
+    """How an instance group's capacity is paid for (HyperPod ``CapacityRequirements``)."""
+
+    ON_DEMAND = "OnDemand"
+    SPOT = "Spot"
+    TRAINING_PLAN = "TrainingPlan"
+
+
+def utcnow() -> datetime:
+    """The current UTC time (timezone-aware)."""
+    return datetime.now(UTC)
+
+
+def iso(ts: datetime | None) -> str | None:
+    """ISO-8601 UTC with a ``Z`` suffix, or None."""
+    if ts is None:
+        return None
+    return ts.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

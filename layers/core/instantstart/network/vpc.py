@@ -1,0 +1,352 @@
+"""The cluster network: VPC, control-plane subnets, NAT, S3 gateway endpoint, compute subnets.
+
+Every function inspects before it creates (resources are found by their ownership tags), so a
+retried step converges instead of duplicating. EC2 API reference:
+https://docs.aws.amazon.com/AWSEC2/latest/APIReference/OperationList-query.html
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instantstart.errors import StageFailed
+from instantstart.naming import (
+    MANAGED_KEY,
+    ROLE_KEY,
+    TAG_KEY,
+    compute_subnet_name,
+    owned_by,
+    ownership_tags,
+    tag_list,
+)
+from instantstart.network.cidr import control_plane_cidrs, free_compute_cidr, free_vpc_cidr
+
+Ec2 = Any  # a boto3 EC2 client
+
+
+def _spec(resource_type: str, tag: str, name: str, role: str, **extra: str) -> list[dict[str, Any]]:
+    tags = ownership_tags(tag, Name=name, **{ROLE_KEY: role}, **extra)
+    return [{"ResourceType": resource_type, "Tags": tag_list(tags)}]
+
+
+def _owned_filters(tag: str, role: str | None = None) -> list[dict[str, Any]]:
+    filters = [
+        {"Name": f"tag:{TAG_KEY}", "Values": [tag]},
+        {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
+    ]
+    if role:
+        filters.append({"Name": f"tag:{ROLE_KEY}", "Values": [role]})
+    return filters
+
+
+def control_plane_zones(ec2: Ec2, preferred: str) -> list[str]:
+    """Two Availability Zones for the EKS control-plane subnets, ``preferred`` first.
+
+    Calls EC2 ``DescribeAvailabilityZones``.
+
+    Raises:
+        StageFailed: the Region has fewer than two available zones.
+    """
+    zones = [
+        z["ZoneName"]
+        for z in ec2.describe_availability_zones(
+            Filters=[{"Name": "state", "Values": ["available"]}, {"Name": "zone-type", "Values": ["availability-zone"]}]
+        )["AvailabilityZones"]
+    ]
+    ordered = [preferred] + sorted(z for z in zones if z != preferred)
+    if len(ordered) < 2:
+        raise StageFailed("InsufficientAvailabilityZones", "EKS needs subnets in at least two Availability Zones")
+    return ordered[:2]
+
+
+def ensure_vpc(ec2: Ec2, tag: str) -> dict[str, str]:
+    """The cluster's VPC (a free /16 of 10.0.0.0/8), created with DNS support if absent.
+
+    Returns ``{"vpcId", "cidrBlock"}``. Calls ``DescribeVpcs``, ``CreateVpc``, ``ModifyVpcAttribute``.
+    """
+    found = ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]
+    if found:
+        return {"vpcId": found[0]["VpcId"], "cidrBlock": found[0]["CidrBlock"]}
+    used = [
+        assoc["CidrBlock"]
+        for vpc in ec2.describe_vpcs()["Vpcs"]
+        for assoc in vpc.get("CidrBlockAssociationSet", [{"CidrBlock": vpc["CidrBlock"]}])
+    ]
+    cidr = free_vpc_cidr(used)
+    vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=_spec("vpc", tag, f"instantstart-{tag}", "vpc"))["Vpc"]
+    vpc_id = vpc["VpcId"]
+    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
+    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
+    return {"vpcId": vpc_id, "cidrBlock": cidr}
+
+
+def _ensure_subnet(ec2: Ec2, tag: str, vpc_id: str, cidr: str, az: str, name: str, role: str) -> str:
+    found = ec2.describe_subnets(
+        Filters=[*_owned_filters(tag, role), {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "tag:Name", "Values": [name]}]
+    )["Subnets"]
+    if found:
+        return str(found[0]["SubnetId"])
+    subnet = ec2.create_subnet(
+        VpcId=vpc_id, CidrBlock=cidr, AvailabilityZone=az, TagSpecifications=_spec("subnet", tag, name, role)
+    )["Subnet"]
+    return str(subnet["SubnetId"])
+
+
+def _ensure_route_table(ec2: Ec2, tag: str, vpc_id: str, name: str, role: str) -> str:
+    found = ec2.describe_route_tables(
+        Filters=[*_owned_filters(tag, role), {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "tag:Name", "Values": [name]}]
+    )["RouteTables"]
+    if found:
+        return str(found[0]["RouteTableId"])
+    table = ec2.create_route_table(VpcId=vpc_id, TagSpecifications=_spec("route-table", tag, name, role))
+    return str(table["RouteTable"]["RouteTableId"])
+
+
+def _associate(ec2: Ec2, route_table_id: str, subnet_id: str) -> None:
+    table = ec2.describe_route_tables(RouteTableIds=[route_table_id])["RouteTables"][0]
+    if any(a.get("SubnetId") == subnet_id for a in table.get("Associations", [])):
+        return
+    ec2.associate_route_table(RouteTableId=route_table_id, SubnetId=subnet_id)
+
+
+def _ensure_default_route(ec2: Ec2, route_table_id: str, **target: str) -> None:
+    table = ec2.describe_route_tables(RouteTableIds=[route_table_id])["RouteTables"][0]
+    for route in table.get("Routes", []):
+        if route.get("DestinationCidrBlock") == "0.0.0.0/0":
+            return
+    ec2.create_route(RouteTableId=route_table_id, DestinationCidrBlock="0.0.0.0/0", **target)
+
+
+def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> dict[str, Any]:
+    """Everything of the cluster network except routes through the NAT gateway (it must be available).
+
+    Creates (or finds) the VPC, two public and two private control-plane /24 subnets in two zones,
+    the internet gateway and public route table, an Elastic IP and NAT gateway, the private route
+    table, the S3 gateway endpoint and the cluster security group (all traffic within itself).
+
+    Returns the resource ids: ``vpcId, cidrBlock, zones, publicSubnetIds, privateSubnetIds,
+    internetGatewayId, publicRouteTableId, privateRouteTableId, natGatewayId, natGatewayState,
+    s3EndpointId, securityGroupId``.
+    """
+    vpc = ensure_vpc(ec2, tag)
+    vpc_id = vpc["vpcId"]
+    zones = control_plane_zones(ec2, availability_zone)
+    layout = control_plane_cidrs(vpc["cidrBlock"])
+    public = [
+        _ensure_subnet(ec2, tag, vpc_id, cidr, az, f"instantstart-{tag}-public-{az}", "public-subnet")
+        for cidr, az in zip(layout["public"], zones, strict=True)
+    ]
+    private = [
+        _ensure_subnet(ec2, tag, vpc_id, cidr, az, f"instantstart-{tag}-private-{az}", "private-subnet")
+        for cidr, az in zip(layout["private"], zones, strict=True)
+    ]
+    igws = ec2.describe_internet_gateways(Filters=_owned_filters(tag, "internet-gateway"))["InternetGateways"]
+    if igws:
+        igw_id = igws[0]["InternetGatewayId"]
+    else:
+        igw_id = ec2.create_internet_gateway(
+            TagSpecifications=_spec("internet-gateway", tag, f"instantstart-{tag}", "internet-gateway")
+        )["InternetGateway"]["InternetGatewayId"]
+    attached = ec2.describe_internet_gateways(InternetGatewayIds=[igw_id])["InternetGateways"][0].get("Attachments", [])
+    if not any(a.get("VpcId") == vpc_id for a in attached):
+        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+    public_rt = _ensure_route_table(ec2, tag, vpc_id, f"instantstart-{tag}-public", "public-route-table")
+    _ensure_default_route(ec2, public_rt, GatewayId=igw_id)
+    for subnet_id in public:
+        _associate(ec2, public_rt, subnet_id)
+    private_rt = _ensure_route_table(ec2, tag, vpc_id, f"instantstart-{tag}-private", "private-route-table")
+    for subnet_id in private:
+        _associate(ec2, private_rt, subnet_id)
+
+    nats = [
+        n
+        for n in ec2.describe_nat_gateways(Filters=_owned_filters(tag, "nat-gateway"))["NatGateways"]
+        if n["State"] in ("pending", "available")
+    ]
+    if nats:
+        nat = nats[0]
+    else:
+        addresses = ec2.describe_addresses(Filters=_owned_filters(tag, "nat-eip"))["Addresses"]
+        allocation_id = (
+            addresses[0]["AllocationId"]
+            if addresses
+            else ec2.allocate_address(
+                Domain="vpc", TagSpecifications=_spec("elastic-ip", tag, f"instantstart-{tag}-nat", "nat-eip")
+            )["AllocationId"]
+        )
+        nat = ec2.create_nat_gateway(
+            SubnetId=public[0],
+            AllocationId=allocation_id,
+            ConnectivityType="public",
+            TagSpecifications=_spec("natgateway", tag, f"instantstart-{tag}", "nat-gateway"),
+        )["NatGateway"]
+
+    endpoints = ec2.describe_vpc_endpoints(
+        Filters=[*_owned_filters(tag, "s3-endpoint"), {"Name": "vpc-id", "Values": [vpc_id]}]
+    )["VpcEndpoints"]
+    if endpoints:
+        endpoint_id = endpoints[0]["VpcEndpointId"]
+    else:
+        endpoint_id = ec2.create_vpc_endpoint(
+            VpcId=vpc_id,
+            ServiceName=f"com.amazonaws.{region}.s3",
+            VpcEndpointType="Gateway",
+            RouteTableIds=[private_rt],
+            TagSpecifications=_spec("vpc-endpoint", tag, f"instantstart-{tag}-s3", "s3-endpoint"),
+        )["VpcEndpoint"]["VpcEndpointId"]
+
+    groups = ec2.describe_security_groups(
+        Filters=[*_owned_filters(tag, "cluster-sg"), {"Name": "vpc-id", "Values": [vpc_id]}]
+    )["SecurityGroups"]
+    if groups:
+        sg_id = groups[0]["GroupId"]
+    else:
+        sg_id = ec2.create_security_group(
+            GroupName=f"instantstart-{tag}-cluster",
+            Description="InstantStart cluster: EKS control plane and HyperPod nodes (all traffic within the group)",
+            VpcId=vpc_id,
+            TagSpecifications=_spec("security-group", tag, f"instantstart-{tag}-cluster", "cluster-sg"),
+        )["GroupId"]
+        # HyperPod nodes need all traffic among themselves (NCCL, EFA) and with the control plane.
+        ec2.authorize_security_group_ingress(
+            GroupId=sg_id, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg_id}]}]
+        )
+    return {
+        "vpcId": vpc_id,
+        "cidrBlock": vpc["cidrBlock"],
+        "zones": zones,
+        "publicSubnetIds": public,
+        "privateSubnetIds": private,
+        "internetGatewayId": igw_id,
+        "publicRouteTableId": public_rt,
+        "privateRouteTableId": private_rt,
+        "natGatewayId": nat["NatGatewayId"],
+        "natGatewayState": nat["State"],
+        "s3EndpointId": endpoint_id,
+        "securityGroupId": sg_id,
+    }
+
+
+def nat_gateway_state(ec2: Ec2, nat_gateway_id: str) -> tuple[str, str | None]:
+    """``(State, FailureMessage)`` of a NAT gateway (``pending``, ``available``, ``failed``, ...)."""
+    nat = ec2.describe_nat_gateways(NatGatewayIds=[nat_gateway_id])["NatGateways"][0]
+    return str(nat["State"]), nat.get("FailureMessage")
+
+
+def ensure_private_routes(ec2: Ec2, private_route_table_id: str, nat_gateway_id: str) -> None:
+    """Default route of the private route table through the (available) NAT gateway."""
+    _ensure_default_route(ec2, private_route_table_id, NatGatewayId=nat_gateway_id)
+
+
+def ensure_compute_subnet(
+    ec2: Ec2,
+    *,
+    tag: str,
+    vpc_id: str,
+    availability_zone: str,
+    nat_gateway_id: str,
+    s3_endpoint_id: str,
+    subnet_id: str | None = None,
+) -> dict[str, Any]:
+    """The HyperPod compute subnet of one Availability Zone. The one rule every capacity path uses.
+
+    Priority: an explicit ``subnet_id`` (checked to be in the VPC and zone), else the tagged
+    per-AZ /20 ``hp-compute-<az>`` of the VPC, else a new /20 at the first free block of the VPC with
+    its own route table (default route to the NAT gateway) associated with the S3 gateway endpoint.
+
+    Returns ``{"subnetId", "routeTableId", "cidrBlock", "source": "explicit"|"reused"|"created"}``.
+    Calls ``DescribeSubnets``, ``CreateSubnet``, ``CreateRouteTable``, ``CreateRoute``,
+    ``AssociateRouteTable``, ``ModifyVpcEndpoint``.
+
+    Raises:
+        StageFailed: the explicit subnet does not exist or is not in this VPC and zone.
+    """
+    if subnet_id:
+        subnets = ec2.describe_subnets(Filters=[{"Name": "subnet-id", "Values": [subnet_id]}])["Subnets"]
+        if not subnets or subnets[0]["VpcId"] != vpc_id or subnets[0]["AvailabilityZone"] != availability_zone:
+            raise StageFailed(
+                "InvalidSubnet",
+                f"subnet {subnet_id} is not a subnet of {vpc_id} in {availability_zone}",
+            )
+        return {"subnetId": subnet_id, "routeTableId": None, "cidrBlock": subnets[0]["CidrBlock"], "source": "explicit"}
+
+    name = compute_subnet_name(availability_zone)
+    found = ec2.describe_subnets(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc_id]},
+            {"Name": "availability-zone", "Values": [availability_zone]},
+            {"Name": "tag:Name", "Values": [name]},
+            {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
+        ]
+    )["Subnets"]
+    source = "reused"
+    if found:
+        subnet = found[0]
+    else:
+        vpc_cidr = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]["CidrBlock"]
+        used = [s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]]
+        subnet = ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=free_compute_cidr(vpc_cidr, used),
+            AvailabilityZone=availability_zone,
+            TagSpecifications=_spec("subnet", tag, name, "compute-subnet"),
+        )["Subnet"]
+        source = "created"
+    sid = str(subnet["SubnetId"])
+    route_table_id = _ensure_route_table(ec2, tag, vpc_id, name, "compute-route-table")
+    _ensure_default_route(ec2, route_table_id, NatGatewayId=nat_gateway_id)
+    _associate(ec2, route_table_id, sid)
+    endpoint = ec2.describe_vpc_endpoints(VpcEndpointIds=[s3_endpoint_id])["VpcEndpoints"][0]
+    if route_table_id not in endpoint.get("RouteTableIds", []):
+        ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
+    return {"subnetId": sid, "routeTableId": route_table_id, "cidrBlock": subnet["CidrBlock"], "source": source}
+
+
+def delete_network(ec2: Ec2, tag: str) -> dict[str, Any]:
+    """Delete every network resource carrying this cluster's ownership tags, dependants first.
+
+    Returns ``{"done": bool, "natGatewaysDeleting": [...]}``: when NAT gateways are still deleting
+    the caller polls and calls again (the function is idempotent). Resources without the ownership
+    tags are never touched.
+    """
+    nats = ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]
+    deleting = []
+    for nat in nats:
+        if nat["State"] in ("pending", "available"):
+            ec2.delete_nat_gateway(NatGatewayId=nat["NatGatewayId"])
+            deleting.append(nat["NatGatewayId"])
+        elif nat["State"] == "deleting":
+            deleting.append(nat["NatGatewayId"])
+    if deleting:
+        return {"done": False, "natGatewaysDeleting": deleting}
+    for address in ec2.describe_addresses(Filters=_owned_filters(tag))["Addresses"]:
+        if not address.get("AssociationId"):
+            ec2.release_address(AllocationId=address["AllocationId"])
+    vpcs = ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]
+    for vpc in vpcs:
+        vpc_id = vpc["VpcId"]
+        if not owned_by(vpc.get("Tags", []), tag):
+            continue
+        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
+        owned_endpoints = [e["VpcEndpointId"] for e in endpoints if owned_by(e.get("Tags", []), tag)]
+        if owned_endpoints:
+            ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
+        for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:
+            if not owned_by(table.get("Tags", []), tag):
+                continue
+            for assoc in table.get("Associations", []):
+                if not assoc.get("Main"):
+                    ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
+            ec2.delete_route_table(RouteTableId=table["RouteTableId"])
+        for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]:
+            if owned_by(subnet.get("Tags", []), tag):
+                ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+        for igw in ec2.describe_internet_gateways(Filters=_owned_filters(tag))["InternetGateways"]:
+            for att in igw.get("Attachments", []):
+                ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=att["VpcId"])
+            ec2.delete_internet_gateway(InternetGatewayId=igw["InternetGatewayId"])
+        for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["SecurityGroups"]:
+            if group["GroupName"] != "default" and owned_by(group.get("Tags", []), tag):
+                ec2.delete_security_group(GroupId=group["GroupId"])
+        ec2.delete_vpc(VpcId=vpc_id)
+    return {"done": True, "natGatewaysDeleting": []}

@@ -1,0 +1,46 @@
+"""DynamoDB single-table keys. This module is the only place key formats are built.
+
+| item                | PK              | SK                                   | GSI1PK          | GSI1SK           |
+|---------------------|-----------------|--------------------------------------|-----------------|------------------|
+| cluster             | CLUSTER#<tag>   | META                                 | CLUSTERS        | CLUSTER#<tag>    |
+| stage of a cluster  | CLUSTER#<tag>   | GEN#<generation:04d>#STAGE#<nn>#<name> |               |                  |
+| operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>   |
+"""
+
+from __future__ import annotations
+
+from instantstart.models.common import StageName
+
+META = "META"
+CLUSTERS_INDEX_PK = "CLUSTERS"
+GSI1 = "GSI1"
+
+
+def cluster_pk(tag: str) -> str:
+    """Partition key of a cluster and its stages."""
+    return f"CLUSTER#{tag}"
+
+
+def stage_sk(generation: int, stage: StageName) -> str:
+    """Sort key of one stage of one generation of a cluster."""
+    return f"GEN#{generation:04d}#STAGE#{stage.order:02d}#{stage.value}"
+
+
+def stage_prefix(generation: int) -> str:
+    """Sort-key prefix of every stage of one generation."""
+    return f"GEN#{generation:04d}#STAGE#"
+
+
+def operation_pk(operation_id: str) -> str:
+    """Partition key of an operation."""
+    return f"OP#{operation_id}"
+
+
+def cluster_index_sk(tag: str) -> str:
+    """GSI1 sort key listing clusters by tag."""
+    return f"CLUSTER#{tag}"
+
+
+def operation_index_sk(created_at: str) -> str:
+    """GSI1 sort key listing a cluster's operations by creation time."""
+    return f"OP#{created_at}"

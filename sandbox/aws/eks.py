@@ -1,0 +1,1144 @@
+"""EKS emulation on top of moto: cluster lifecycle, add-ons, access entries, pod identity.
+
+moto 5.2.5 creates EKS clusters ACTIVE at once, drops ``accessConfig``, answers a random string as
+CA data, and lacks add-ons, access entries and pod identity associations. Clusters stay in moto's
+backend (so CloudFormation and other moto code see them); this module owns their lifecycle on the
+simulated clock (CREATING ~600 s -> ACTIVE, DELETING ~300 s -> gone) and answers the operations moto
+lacks. Once ACTIVE, a cluster's ``endpoint`` and ``certificateAuthority.data`` are the sandbox
+Kubernetes API's URL and CA (base64 of the PEM, as EKS encodes it).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from sandbox.aws import backends
+from sandbox.aws.addons import CATALOG, KUBERNETES_VERSIONS, AddonSpec, addon_objects, addon_version_info, versions_for
+from sandbox.aws.kubetypes import KubeApiServerLike
+from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from sandbox.clock import SimClock
+
+log = logging.getLogger(__name__)
+
+CLUSTER_CREATE_SECONDS = 600.0
+CLUSTER_DELETE_SECONDS = 300.0
+ADDON_UPDATE_SECONDS = 60.0
+ADDON_DELETE_SECONDS = 60.0
+SUPPORTED_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+DEFAULT_VERSION = "1.33"
+ACCESS_POLICIES = (
+    "AmazonEKSAdminPolicy",
+    "AmazonEKSAdminViewPolicy",
+    "AmazonEKSClusterAdminPolicy",
+    "AmazonEKSEditPolicy",
+    "AmazonEKSViewPolicy",
+    "AmazonEKSAutoNodePolicy",
+    "AmazonEKSBlockStoragePolicy",
+    "AmazonEKSComputePolicy",
+    "AmazonEKSLoadBalancingPolicy",
+    "AmazonEKSNetworkingPolicy",
+    "AmazonSagemakerHyperpodClusterPolicy",
+    "AmazonSagemakerHyperpodControllerPolicy",
+    "AmazonSagemakerHyperpodSystemNamespacePolicy",
+)
+ACCESS_ENTRY_TYPES = ("STANDARD", "EC2_LINUX", "EC2_WINDOWS", "FARGATE_LINUX", "EC2", "HYPERPOD_LINUX")
+
+Emit = Callable[[str, str, dict[str, Any], list[str]], None]
+
+
+@dataclass
+class ClusterMeta:
+    """What the sandbox knows about an EKS cluster beyond moto's model."""
+
+    name: str
+    status: str
+    created_at: float
+    access_config: dict[str, Any]
+    upgrade_policy: dict[str, Any] = field(default_factory=lambda: {"supportType": "STANDARD"})
+    generation: int = 0
+
+
+@dataclass
+class Addon:
+    """An EKS add-on."""
+
+    cluster: str
+    name: str
+    version: str
+    arn: str
+    status: str
+    created_at: float
+    modified_at: float
+    service_account_role_arn: str | None = None
+    configuration_values: str | None = None
+    resolve_conflicts: str | None = None
+    pod_identity_arns: list[str] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    generation: int = 0
+
+
+@dataclass
+class AccessEntry:
+    """An EKS access entry and its associated access policies."""
+
+    cluster: str
+    principal_arn: str
+    arn: str
+    type: str
+    username: str
+    kubernetes_groups: list[str]
+    created_at: float
+    modified_at: float
+    tags: dict[str, str] = field(default_factory=dict)
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class PodIdentityAssociation:
+    """An EKS pod identity association."""
+
+    cluster: str
+    namespace: str
+    service_account: str
+    role_arn: str
+    association_id: str
+    arn: str
+    created_at: float
+    modified_at: float
+    owner_arn: str | None = None
+    disable_session_tags: bool = False
+    target_role_arn: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def _page(items: list[Any], params: dict[str, Any], default_max: int = 100) -> tuple[list[Any], str | None]:
+    start = int(params.get("nextToken") or 0)
+    size = int(params.get("maxResults") or default_max)
+    end = start + size
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+def _random_id(length: int) -> str:
+    return uuid.uuid4().hex[:length]
+
+
+class EksEmulator:
+    """The EKS operations of the sandbox (see module docstring). Thread-safe."""
+
+    def __init__(
+        self, clock: SimClock, kube: KubeApiServerLike, region: str, account_id: str, emit: Emit
+    ) -> None:
+        self.clock = clock
+        self.kube = kube
+        self.region = region
+        self.account_id = account_id
+        self.emit = emit
+        self._lock = threading.RLock()
+        self._meta: dict[str, ClusterMeta] = {}
+        self._addons: dict[tuple[str, str], Addon] = {}
+        self._access: dict[tuple[str, str], AccessEntry] = {}
+        self._pod_identity: dict[tuple[str, str], PodIdentityAssociation] = {}
+        self._updates: dict[str, dict[str, Any]] = {}
+
+    # -- routing table --------------------------------------------------------------------------
+    def handlers(self) -> dict[str, Callable[[AwsRequest, Callable[[], RawResponse]], Any]]:
+        """Operation name -> handler."""
+        return {
+            "CreateCluster": self.create_cluster,
+            "DescribeCluster": lambda req, fwd: {"cluster": self.describe_cluster(req.params["name"])},
+            "DeleteCluster": self.delete_cluster,
+            "CreateAddon": self.create_addon,
+            "DescribeAddon": self.describe_addon,
+            "ListAddons": self.list_addons,
+            "UpdateAddon": self.update_addon,
+            "DeleteAddon": self.delete_addon,
+            "DescribeAddonVersions": self.describe_addon_versions,
+            "DescribeUpdate": self.describe_update,
+            "CreateAccessEntry": self.create_access_entry,
+            "DescribeAccessEntry": self.describe_access_entry,
+            "ListAccessEntries": self.list_access_entries,
+            "UpdateAccessEntry": self.update_access_entry,
+            "DeleteAccessEntry": self.delete_access_entry,
+            "AssociateAccessPolicy": self.associate_access_policy,
+            "DisassociateAccessPolicy": self.disassociate_access_policy,
+            "ListAssociatedAccessPolicies": self.list_associated_access_policies,
+            "ListAccessPolicies": self.list_access_policies,
+            "CreatePodIdentityAssociation": self.create_pod_identity_association,
+            "DescribePodIdentityAssociation": self.describe_pod_identity_association,
+            "ListPodIdentityAssociations": self.list_pod_identity_associations,
+            "UpdatePodIdentityAssociation": self.update_pod_identity_association,
+            "DeletePodIdentityAssociation": self.delete_pod_identity_association,
+            "TagResource": self.tag_resource,
+            "UntagResource": self.untag_resource,
+            "ListTagsForResource": self.list_tags_for_resource,
+        }
+
+    # -- clusters ---------------------------------------------------------------------------------
+    def _arn(self, kind: str, rest: str) -> str:
+        return f"arn:aws:eks:{self.region}:{self.account_id}:{kind}/{rest}"
+
+    def _moto_cluster(self, name: str) -> Any:
+        cluster = backends.eks(self.account_id, self.region).clusters.get(name)
+        if cluster is None:
+            raise AwsError(
+                "ResourceNotFoundException", f"No cluster found for name: {name}.", 404, clusterName=name
+            )
+        return cluster
+
+    def _cluster_meta(self, name: str) -> ClusterMeta:
+        """Meta of ``name``; clusters created in moto directly (e.g. by CloudFormation) are adopted."""
+        cluster = self._moto_cluster(name)
+        with self._lock:
+            meta = self._meta.get(name)
+            if meta is None:
+                access = getattr(cluster, "access_config", None) or {
+                    "authenticationMode": "API_AND_CONFIG_MAP",
+                    "bootstrapClusterCreatorAdminPermissions": True,
+                }
+                meta = ClusterMeta(name, cluster.status, self.clock.now(), dict(access))
+                self._meta[name] = meta
+            if meta.status == "ACTIVE" and not getattr(cluster, "_sandbox_endpoint", None):
+                self._attach_kube(cluster)
+            return meta
+
+    def _attach_kube(self, cluster: Any) -> None:
+        endpoint = self.kube.add_cluster(cluster.name)
+        cluster.endpoint = endpoint
+        cluster._sandbox_endpoint = endpoint
+        cluster.certificate_authority = {"data": base64.b64encode(self.kube.ca_pem.encode()).decode()}
+
+    def cluster_status(self, name: str) -> str | None:
+        """The status of EKS cluster ``name``, or None when it does not exist."""
+        try:
+            return self._cluster_meta(name).status
+        except AwsError:
+            return None
+
+    def authentication_mode(self, name: str) -> str | None:
+        """The ``accessConfig.authenticationMode`` of cluster ``name``, or None when it does not exist."""
+        try:
+            return str(self._cluster_meta(name).access_config.get("authenticationMode"))
+        except AwsError:
+            return None
+
+    def create_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreateCluster: validate, let moto create it, then hold it CREATING for ~600 s."""
+        params = req.params
+        name = params["name"]
+        version = params.get("version") or DEFAULT_VERSION
+        if version not in SUPPORTED_VERSIONS:
+            raise AwsError("InvalidParameterException", f"unsupported Kubernetes version {version}", 400)
+        vpc = params.get("resourcesVpcConfig") or {}
+        subnet_ids = vpc.get("subnetIds") or []
+        zones = set()
+        vpc_ids = set()
+        for subnet_id in subnet_ids:
+            subnet = backends.subnet(self.account_id, self.region, subnet_id)
+            if subnet is None:
+                raise AwsError("InvalidParameterException", f"The subnet ID '{subnet_id}' does not exist", 400)
+            zones.add(subnet.availability_zone)
+            vpc_ids.add(subnet.vpc_id)
+        if subnet_ids and len(zones) < 2:
+            raise AwsError(
+                "InvalidParameterException",
+                "Subnets specified must be in at least two different AZs",
+                400,
+                clusterName=name,
+            )
+        for group_id in vpc.get("securityGroupIds") or []:
+            if not backends.security_group_exists(self.account_id, self.region, group_id):
+                raise AwsError(
+                    "InvalidParameterException", f"The security group '{group_id}' does not exist", 400
+                )
+        access = dict(params.get("accessConfig") or {})
+        access.setdefault("authenticationMode", "CONFIG_MAP")
+        access.setdefault("bootstrapClusterCreatorAdminPermissions", True)
+        response = forward()
+        if response.status >= 300:
+            return response
+        cluster = self._moto_cluster(name)
+        cluster.version = version
+        cluster.platformVersion = "eks.12"
+        cluster.status = "CREATING"
+        cluster.endpoint = None
+        cluster.certificate_authority = {}
+        cluster.access_config = access
+        vpc_id = next(iter(vpc_ids), None)
+        cluster.resources_vpc_config = {
+            "subnetIds": list(subnet_ids),
+            "securityGroupIds": list(vpc.get("securityGroupIds") or []),
+            "vpcId": vpc_id,
+            "endpointPublicAccess": vpc.get("endpointPublicAccess", True),
+            "endpointPrivateAccess": vpc.get("endpointPrivateAccess", False),
+            "publicAccessCidrs": vpc.get("publicAccessCidrs") or ["0.0.0.0/0"],
+        }
+        if vpc_id:
+            try:
+                group = backends.ec2(self.account_id, self.region).create_security_group(
+                    name=f"eks-cluster-sg-{name}-{_random_id(10)}",
+                    description="EKS created security group applied to ENI that is attached to EKS Control "
+                    "Plane master nodes, as well as any managed workloads.",
+                    vpc_id=vpc_id,
+                    tags={"aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"},
+                )
+                cluster.resources_vpc_config["clusterSecurityGroupId"] = group.id
+            except Exception:  # noqa: BLE001 - the cluster SG is a courtesy
+                log.exception("creating the cluster security group of %s failed", name)
+        now = self.clock.now()
+        with self._lock:
+            meta = ClusterMeta(name, "CREATING", now, access)
+            self._meta[name] = meta
+            generation = meta.generation
+        self.clock.call_at(now + CLUSTER_CREATE_SECONDS, lambda: self._cluster_active(name, generation))
+        return {"cluster": self.describe_cluster(name)}
+
+    def _cluster_active(self, name: str, generation: int) -> None:
+        with self._lock:
+            meta = self._meta.get(name)
+            if meta is None or meta.generation != generation or meta.status != "CREATING":
+                return
+            cluster = backends.eks(self.account_id, self.region).clusters.get(name)
+            if cluster is None:
+                return
+            self._attach_kube(cluster)
+            meta.status = cluster.status = "ACTIVE"
+
+    def describe_cluster(self, name: str) -> dict[str, Any]:
+        """DescribeCluster's ``cluster``: moto's model with the sandbox's status, access and endpoint."""
+        meta = self._cluster_meta(name)
+        cluster = self._moto_cluster(name)
+        out: dict[str, Any] = {
+            "name": cluster.name,
+            "arn": cluster.arn,
+            "createdAt": meta.created_at,
+            "version": cluster.version,
+            "roleArn": cluster.role_arn,
+            "resourcesVpcConfig": dict(cluster.resources_vpc_config or {}),
+            "kubernetesNetworkConfig": {
+                "serviceIpv4Cidr": "172.20.0.0/16",
+                "ipFamily": "ipv4",
+                "elasticLoadBalancing": {"enabled": False},
+                **(cluster.kubernetes_network_config or {}),
+            },
+            "logging": cluster.logging,
+            "identity": cluster.identity,
+            "status": meta.status,
+            "certificateAuthority": {},
+            "platformVersion": cluster.platformVersion,
+            "tags": dict(cluster.tags or {}),
+            "accessConfig": dict(meta.access_config),
+            "upgradePolicy": dict(meta.upgrade_policy),
+            "health": {"issues": []},
+        }
+        if cluster.client_request_token:
+            out["clientRequestToken"] = cluster.client_request_token
+        if cluster.encryption_config:
+            out["encryptionConfig"] = cluster.encryption_config
+        if meta.status in ("ACTIVE", "UPDATING", "DELETING") and getattr(cluster, "_sandbox_endpoint", None):
+            out["endpoint"] = cluster.endpoint
+            out["certificateAuthority"] = dict(cluster.certificate_authority)
+        return out
+
+    def delete_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteCluster: DELETING for ~300 s, then the cluster, its add-ons and Kubernetes API go."""
+        name = req.params["name"]
+        meta = self._cluster_meta(name)
+        cluster = self._moto_cluster(name)
+        if cluster.nodegroups:
+            raise AwsError(
+                "ResourceInUseException",
+                "Cluster has nodegroups attached",
+                409,
+                clusterName=name,
+                nodegroupName=",".join(cluster.nodegroups),
+            )
+        with self._lock:
+            if meta.status != "DELETING":
+                meta.status = cluster.status = "DELETING"
+                meta.generation += 1
+                generation = meta.generation
+                now = self.clock.now()
+                for addon in self._cluster_addons(name):
+                    self._start_addon_delete(addon, preserve=False)
+                self.clock.call_at(now + CLUSTER_DELETE_SECONDS, lambda: self._cluster_gone(name, generation))
+            out = self.describe_cluster(name)
+        return {"cluster": out}
+
+    def _cluster_gone(self, name: str, generation: int) -> None:
+        with self._lock:
+            meta = self._meta.get(name)
+            if meta is None or meta.generation != generation:
+                return
+            del self._meta[name]
+            backends.eks(self.account_id, self.region).clusters.pop(name, None)
+            for key in [k for k in self._addons if k[0] == name]:
+                del self._addons[key]
+            for key in [k for k in self._access if k[0] == name]:
+                del self._access[key]
+            for key in [k for k in self._pod_identity if k[0] == name]:
+                del self._pod_identity[key]
+        try:
+            self.kube.remove_cluster(name)
+        except Exception:  # noqa: BLE001 - the Kubernetes side may never have been attached
+            log.debug("remove_cluster(%s) failed", name, exc_info=True)
+
+    def _require_active(self, name: str) -> ClusterMeta:
+        meta = self._cluster_meta(name)
+        if meta.status != "ACTIVE":
+            raise AwsError(
+                "InvalidRequestException",
+                f"Cluster {name} is in {meta.status} state; the operation requires an ACTIVE cluster.",
+                400,
+                clusterName=name,
+            )
+        return meta
+
+    # -- add-ons ----------------------------------------------------------------------------------
+    def _cluster_addons(self, cluster: str) -> list[Addon]:
+        with self._lock:
+            return [a for (c, _), a in sorted(self._addons.items()) if c == cluster]
+
+    def _addon(self, cluster: str, name: str) -> Addon:
+        self._cluster_meta(cluster)
+        with self._lock:
+            addon = self._addons.get((cluster, name))
+        if addon is None:
+            raise AwsError(
+                "ResourceNotFoundException",
+                f"No addon: {name} found in cluster: {cluster}",
+                404,
+                clusterName=cluster,
+                addonName=name,
+            )
+        return addon
+
+    def _addon_dict(self, addon: Addon) -> dict[str, Any]:
+        spec = CATALOG[addon.name]
+        out: dict[str, Any] = {
+            "addonName": addon.name,
+            "clusterName": addon.cluster,
+            "status": addon.status,
+            "addonVersion": addon.version,
+            "health": {"issues": list(addon.issues)},
+            "addonArn": addon.arn,
+            "createdAt": addon.created_at,
+            "modifiedAt": addon.modified_at,
+            "tags": dict(addon.tags),
+            "publisher": spec.publisher,
+            "owner": spec.owner,
+        }
+        if addon.service_account_role_arn:
+            out["serviceAccountRoleArn"] = addon.service_account_role_arn
+        if addon.configuration_values:
+            out["configurationValues"] = addon.configuration_values
+        if addon.pod_identity_arns:
+            out["podIdentityAssociations"] = list(addon.pod_identity_arns)
+        return out
+
+    def _validate_addon_settings(self, spec: AddonSpec, params: dict[str, Any]) -> None:
+        role = params.get("serviceAccountRoleArn")
+        if role and not backends.principal_exists(self.account_id, role):
+            raise AwsError("InvalidParameterException", f"Role {role} is not valid or does not exist", 400)
+        values = params.get("configurationValues")
+        if values:
+            try:
+                loaded = yaml.safe_load(values)
+            except yaml.YAMLError as exc:
+                raise AwsError(
+                    "InvalidParameterException", f"ConfigurationValue provided in request is not supported: {exc}"
+                ) from exc
+            if not isinstance(loaded, dict):
+                raise AwsError(
+                    "InvalidParameterException",
+                    "ConfigurationValue provided in request is not supported: must be a JSON or YAML object",
+                )
+        for assoc in params.get("podIdentityAssociations") or []:
+            if not spec.pod_identity_service_accounts:
+                raise AwsError(
+                    "InvalidParameterException", f"Addon {spec.name} does not support Pod Identity associations"
+                )
+            if assoc.get("serviceAccount") not in spec.pod_identity_service_accounts:
+                raise AwsError(
+                    "InvalidParameterException",
+                    f"Service account {assoc.get('serviceAccount')} is not supported by addon {spec.name}; "
+                    f"supported: {', '.join(spec.pod_identity_service_accounts)}",
+                )
+            if not backends.principal_exists(self.account_id, assoc.get("roleArn", "")):
+                raise AwsError("InvalidParameterException", f"Role {assoc.get('roleArn')} does not exist", 400)
+
+    def _create_addon_associations(self, cluster: str, spec: AddonSpec, addon_arn: str, assocs: list[Any]) -> list[str]:
+        arns = []
+        for assoc in assocs:
+            created = self._new_pod_identity(
+                cluster, spec.namespace, assoc["serviceAccount"], assoc["roleArn"], owner_arn=addon_arn
+            )
+            arns.append(created.arn)
+        return arns
+
+    def create_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreateAddon: CREATING for the catalog's 60-180 s, then ACTIVE with its objects installed."""
+        params = req.params
+        cluster_name = params["clusterName"]
+        name = params["addonName"]
+        meta = self._require_active(cluster_name)
+        spec = CATALOG.get(name)
+        if spec is None:
+            raise AwsError("InvalidParameterException", f"Addon {name} specified is not supported", 400,
+                           clusterName=cluster_name, addonName=name)
+        cluster = self._moto_cluster(cluster_name)
+        versions = versions_for(spec, cluster.version)
+        version = params.get("addonVersion") or versions[0]
+        if version not in versions:
+            raise AwsError(
+                "InvalidParameterException",
+                f"Addon version specified is not supported: {version}",
+                400,
+                clusterName=cluster_name,
+                addonName=name,
+            )
+        self._validate_addon_settings(spec, params)
+        with self._lock:
+            if (cluster_name, name) in self._addons:
+                raise AwsError("ResourceInUseException", "Addon already exists.", 409,
+                               clusterName=cluster_name, addonName=name)
+            now = self.clock.now()
+            arn = self._arn("addon", f"{cluster_name}/{name}/{uuid.uuid4()}")
+            # validate inline pod identity conflicts before creating anything
+            for assoc in params.get("podIdentityAssociations") or []:
+                self._check_pod_identity_free(cluster_name, spec.namespace, assoc["serviceAccount"])
+            addon = Addon(
+                cluster=cluster_name,
+                name=name,
+                version=version,
+                arn=arn,
+                status="CREATING",
+                created_at=now,
+                modified_at=now,
+                service_account_role_arn=params.get("serviceAccountRoleArn"),
+                configuration_values=params.get("configurationValues"),
+                resolve_conflicts=params.get("resolveConflicts"),
+                tags=dict(params.get("tags") or {}),
+            )
+            addon.pod_identity_arns = self._create_addon_associations(
+                cluster_name, spec, arn, params.get("podIdentityAssociations") or []
+            )
+            self._addons[(cluster_name, name)] = addon
+            generation = addon.generation
+        del meta
+        self.clock.call_at(now + spec.create_seconds, lambda: self._addon_ready(cluster_name, name, generation, "Creation"))
+        return {"addon": self._addon_dict(addon)}
+
+    def _addon_ready(self, cluster: str, name: str, generation: int, phase: str) -> None:
+        """Timer: an add-on finishes creating/updating; install its objects and emit the event."""
+        with self._lock:
+            addon = self._addons.get((cluster, name))
+            if addon is None or addon.generation != generation or addon.status not in ("CREATING", "UPDATING"):
+                return
+            spec = CATALOG[name]
+            missing = [
+                dep
+                for dep in spec.requires
+                if (cluster, dep) not in self._addons or self._addons[(cluster, dep)].status != "ACTIVE"
+            ]
+            if missing:
+                addon.status = "CREATE_FAILED" if phase == "Creation" else "UPDATE_FAILED"
+                addon.issues = [
+                    {
+                        "code": "AdmissionRequestDenied" if "cert-manager" in missing else "ConfigurationConflict",
+                        "message": f"Addon {name} requires the following addons to be installed and ACTIVE: "
+                        f"{', '.join(missing)}",
+                        "resourceIds": [],
+                    }
+                ]
+            else:
+                addon.status = "ACTIVE"
+                addon.issues = []
+            addon.modified_at = self.clock.now()
+            status = addon.status
+            version = addon.version
+            arn = addon.arn
+        if status == "ACTIVE":
+            self._install(cluster, spec, version)
+        outcome = "Succeeded" if status == "ACTIVE" else "Failed"
+        self.emit(
+            "aws.eks",
+            f"EKS Addon {phase} {outcome}",
+            {"clusterName": cluster, "addonName": name, "addonVersion": version, "status": status},
+            [arn],
+        )
+
+    def _install(self, cluster: str, spec: AddonSpec, version: str) -> None:
+        try:
+            kube_cluster = self.kube.cluster(cluster)
+        except Exception:  # noqa: BLE001 - the Kubernetes side of the cluster may be gone
+            log.warning("no Kubernetes API for cluster %s; add-on %s not installed", cluster, spec.name)
+            return
+        for obj in addon_objects(spec, version, self.region):
+            try:
+                kube_cluster.apply(obj, field_manager="eks")
+            except Exception:  # noqa: BLE001 - keep installing the rest
+                log.exception("installing %s %s of add-on %s failed", obj["kind"], obj["metadata"]["name"], spec.name)
+
+    def _uninstall(self, cluster: str, spec: AddonSpec, version: str) -> None:
+        try:
+            kube_cluster = self.kube.cluster(cluster)
+        except Exception:  # noqa: BLE001 - nothing to remove
+            return
+        for obj in reversed(addon_objects(spec, version, self.region)):
+            if obj["kind"] == "Namespace" and not spec.owns_namespace:
+                continue
+            meta = obj["metadata"]
+            try:
+                kube_cluster.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+            except Exception:  # noqa: BLE001 - already gone
+                log.debug("deleting %s %s failed", obj["kind"], meta["name"], exc_info=True)
+
+    def describe_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeAddon."""
+        return {"addon": self._addon_dict(self._addon(req.params["clusterName"], req.params["addonName"]))}
+
+    def list_addons(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListAddons."""
+        cluster = req.params["clusterName"]
+        self._cluster_meta(cluster)
+        names = [a.name for a in self._cluster_addons(cluster)]
+        page, token = _page(names, req.params)
+        return {"addons": page, **({"nextToken": token} if token else {})}
+
+    def update_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UpdateAddon: UPDATING for ~60 s, then ACTIVE with the new version's objects applied."""
+        params = req.params
+        cluster_name, name = params["clusterName"], params["addonName"]
+        addon = self._addon(cluster_name, name)
+        spec = CATALOG[name]
+        cluster = self._moto_cluster(cluster_name)
+        version = params.get("addonVersion") or addon.version
+        if version not in versions_for(spec, cluster.version):
+            raise AwsError("InvalidParameterException", f"Addon version specified is not supported: {version}", 400)
+        self._validate_addon_settings(spec, params)
+        with self._lock:
+            if addon.status not in ("ACTIVE", "DEGRADED", "CREATE_FAILED", "UPDATE_FAILED"):
+                raise AwsError(
+                    "ResourceInUseException",
+                    f"Addon {name} is in {addon.status} state and cannot be updated",
+                    409,
+                    clusterName=cluster_name,
+                    addonName=name,
+                )
+            update_params = [{"type": "AddonVersion", "value": version}]
+            if "serviceAccountRoleArn" in params:
+                addon.service_account_role_arn = params["serviceAccountRoleArn"] or None
+                update_params.append({"type": "ServiceAccountRoleArn", "value": params["serviceAccountRoleArn"]})
+            if "configurationValues" in params:
+                addon.configuration_values = params["configurationValues"] or None
+                update_params.append({"type": "ConfigurationValues", "value": params["configurationValues"]})
+            if "resolveConflicts" in params:
+                addon.resolve_conflicts = params["resolveConflicts"]
+                update_params.append({"type": "ResolveConflicts", "value": params["resolveConflicts"]})
+            if "podIdentityAssociations" in params:
+                for arn in addon.pod_identity_arns:
+                    self._drop_pod_identity_by_arn(arn)
+                addon.pod_identity_arns = self._create_addon_associations(
+                    cluster_name, spec, addon.arn, params["podIdentityAssociations"] or []
+                )
+                update_params.append({"type": "PodIdentityAssociations", "value": ",".join(addon.pod_identity_arns)})
+            addon.version = version
+            addon.status = "UPDATING"
+            addon.generation += 1
+            generation = addon.generation
+            now = self.clock.now()
+            addon.modified_at = now
+            update_id = str(uuid.uuid4())
+            update = {
+                "id": update_id,
+                "status": "InProgress",
+                "type": "AddonUpdate",
+                "params": update_params,
+                "createdAt": now,
+                "errors": [],
+                "_done_at": now + ADDON_UPDATE_SECONDS,
+                "_cluster": cluster_name,
+                "_addon": name,
+            }
+            self._updates[update_id] = update
+        self.clock.call_at(now + ADDON_UPDATE_SECONDS, lambda: self._addon_ready(cluster_name, name, generation, "Update"))
+        return {"update": self._update_dict(update)}
+
+    def _update_dict(self, update: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in update.items() if not k.startswith("_")}
+        if self.clock.now() >= update["_done_at"]:
+            with self._lock:
+                addon = self._addons.get((update["_cluster"], update["_addon"]))
+            out["status"] = "Failed" if addon is not None and addon.status == "UPDATE_FAILED" else "Successful"
+        return out
+
+    def describe_update(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeUpdate (add-on updates only; other updates go to moto)."""
+        update = self._updates.get(req.params.get("updateId", ""))
+        if update is None or update["_cluster"] != req.params.get("name"):
+            raise AwsError("ResourceNotFoundException", f"No update found for ID: {req.params.get('updateId')}", 404)
+        return {"update": self._update_dict(update)}
+
+    def _start_addon_delete(self, addon: Addon, preserve: bool) -> None:
+        with self._lock:
+            addon.status = "DELETING"
+            addon.generation += 1
+            generation = addon.generation
+        self.clock.call_later(ADDON_DELETE_SECONDS, lambda: self._addon_gone(addon.cluster, addon.name, generation, preserve))
+
+    def _addon_gone(self, cluster: str, name: str, generation: int, preserve: bool) -> None:
+        with self._lock:
+            addon = self._addons.get((cluster, name))
+            if addon is None or addon.generation != generation:
+                return
+            del self._addons[(cluster, name)]
+            for arn in addon.pod_identity_arns:
+                self._drop_pod_identity_by_arn(arn)
+        if not preserve:
+            self._uninstall(cluster, CATALOG[name], addon.version)
+        self.emit(
+            "aws.eks",
+            "EKS Addon Deletion Succeeded",
+            {"clusterName": cluster, "addonName": name, "addonVersion": addon.version, "status": "DELETED"},
+            [addon.arn],
+        )
+
+    def delete_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteAddon: DELETING for ~60 s, then gone (its objects removed unless ``preserve``)."""
+        addon = self._addon(req.params["clusterName"], req.params["addonName"])
+        if addon.status != "DELETING":
+            self._start_addon_delete(addon, bool(req.params.get("preserve")))
+        return {"addon": self._addon_dict(addon)}
+
+    def describe_addon_versions(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeAddonVersions from the catalog, filtered as the real API filters."""
+        params = req.params
+        k8s = params.get("kubernetesVersion")
+        k8s_versions = (k8s,) if k8s else KUBERNETES_VERSIONS
+        out = []
+        for spec in CATALOG.values():
+            if params.get("addonName") and spec.name != params["addonName"]:
+                continue
+            if params.get("types") and spec.type not in params["types"]:
+                continue
+            if params.get("publishers") and spec.publisher not in params["publishers"]:
+                continue
+            if params.get("owners") and spec.owner not in params["owners"]:
+                continue
+            if k8s and k8s not in KUBERNETES_VERSIONS + SUPPORTED_VERSIONS:
+                continue
+            out.append(
+                {
+                    "addonName": spec.name,
+                    "type": spec.type,
+                    "addonVersions": addon_version_info(spec, k8s_versions),
+                    "publisher": spec.publisher,
+                    "owner": spec.owner,
+                    "defaultNamespace": spec.namespace,
+                }
+            )
+        page, token = _page(out, params)
+        return {"addons": page, **({"nextToken": token} if token else {})}
+
+    # -- access entries ---------------------------------------------------------------------------
+    def _require_api_auth(self, name: str) -> None:
+        meta = self._require_active(name)
+        if meta.access_config.get("authenticationMode") not in ("API", "API_AND_CONFIG_MAP"):
+            raise AwsError(
+                "InvalidRequestException",
+                "The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] to perform "
+                "this operation.",
+                400,
+                clusterName=name,
+            )
+
+    def _access_entry(self, cluster: str, principal: str) -> AccessEntry:
+        self._cluster_meta(cluster)
+        with self._lock:
+            entry = self._access.get((cluster, principal))
+        if entry is None:
+            raise AwsError(
+                "ResourceNotFoundException",
+                f"The specified principalArn could not be found. You can view your available access entries "
+                f"with 'list-access-entries'. ({principal})",
+                404,
+                clusterName=cluster,
+            )
+        return entry
+
+    def _entry_dict(self, entry: AccessEntry) -> dict[str, Any]:
+        return {
+            "clusterName": entry.cluster,
+            "principalArn": entry.principal_arn,
+            "kubernetesGroups": list(entry.kubernetes_groups),
+            "accessEntryArn": entry.arn,
+            "createdAt": entry.created_at,
+            "modifiedAt": entry.modified_at,
+            "tags": dict(entry.tags),
+            "username": entry.username,
+            "type": entry.type,
+        }
+
+    def _validate_groups(self, groups: list[str]) -> None:
+        for group in groups:
+            if group.startswith("system:"):
+                raise AwsError(
+                    "InvalidParameterException",
+                    f"The kubernetes group name {group} is invalid, it cannot start with system:",
+                )
+
+    def create_access_entry(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreateAccessEntry (API or API_AND_CONFIG_MAP clusters; the IAM principal must exist)."""
+        params = req.params
+        cluster = params["clusterName"]
+        principal = params["principalArn"]
+        self._require_api_auth(cluster)
+        if not backends.principal_exists(self.account_id, principal) or not (
+            ":role/" in principal or ":user/" in principal
+        ):
+            raise AwsError(
+                "InvalidParameterException", f"The specified principalArn is invalid: invalid principal {principal}"
+            )
+        entry_type = params.get("type") or "STANDARD"
+        if entry_type not in ACCESS_ENTRY_TYPES:
+            raise AwsError("InvalidParameterException", f"The access entry type {entry_type} is invalid.")
+        groups = list(params.get("kubernetesGroups") or [])
+        self._validate_groups(groups)
+        kind, _, rest = principal.split(":", 5)[5].partition("/")
+        short = rest.rsplit("/", 1)[-1]
+        username = params.get("username") or (
+            f"arn:aws:sts::{self.account_id}:assumed-role/{short}/{{{{SessionName}}}}" if kind == "role" else principal
+        )
+        if entry_type in ("EC2_LINUX", "EC2_WINDOWS", "HYPERPOD_LINUX"):
+            username = f"system:node:{{{{EC2PrivateDNSName}}}}"
+        with self._lock:
+            if (cluster, principal) in self._access:
+                raise AwsError(
+                    "ResourceInUseException",
+                    "The specified access entry resource is already in use on this cluster.",
+                    409,
+                    clusterName=cluster,
+                )
+            now = self.clock.now()
+            entry = AccessEntry(
+                cluster=cluster,
+                principal_arn=principal,
+                arn=self._arn("access-entry", f"{cluster}/{kind}/{self.account_id}/{short}/{uuid.uuid4()}"),
+                type=entry_type,
+                username=username,
+                kubernetes_groups=groups,
+                created_at=now,
+                modified_at=now,
+                tags=dict(params.get("tags") or {}),
+            )
+            self._access[(cluster, principal)] = entry
+        return {"accessEntry": self._entry_dict(entry)}
+
+    def describe_access_entry(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeAccessEntry."""
+        return {"accessEntry": self._entry_dict(self._access_entry(req.params["clusterName"], req.params["principalArn"]))}
+
+    def list_access_entries(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListAccessEntries (optionally by associated policy)."""
+        cluster = req.params["clusterName"]
+        self._cluster_meta(cluster)
+        policy = req.params.get("associatedPolicyArn")
+        with self._lock:
+            arns = sorted(
+                e.principal_arn
+                for (c, _), e in self._access.items()
+                if c == cluster and (not policy or policy in e.policies)
+            )
+        page, token = _page(arns, req.params)
+        return {"accessEntries": page, **({"nextToken": token} if token else {})}
+
+    def update_access_entry(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UpdateAccessEntry (kubernetesGroups, username)."""
+        entry = self._access_entry(req.params["clusterName"], req.params["principalArn"])
+        with self._lock:
+            if "kubernetesGroups" in req.params:
+                groups = list(req.params["kubernetesGroups"] or [])
+                self._validate_groups(groups)
+                entry.kubernetes_groups = groups
+            if req.params.get("username"):
+                entry.username = req.params["username"]
+            entry.modified_at = self.clock.now()
+        return {"accessEntry": self._entry_dict(entry)}
+
+    def delete_access_entry(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteAccessEntry."""
+        entry = self._access_entry(req.params["clusterName"], req.params["principalArn"])
+        with self._lock:
+            self._access.pop((entry.cluster, entry.principal_arn), None)
+        return {}
+
+    def associate_access_policy(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """AssociateAccessPolicy (a known EKS access policy; ``accessScope`` cluster or namespace)."""
+        params = req.params
+        entry = self._access_entry(params["clusterName"], params["principalArn"])
+        policy = params["policyArn"]
+        if policy.rsplit("/", 1)[-1] not in ACCESS_POLICIES or ":cluster-access-policy/" not in policy:
+            raise AwsError("InvalidParameterException", f"The specified policyArn is invalid: {policy}")
+        scope = dict(params.get("accessScope") or {})
+        if scope.get("type") == "namespace" and not scope.get("namespaces"):
+            raise AwsError(
+                "InvalidParameterException", "The namespaces field must be specified for a namespace access scope."
+            )
+        if scope.get("type") == "cluster" and scope.get("namespaces"):
+            raise AwsError(
+                "InvalidParameterException", "The namespaces field must not be specified for a cluster access scope."
+            )
+        with self._lock:
+            now = self.clock.now()
+            previous = entry.policies.get(policy)
+            entry.policies[policy] = {
+                "policyArn": policy,
+                "accessScope": {"type": scope.get("type", "cluster"), "namespaces": list(scope.get("namespaces") or [])},
+                "associatedAt": previous["associatedAt"] if previous else now,
+                "modifiedAt": now,
+            }
+            associated = dict(entry.policies[policy])
+        return {
+            "clusterName": entry.cluster,
+            "principalArn": entry.principal_arn,
+            "associatedAccessPolicy": associated,
+        }
+
+    def disassociate_access_policy(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DisassociateAccessPolicy."""
+        entry = self._access_entry(req.params["clusterName"], req.params["principalArn"])
+        with self._lock:
+            if entry.policies.pop(req.params["policyArn"], None) is None:
+                raise AwsError(
+                    "ResourceNotFoundException",
+                    f"The specified policy {req.params['policyArn']} is not associated with the access entry.",
+                    404,
+                )
+        return {}
+
+    def list_associated_access_policies(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListAssociatedAccessPolicies."""
+        entry = self._access_entry(req.params["clusterName"], req.params["principalArn"])
+        with self._lock:
+            policies = [dict(p) for _, p in sorted(entry.policies.items())]
+        page, token = _page(policies, req.params)
+        return {
+            "clusterName": entry.cluster,
+            "principalArn": entry.principal_arn,
+            "associatedAccessPolicies": page,
+            **({"nextToken": token} if token else {}),
+        }
+
+    def list_access_policies(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListAccessPolicies."""
+        policies = [
+            {"name": name, "arn": f"arn:aws:eks::aws:cluster-access-policy/{name}"} for name in ACCESS_POLICIES
+        ]
+        page, token = _page(policies, req.params)
+        return {"accessPolicies": page, **({"nextToken": token} if token else {})}
+
+    # -- pod identity -----------------------------------------------------------------------------
+    def _check_pod_identity_free(self, cluster: str, namespace: str, service_account: str) -> None:
+        for assoc in self._pod_identity.values():
+            if (assoc.cluster, assoc.namespace, assoc.service_account) == (cluster, namespace, service_account):
+                raise AwsError(
+                    "ResourceInUseException",
+                    f"Association already exists: {assoc.association_id}",
+                    409,
+                    clusterName=cluster,
+                )
+
+    def _new_pod_identity(
+        self,
+        cluster: str,
+        namespace: str,
+        service_account: str,
+        role_arn: str,
+        *,
+        owner_arn: str | None = None,
+        disable_session_tags: bool = False,
+        target_role_arn: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> PodIdentityAssociation:
+        with self._lock:
+            self._check_pod_identity_free(cluster, namespace, service_account)
+            association_id = "a-" + _random_id(17)
+            now = self.clock.now()
+            assoc = PodIdentityAssociation(
+                cluster=cluster,
+                namespace=namespace,
+                service_account=service_account,
+                role_arn=role_arn,
+                association_id=association_id,
+                arn=self._arn("podidentityassociation", f"{cluster}/{association_id}"),
+                created_at=now,
+                modified_at=now,
+                owner_arn=owner_arn,
+                disable_session_tags=disable_session_tags,
+                target_role_arn=target_role_arn,
+                tags=dict(tags or {}),
+            )
+            self._pod_identity[(cluster, association_id)] = assoc
+            return assoc
+
+    def _drop_pod_identity_by_arn(self, arn: str) -> None:
+        with self._lock:
+            for key, assoc in list(self._pod_identity.items()):
+                if assoc.arn == arn:
+                    del self._pod_identity[key]
+
+    def _assoc_dict(self, assoc: PodIdentityAssociation) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "clusterName": assoc.cluster,
+            "namespace": assoc.namespace,
+            "serviceAccount": assoc.service_account,
+            "roleArn": assoc.role_arn,
+            "associationArn": assoc.arn,
+            "associationId": assoc.association_id,
+            "tags": dict(assoc.tags),
+            "createdAt": assoc.created_at,
+            "modifiedAt": assoc.modified_at,
+            "disableSessionTags": assoc.disable_session_tags,
+        }
+        if assoc.owner_arn:
+            out["ownerArn"] = assoc.owner_arn
+        if assoc.target_role_arn:
+            out["targetRoleArn"] = assoc.target_role_arn
+        return out
+
+    def _association(self, cluster: str, association_id: str) -> PodIdentityAssociation:
+        self._cluster_meta(cluster)
+        with self._lock:
+            assoc = self._pod_identity.get((cluster, association_id))
+        if assoc is None:
+            raise AwsError(
+                "ResourceNotFoundException",
+                f"No Pod Identity Association found with id {association_id}",
+                404,
+                clusterName=cluster,
+            )
+        return assoc
+
+    def create_pod_identity_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreatePodIdentityAssociation (the role must exist; one association per service account)."""
+        params = req.params
+        cluster = params["clusterName"]
+        self._require_active(cluster)
+        for key in ("roleArn", "targetRoleArn"):
+            if params.get(key) and not backends.principal_exists(self.account_id, params[key]):
+                raise AwsError("InvalidParameterException", f"Role {params[key]} does not exist")
+        assoc = self._new_pod_identity(
+            cluster,
+            params["namespace"],
+            params["serviceAccount"],
+            params["roleArn"],
+            disable_session_tags=bool(params.get("disableSessionTags")),
+            target_role_arn=params.get("targetRoleArn"),
+            tags=params.get("tags"),
+        )
+        return {"association": self._assoc_dict(assoc)}
+
+    def describe_pod_identity_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribePodIdentityAssociation."""
+        return {"association": self._assoc_dict(self._association(req.params["clusterName"], req.params["associationId"]))}
+
+    def list_pod_identity_associations(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListPodIdentityAssociations (filters ``namespace`` and ``serviceAccount``)."""
+        params = req.params
+        cluster = params["clusterName"]
+        self._cluster_meta(cluster)
+        with self._lock:
+            found = [
+                a
+                for (c, _), a in sorted(self._pod_identity.items())
+                if c == cluster
+                and (not params.get("namespace") or a.namespace == params["namespace"])
+                and (not params.get("serviceAccount") or a.service_account == params["serviceAccount"])
+            ]
+        summaries = []
+        for a in found:
+            summary = {
+                "clusterName": a.cluster,
+                "namespace": a.namespace,
+                "serviceAccount": a.service_account,
+                "associationArn": a.arn,
+                "associationId": a.association_id,
+            }
+            if a.owner_arn:
+                summary["ownerArn"] = a.owner_arn
+            summaries.append(summary)
+        page, token = _page(summaries, params)
+        return {"associations": page, **({"nextToken": token} if token else {})}
+
+    def update_pod_identity_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UpdatePodIdentityAssociation (roleArn, disableSessionTags, targetRoleArn)."""
+        params = req.params
+        assoc = self._association(params["clusterName"], params["associationId"])
+        if params.get("roleArn") and not backends.principal_exists(self.account_id, params["roleArn"]):
+            raise AwsError("InvalidParameterException", f"Role {params['roleArn']} does not exist")
+        with self._lock:
+            if params.get("roleArn"):
+                assoc.role_arn = params["roleArn"]
+            if "disableSessionTags" in params:
+                assoc.disable_session_tags = bool(params["disableSessionTags"])
+            if "targetRoleArn" in params:
+                assoc.target_role_arn = params["targetRoleArn"] or None
+            assoc.modified_at = self.clock.now()
+        return {"association": self._assoc_dict(assoc)}
+
+    def delete_pod_identity_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeletePodIdentityAssociation (not for associations an add-on owns)."""
+        assoc = self._association(req.params["clusterName"], req.params["associationId"])
+        if assoc.owner_arn:
+            raise AwsError(
+                "InvalidRequestException",
+                f"Pod Identity Association {assoc.association_id} is owned by {assoc.owner_arn} and can only be "
+                "changed through it.",
+            )
+        with self._lock:
+            self._pod_identity.pop((assoc.cluster, assoc.association_id), None)
+        return {"association": self._assoc_dict(assoc)}
+
+    # -- tags -------------------------------------------------------------------------------------
+    def _tagged(self, arn: str) -> Any | None:
+        with self._lock:
+            for collection in (self._addons, self._access, self._pod_identity):
+                for obj in collection.values():
+                    if obj.arn == arn:  # type: ignore[attr-defined]
+                        return obj
+        return None
+
+    def tag_resource(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """TagResource for add-ons, access entries and pod identity associations; others go to moto."""
+        obj = self._tagged(req.params["resourceArn"])
+        if obj is None:
+            return forward()
+        with self._lock:
+            obj.tags.update(req.params.get("tags") or {})
+        return {}
+
+    def untag_resource(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UntagResource (see :meth:`tag_resource`)."""
+        obj = self._tagged(req.params["resourceArn"])
+        if obj is None:
+            return forward()
+        with self._lock:
+            for key in req.params.get("tagKeys") or []:
+                obj.tags.pop(key, None)
+        return {}
+
+    def list_tags_for_resource(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListTagsForResource (see :meth:`tag_resource`)."""
+        obj = self._tagged(req.params["resourceArn"])
+        if obj is None:
+            return forward()
+        return {"tags": dict(obj.tags)}

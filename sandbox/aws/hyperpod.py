@@ -1,0 +1,809 @@
+"""SageMaker HyperPod (EKS orchestrator) emulation on the simulated clock.
+
+moto's HyperPod clusters are InService at once, do not echo ``Orchestrator``/``NodeRecovery`` and
+require ``ThreadsPerCore``, so the sandbox answers the cluster operations itself:
+
+- CreateCluster validates like the real service (unique name, ACTIVE EKS cluster with API
+  authentication, subnets / security groups in moto EC2, execution roles in moto IAM, lifecycle
+  script in moto S3, ``ml.*`` instance types from the botocore enum) and answers the ARN.
+- Lifecycle: Creating for ``600 + 60 * max(InstanceCount)`` s (at most 1200 s) -> InService, when
+  each group's nodes register as Kubernetes ``Node`` objects in the EKS cluster's API (with the
+  ``sagemaker.amazonaws.com/*`` labels). A capacity fault makes it go Creating -> Failed.
+  UpdateCluster: Updating -> InService; DeleteCluster: Deleting ~300 s -> gone.
+- Every ClusterStatus change emits ``aws.sagemaker`` "SageMaker HyperPod Cluster State Change"
+  through moto's PutEvents (default bus), detail shaped like DescribeCluster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import botocore.session
+
+from sandbox.aws import backends
+from sandbox.aws.faults import FaultInjector
+from sandbox.aws.instances import node_shape
+from sandbox.aws.kubetypes import KubeApiServerLike
+from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from sandbox.clock import SimClock
+
+log = logging.getLogger(__name__)
+
+DELETE_SECONDS = 300.0
+UPDATE_BASE_SECONDS = 300.0
+EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
+SPEC_FIELDS = (
+    "InstanceGroupName",
+    "InstanceType",
+    "InstanceRequirements",
+    "LifeCycleConfig",
+    "ExecutionRole",
+    "ThreadsPerCore",
+    "InstanceStorageConfigs",
+    "OnStartDeepHealthChecks",
+    "TrainingPlanArn",
+    "OverrideVpcConfig",
+    "ScheduledUpdateConfig",
+    "ImageId",
+    "CapacityRequirements",
+    "NetworkInterface",
+)
+
+Emit = Callable[[str, str, dict[str, Any], list[str]], None]
+
+
+def creation_seconds(groups: list[dict[str, Any]]) -> float:
+    """Simulated seconds a cluster with ``groups`` takes to create: 600 + 60 * max count, at most 1200."""
+    biggest = max((int(g.get("InstanceCount", 0)) for g in groups), default=0)
+    return float(min(1200, 600 + 60 * biggest))
+
+
+def _instance_types() -> frozenset[str]:
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for("ClusterInstanceType").enum)
+
+
+_INSTANCE_TYPES: frozenset[str] | None = None
+
+
+def cluster_instance_types() -> frozenset[str]:
+    """The ``ClusterInstanceType`` enum of the botocore SageMaker model."""
+    global _INSTANCE_TYPES
+    if _INSTANCE_TYPES is None:
+        _INSTANCE_TYPES = _instance_types()
+    return _INSTANCE_TYPES
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class HpNode:
+    """One HyperPod instance."""
+
+    instance_id: str
+    group: str
+    instance_type: str
+    launch_time: float
+    subnet_id: str
+    zone: str
+    zone_id: str
+    ip: str
+    status: str = "Running"
+
+    @property
+    def node_name(self) -> str:
+        """The Kubernetes Node name HyperPod gives the instance."""
+        return f"hyperpod-{self.instance_id}"
+
+    @property
+    def dns(self) -> str:
+        """The private DNS hostname."""
+        return f"ip-{self.ip.replace('.', '-')}.{self.zone[:-1]}.compute.internal"
+
+
+@dataclass
+class HpGroup:
+    """One instance group: its specification and observed state."""
+
+    spec: dict[str, Any]
+    status: str = "Creating"
+    nodes: list[HpNode] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """InstanceGroupName."""
+        return str(self.spec["InstanceGroupName"])
+
+    @property
+    def target(self) -> int:
+        """InstanceCount of the specification."""
+        return int(self.spec.get("InstanceCount", 0))
+
+
+@dataclass
+class HpCluster:
+    """A HyperPod cluster."""
+
+    name: str
+    arn: str
+    created_at: float
+    request: dict[str, Any]
+    groups: dict[str, HpGroup]
+    eks_name: str | None
+    status: str = "Creating"
+    failure_message: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    generation: int = 0
+    pending_groups: list[dict[str, Any]] = field(default_factory=list)
+
+
+class HyperPodEmulator:
+    """The SageMaker HyperPod cluster operations of the sandbox. Thread-safe."""
+
+    def __init__(
+        self,
+        clock: SimClock,
+        kube: KubeApiServerLike,
+        region: str,
+        account_id: str,
+        emit: Emit,
+        faults: FaultInjector,
+        eks_status: Callable[[str], str | None],
+        eks_auth_mode: Callable[[str], str | None],
+    ) -> None:
+        self.clock = clock
+        self.kube = kube
+        self.region = region
+        self.account_id = account_id
+        self.emit = emit
+        self.faults = faults
+        self.eks_status = eks_status
+        self.eks_auth_mode = eks_auth_mode
+        self._lock = threading.RLock()
+        self._clusters: dict[str, HpCluster] = {}
+        self._rng = random.Random()
+
+    def handlers(self) -> dict[str, Callable[[AwsRequest, Callable[[], RawResponse]], Any]]:
+        """Operation name -> handler."""
+        return {
+            "CreateCluster": self.create_cluster,
+            "DescribeCluster": self.describe_cluster,
+            "ListClusters": self.list_clusters,
+            "DeleteCluster": self.delete_cluster,
+            "UpdateCluster": self.update_cluster,
+            "ListClusterNodes": self.list_cluster_nodes,
+            "DescribeClusterNode": self.describe_cluster_node,
+            "BatchDeleteClusterNodes": self.batch_delete_cluster_nodes,
+            "AddTags": self.add_tags,
+            "ListTags": self.list_tags,
+            "DeleteTags": self.delete_tags,
+        }
+
+    # -- lookup -----------------------------------------------------------------------------------
+    def _find(self, name_or_arn: str) -> HpCluster:
+        with self._lock:
+            for cluster in self._clusters.values():
+                if name_or_arn in (cluster.name, cluster.arn):
+                    return cluster
+        raise AwsError("ResourceNotFound", f"Cluster not found: {name_or_arn}", 400)
+
+    def _by_arn(self, arn: str) -> HpCluster | None:
+        with self._lock:
+            return next((c for c in self._clusters.values() if c.arn == arn), None)
+
+    # -- validation -------------------------------------------------------------------------------
+    def _validate_vpc(self, vpc: dict[str, Any], where: str, eks_vpc: str | None) -> None:
+        for subnet_id in vpc.get("Subnets") or []:
+            subnet = backends.subnet(self.account_id, self.region, subnet_id)
+            if subnet is None:
+                raise AwsError("ValidationException", f"{where}: the subnet ID '{subnet_id}' does not exist")
+            if eks_vpc and subnet.vpc_id != eks_vpc:
+                raise AwsError(
+                    "ValidationException",
+                    f"{where}: subnet {subnet_id} is in {subnet.vpc_id}, not in the VPC of the EKS cluster ({eks_vpc})",
+                )
+        for group_id in vpc.get("SecurityGroupIds") or []:
+            if not backends.security_group_exists(self.account_id, self.region, group_id):
+                raise AwsError("ValidationException", f"{where}: the security group '{group_id}' does not exist")
+
+    def _validate_group(self, spec: dict[str, Any], index: int, eks_vpc: str | None) -> None:
+        name = spec.get("InstanceGroupName")
+        where = f"InstanceGroups[{index}] ({name})"
+        instance_type = spec.get("InstanceType")
+        if instance_type is None and not spec.get("InstanceRequirements"):
+            raise AwsError("ValidationException", f"{where}: InstanceType is required")
+        for candidate in [instance_type] if instance_type else spec["InstanceRequirements"].get("InstanceTypes", []):
+            if candidate not in cluster_instance_types():
+                raise AwsError(
+                    "ValidationException",
+                    f"1 validation error detected: Value '{candidate}' at 'instanceGroups.{index + 1}.member."
+                    "instanceType' failed to satisfy constraint: Member must satisfy enum value set: "
+                    "[ml.p4d.24xlarge, ml.p5.48xlarge, ml.g5.xlarge, ml.g6.4xlarge, ...]",
+                )
+        role = spec.get("ExecutionRole", "")
+        if ":role/" not in role or not backends.principal_exists(self.account_id, role):
+            raise AwsError("ValidationException", f"{where}: the execution role {role} does not exist or cannot be assumed")
+        lifecycle = spec.get("LifeCycleConfig")
+        if lifecycle:
+            uri = lifecycle.get("SourceS3Uri", "")
+            if not uri.startswith("s3://"):
+                raise AwsError("ValidationException", f"{where}: LifeCycleConfig.SourceS3Uri must be an s3:// URI")
+            bucket, _, prefix = uri[5:].partition("/")
+            on_create = lifecycle.get("OnCreate", "")
+            key = f"{prefix.rstrip('/')}/{on_create}" if prefix.strip("/") else on_create
+            if not backends.s3_object_exists(self.account_id, bucket, key):
+                raise AwsError(
+                    "ValidationException",
+                    f"{where}: the lifecycle script s3://{bucket}/{key} (SourceS3Uri + OnCreate) was not found",
+                )
+        threads = spec.get("ThreadsPerCore")
+        if threads is not None and threads not in (1, 2):
+            raise AwsError("ValidationException", f"{where}: ThreadsPerCore must be 1 or 2")
+        if spec.get("OverrideVpcConfig"):
+            self._validate_vpc(spec["OverrideVpcConfig"], f"{where} OverrideVpcConfig", eks_vpc)
+
+    def _eks_cluster(self, params: dict[str, Any]) -> tuple[str | None, str | None]:
+        """(EKS cluster name, its VPC id) of the Orchestrator, validated; (None, None) for Slurm."""
+        eks_arn = ((params.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+        if not eks_arn:
+            return None, None
+        parts = eks_arn.split(":")
+        if len(parts) != 6 or parts[2] != "eks" or not parts[5].startswith("cluster/"):
+            raise AwsError("ValidationException", f"Orchestrator.Eks.ClusterArn {eks_arn} is not an EKS cluster ARN")
+        eks_name = parts[5].split("/", 1)[1]
+        status = self.eks_status(eks_name) if parts[3] == self.region and parts[4] == self.account_id else None
+        if status is None:
+            raise AwsError("ValidationException", f"EKS cluster {eks_arn} does not exist")
+        if status != "ACTIVE":
+            raise AwsError(
+                "ValidationException", f"EKS cluster {eks_name} is in {status} status; it must be ACTIVE"
+            )
+        mode = self.eks_auth_mode(eks_name)
+        if mode not in ("API", "API_AND_CONFIG_MAP"):
+            raise AwsError(
+                "ValidationException",
+                f"EKS cluster {eks_name} has authentication mode {mode}; HyperPod requires API or API_AND_CONFIG_MAP",
+            )
+        eks = backends.eks(self.account_id, self.region).clusters.get(eks_name)
+        vpc_id = (getattr(eks, "resources_vpc_config", None) or {}).get("vpcId") if eks is not None else None
+        return eks_name, vpc_id
+
+    # -- operations -------------------------------------------------------------------------------
+    def create_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreateCluster: validate, answer the ARN, then Creating -> InService (or Failed)."""
+        params = req.params
+        name = params["ClusterName"]
+        with self._lock:
+            if any(c.name == name for c in self._clusters.values()):
+                raise AwsError(
+                    "ResourceInUse",
+                    f"Resource Already Exists: Cluster with name {name} already exists. Choose a different name.",
+                )
+        eks_name, eks_vpc = self._eks_cluster(params)
+        if eks_name and not params.get("VpcConfig"):
+            raise AwsError("ValidationException", "VpcConfig is required for a cluster orchestrated by EKS")
+        if params.get("VpcConfig"):
+            self._validate_vpc(params["VpcConfig"], "VpcConfig", eks_vpc)
+        groups = list(params.get("InstanceGroups") or [])
+        seen: set[str] = set()
+        for index, spec in enumerate(groups):
+            self._validate_group(spec, index, eks_vpc)
+            if spec["InstanceGroupName"] in seen:
+                raise AwsError("ValidationException", f"Duplicate InstanceGroupName {spec['InstanceGroupName']}")
+            seen.add(spec["InstanceGroupName"])
+        if params.get("NodeProvisioningMode") and not eks_name:
+            raise AwsError("ValidationException", "NodeProvisioningMode is supported only for EKS orchestrated clusters")
+        failure = self.faults.take_capacity_failure([str(g.get("InstanceType")) for g in groups])
+        now = self.clock.now()
+        cluster = HpCluster(
+            name=name,
+            arn=f"arn:aws:sagemaker:{self.region}:{self.account_id}:cluster/{uuid.uuid4().hex[:12]}",
+            created_at=now,
+            request=dict(params),
+            groups={g["InstanceGroupName"]: HpGroup(dict(g)) for g in groups},
+            eks_name=eks_name,
+            tags={t["Key"]: t["Value"] for t in params.get("Tags") or []},
+        )
+        with self._lock:
+            self._clusters[cluster.arn] = cluster
+            generation = cluster.generation
+        self._emit_state(cluster)
+        duration = creation_seconds(groups)
+        if failure is not None:
+            failing = next(
+                (g for g in groups if self._failing_type(g, failure)), groups[0] if groups else None
+            )
+            self.clock.call_at(
+                now + duration / 2,
+                lambda: self._fail(cluster.arn, generation, failing["InstanceGroupName"] if failing else None, failure),
+            )
+        else:
+            self.clock.call_at(now + duration, lambda: self._in_service(cluster.arn, generation))
+        return {"ClusterArn": cluster.arn}
+
+    @staticmethod
+    def _failing_type(group: dict[str, Any], message: str) -> bool:
+        return str(group.get("InstanceType")) in message
+
+    def _fail(self, arn: str, generation: int, group_name: str | None, message: str) -> None:
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
+                return
+            cluster.status = "Failed"
+            cluster.failure_message = (
+                f"Instance group {group_name} failed to provision. {message}" if group_name else message
+            )
+            for group in cluster.groups.values():
+                if group.name == group_name or group.status == "Creating":
+                    group.status = "Failed" if group.name == group_name else group.status
+        self._emit_state(cluster)
+
+    def _in_service(self, arn: str, generation: int) -> None:
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
+                return
+            added: list[HpNode] = []
+            removed: list[HpNode] = []
+            for group in cluster.groups.values():
+                if group.status == "Deleting":
+                    continue
+                while len(group.nodes) < group.target:
+                    node = self._new_node(cluster, group)
+                    group.nodes.append(node)
+                    added.append(node)
+                while len(group.nodes) > group.target:
+                    removed.append(group.nodes.pop())
+                group.status = "InService"
+            for name in [n for n, g in cluster.groups.items() if g.status == "Deleting"]:
+                removed.extend(cluster.groups.pop(name).nodes)
+            cluster.status = "InService"
+            cluster.failure_message = None
+        for node in added:
+            self._register_node(cluster, node)
+        for node in removed:
+            self._deregister_node(cluster, node)
+        self._emit_state(cluster)
+
+    def _new_node(self, cluster: HpCluster, group: HpGroup) -> HpNode:
+        vpc = group.spec.get("OverrideVpcConfig") or cluster.request.get("VpcConfig") or {}
+        subnets = list(vpc.get("Subnets") or [])
+        subnet_id = subnets[len(group.nodes) % len(subnets)] if subnets else ""
+        subnet = backends.subnet(self.account_id, self.region, subnet_id) if subnet_id else None
+        zone = subnet.availability_zone if subnet is not None else f"{self.region}a"
+        ip = "10.0.0.10"
+        if subnet is not None:
+            network = ipaddress.ip_network(subnet.cidr_block, strict=False)
+            ip = str(network.network_address + self._rng.randrange(4, max(5, network.num_addresses - 2)))
+        return HpNode(
+            instance_id="i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17)),
+            group=group.name,
+            instance_type=str(group.spec.get("InstanceType")),
+            launch_time=self.clock.now(),
+            subnet_id=subnet_id,
+            zone=zone,
+            zone_id=backends.zone_id(self.account_id, self.region, zone) or zone,
+            ip=ip,
+        )
+
+    def _node_object(self, cluster: HpCluster, group: HpGroup, node: HpNode) -> dict[str, Any]:
+        shape = node_shape(node.instance_type)
+        kube_config = group.spec.get("KubernetesConfig") or {}
+        labels = {
+            **(kube_config.get("Labels") or {}),
+            "kubernetes.io/hostname": node.node_name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/instance-type": node.instance_type,
+            "node.kubernetes.io/instance-type": node.instance_type,
+            "topology.kubernetes.io/region": self.region,
+            "topology.kubernetes.io/zone": node.zone,
+            "topology.k8s.aws/zone-id": node.zone_id,
+            "sagemaker.amazonaws.com/cluster-name": cluster.name,
+            "sagemaker.amazonaws.com/instance-group-name": group.name,
+            "sagemaker.amazonaws.com/compute-type": "hyperpod",
+            "sagemaker.amazonaws.com/node-health-status": "Schedulable",
+            "sagemaker.amazonaws.com/deep-health-check-status": "Passed"
+            if group.spec.get("OnStartDeepHealthChecks")
+            else "NotApplicable",
+        }
+        if shape.gpus:
+            labels["nvidia.com/gpu.count"] = str(shape.gpus)
+        taints = [
+            {"key": t["Key"], "value": t.get("Value", ""), "effect": t["Effect"]}
+            for t in kube_config.get("Taints") or []
+        ]
+        now = _iso(self.clock.now())
+        kubelet = f"v{self._eks_version(cluster)}.0-eks-1a2b3c4"
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node.node_name,
+                "labels": labels,
+                "annotations": {"alpha.kubernetes.io/provided-node-ip": node.ip},
+            },
+            "spec": {
+                "providerID": f"aws:///{node.zone}/{node.instance_id}",
+                **({"taints": taints} if taints else {}),
+            },
+            "status": {
+                "capacity": shape.capacity(),
+                "allocatable": shape.allocatable(),
+                "conditions": [
+                    {"type": t, "status": "False", "reason": f"Kubelet{r}", "message": m,
+                     "lastHeartbeatTime": now, "lastTransitionTime": now}
+                    for t, r, m in (
+                        ("MemoryPressure", "HasSufficientMemory", "kubelet has sufficient memory available"),
+                        ("DiskPressure", "HasNoDiskPressure", "kubelet has no disk pressure"),
+                        ("PIDPressure", "HasSufficientPID", "kubelet has sufficient PID available"),
+                    )
+                ]
+                + [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                     "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+                     "lastTransitionTime": now}
+                ],
+                "addresses": [
+                    {"type": "InternalIP", "address": node.ip},
+                    {"type": "InternalDNS", "address": node.dns},
+                    {"type": "Hostname", "address": node.dns},
+                ],
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "osImage": "Amazon Linux 2023",
+                    "kernelVersion": "6.1.134-152.225.amzn2023.x86_64",
+                    "containerRuntimeVersion": "containerd://1.7.27",
+                    "kubeletVersion": kubelet,
+                    "kubeProxyVersion": kubelet,
+                    "machineID": uuid.uuid4().hex,
+                    "systemUUID": str(uuid.uuid4()),
+                    "bootID": str(uuid.uuid4()),
+                },
+            },
+        }
+
+    def _eks_version(self, cluster: HpCluster) -> str:
+        eks = backends.eks(self.account_id, self.region).clusters.get(cluster.eks_name or "")
+        return str(getattr(eks, "version", "1.33"))
+
+    def _kube(self, cluster: HpCluster) -> Any | None:
+        if not cluster.eks_name:
+            return None
+        try:
+            return self.kube.cluster(cluster.eks_name)
+        except Exception:  # noqa: BLE001 - the EKS cluster's Kubernetes API may be gone
+            log.warning("no Kubernetes API for EKS cluster %s", cluster.eks_name)
+            return None
+
+    def _register_node(self, cluster: HpCluster, node: HpNode) -> None:
+        kube = self._kube(cluster)
+        group = cluster.groups.get(node.group)
+        if kube is None or group is None:
+            return
+        obj = self._node_object(cluster, group, node)
+        try:
+            kube.apply(obj, field_manager="sagemaker")
+        except Exception:  # noqa: BLE001 - keep the AWS side consistent even when Kubernetes fails
+            log.exception("registering node %s failed", node.node_name)
+            return
+        _write_status(kube, obj)
+
+    def _deregister_node(self, cluster: HpCluster, node: HpNode) -> None:
+        kube = self._kube(cluster)
+        if kube is None:
+            return
+        try:
+            kube.delete("v1", "Node", node.node_name)
+        except Exception:  # noqa: BLE001 - already gone
+            log.debug("deleting node %s failed", node.node_name, exc_info=True)
+
+    def _group_dict(self, cluster: HpCluster, group: HpGroup) -> dict[str, Any]:
+        spec = group.spec
+        out: dict[str, Any] = {
+            "CurrentCount": sum(1 for n in group.nodes if n.status == "Running"),
+            "TargetCount": group.target,
+            "InstanceGroupName": group.name,
+            "InstanceType": spec.get("InstanceType"),
+            "ExecutionRole": spec.get("ExecutionRole"),
+            "ThreadsPerCore": spec.get("ThreadsPerCore", 1),
+            "InstanceStorageConfigs": spec.get("InstanceStorageConfigs", []),
+            "Status": group.status,
+        }
+        if spec.get("MinInstanceCount") is not None:
+            out["MinCount"] = spec["MinInstanceCount"]
+        for key in (
+            "LifeCycleConfig",
+            "OnStartDeepHealthChecks",
+            "TrainingPlanArn",
+            "OverrideVpcConfig",
+            "ScheduledUpdateConfig",
+            "CapacityRequirements",
+            "NetworkInterface",
+        ):
+            if spec.get(key) is not None:
+                out[key] = spec[key]
+        if spec.get("ImageId"):
+            out["CurrentImageId"] = out["DesiredImageId"] = spec["ImageId"]
+        if spec.get("TrainingPlanArn"):
+            out["TrainingPlanStatus"] = "Active"
+        kube_config = spec.get("KubernetesConfig")
+        if kube_config is not None:
+            out["KubernetesConfig"] = {
+                "CurrentLabels": kube_config.get("Labels") or {},
+                "DesiredLabels": kube_config.get("Labels") or {},
+                "CurrentTaints": kube_config.get("Taints") or [],
+                "DesiredTaints": kube_config.get("Taints") or [],
+            }
+        return out
+
+    def describe(self, cluster: HpCluster) -> dict[str, Any]:
+        """DescribeCluster's answer for ``cluster``."""
+        with self._lock:
+            request = cluster.request
+            out: dict[str, Any] = {
+                "ClusterArn": cluster.arn,
+                "ClusterName": cluster.name,
+                "ClusterStatus": cluster.status,
+                "CreationTime": cluster.created_at,
+                "InstanceGroups": [self._group_dict(cluster, g) for g in cluster.groups.values()],
+                "NodeRecovery": request.get("NodeRecovery", "Automatic"),
+            }
+            if cluster.failure_message:
+                out["FailureMessage"] = cluster.failure_message
+            for key in ("VpcConfig", "Orchestrator", "NodeProvisioningMode", "TieredStorageConfig", "ClusterRole"):
+                if request.get(key) is not None:
+                    out[key] = request[key]
+            if request.get("AutoScaling"):
+                out["AutoScaling"] = {**request["AutoScaling"], "Status": "InService" if cluster.status == "InService" else "Creating"}
+            return out
+
+    def _emit_state(self, cluster: HpCluster) -> None:
+        detail = self.describe(cluster)
+        detail["CreationTime"] = _iso(detail["CreationTime"])
+        detail["Tags"] = [{"Key": k, "Value": v} for k, v in cluster.tags.items()]
+        self.emit("aws.sagemaker", EVENT_DETAIL_TYPE, detail, [cluster.arn])
+
+    def describe_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeCluster (by name or ARN)."""
+        return self.describe(self._find(req.params["ClusterName"]))
+
+    def list_clusters(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListClusters with NameContains, CreationTime filters, sorting and paging."""
+        params = req.params
+        with self._lock:
+            clusters = list(self._clusters.values())
+        if params.get("NameContains"):
+            clusters = [c for c in clusters if params["NameContains"] in c.name]
+        if params.get("CreationTimeAfter") is not None:
+            clusters = [c for c in clusters if c.created_at > float(params["CreationTimeAfter"])]
+        if params.get("CreationTimeBefore") is not None:
+            clusters = [c for c in clusters if c.created_at < float(params["CreationTimeBefore"])]
+        if params.get("TrainingPlanArn"):
+            clusters = [
+                c for c in clusters
+                if any(g.spec.get("TrainingPlanArn") == params["TrainingPlanArn"] for g in c.groups.values())
+            ]
+        by_name = params.get("SortBy") == "NAME"
+        clusters.sort(key=lambda c: c.name if by_name else c.created_at, reverse=params.get("SortOrder", "Descending") == "Descending")
+        summaries = [
+            {
+                "ClusterArn": c.arn,
+                "ClusterName": c.name,
+                "CreationTime": c.created_at,
+                "ClusterStatus": c.status,
+                "TrainingPlanArns": sorted({g.spec["TrainingPlanArn"] for g in c.groups.values() if g.spec.get("TrainingPlanArn")}),
+            }
+            for c in clusters
+        ]
+        page, token = _page(summaries, params)
+        return {"ClusterSummaries": page, **({"NextToken": token} if token else {})}
+
+    def delete_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteCluster: Deleting ~300 s, then gone with its Kubernetes nodes."""
+        cluster = self._find(req.params["ClusterName"])
+        with self._lock:
+            if cluster.status == "Deleting":
+                return {"ClusterArn": cluster.arn}
+            cluster.status = "Deleting"
+            cluster.generation += 1
+            generation = cluster.generation
+            for group in cluster.groups.values():
+                group.status = "Deleting"
+        self._emit_state(cluster)
+        self.clock.call_later(DELETE_SECONDS, lambda: self._gone(cluster.arn, generation))
+        return {"ClusterArn": cluster.arn}
+
+    def _gone(self, arn: str, generation: int) -> None:
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            if cluster is None or cluster.generation != generation:
+                return
+            del self._clusters[arn]
+            nodes = [n for g in cluster.groups.values() for n in g.nodes]
+        for node in nodes:
+            self._deregister_node(cluster, node)
+
+    def update_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UpdateCluster: whole group specifications + InstanceGroupsToDelete; Updating -> InService."""
+        params = req.params
+        cluster = self._find(params["ClusterName"])
+        with self._lock:
+            if cluster.status != "InService":
+                raise AwsError(
+                    "ValidationException",
+                    f"Cluster {cluster.name} is in {cluster.status} status; it can be updated only when InService",
+                )
+        eks_vpc = None
+        if cluster.eks_name:
+            eks = backends.eks(self.account_id, self.region).clusters.get(cluster.eks_name)
+            eks_vpc = (getattr(eks, "resources_vpc_config", None) or {}).get("vpcId") if eks else None
+        specs = list(params.get("InstanceGroups") or [])
+        for index, spec in enumerate(specs):
+            self._validate_group(spec, index, eks_vpc)
+        to_delete = list(params.get("InstanceGroupsToDelete") or [])
+        for name in to_delete:
+            if name not in cluster.groups:
+                raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}")
+        failure = self.faults.take_capacity_failure([str(s.get("InstanceType")) for s in specs])
+        with self._lock:
+            biggest_change = 0
+            for spec in specs:
+                group = cluster.groups.get(spec["InstanceGroupName"])
+                if group is None:
+                    cluster.groups[spec["InstanceGroupName"]] = HpGroup(dict(spec))
+                    biggest_change = max(biggest_change, int(spec.get("InstanceCount", 0)))
+                else:
+                    biggest_change = max(biggest_change, abs(int(spec.get("InstanceCount", 0)) - len(group.nodes)))
+                    group.spec = dict(spec)
+                    group.status = "Updating"
+            for name in to_delete:
+                cluster.groups[name].status = "Deleting"
+            if "NodeRecovery" in params:
+                cluster.request["NodeRecovery"] = params["NodeRecovery"]
+            cluster.status = "Updating"
+            cluster.generation += 1
+            generation = cluster.generation
+        self._emit_state(cluster)
+        duration = min(1200.0, UPDATE_BASE_SECONDS + 60 * biggest_change)
+        if failure is not None:
+            failing = next((s for s in specs if self._failing_type(s, failure)), None)
+            name = failing["InstanceGroupName"] if failing else None
+            self.clock.call_later(duration / 2, lambda: self._fail(cluster.arn, generation, name, failure))
+        else:
+            self.clock.call_later(duration, lambda: self._in_service(cluster.arn, generation))
+        return {"ClusterArn": cluster.arn}
+
+    def _node_summary(self, node: HpNode) -> dict[str, Any]:
+        return {
+            "InstanceGroupName": node.group,
+            "InstanceId": node.instance_id,
+            "InstanceType": node.instance_type,
+            "LaunchTime": node.launch_time,
+            "InstanceStatus": {"Status": node.status, "Message": ""},
+            "PrivateDnsHostname": node.dns,
+        }
+
+    def list_cluster_nodes(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListClusterNodes."""
+        params = req.params
+        cluster = self._find(params["ClusterName"])
+        with self._lock:
+            nodes = [n for g in cluster.groups.values() for n in g.nodes]
+        if params.get("InstanceGroupNameContains"):
+            nodes = [n for n in nodes if params["InstanceGroupNameContains"] in n.group]
+        if params.get("CreationTimeAfter") is not None:
+            nodes = [n for n in nodes if n.launch_time > float(params["CreationTimeAfter"])]
+        if params.get("CreationTimeBefore") is not None:
+            nodes = [n for n in nodes if n.launch_time < float(params["CreationTimeBefore"])]
+        by_name = params.get("SortBy") == "NAME"
+        nodes.sort(
+            key=lambda n: n.instance_id if by_name else n.launch_time,
+            reverse=params.get("SortOrder", "Ascending") == "Descending",
+        )
+        page, token = _page([self._node_summary(n) for n in nodes], params)
+        return {"ClusterNodeSummaries": page, **({"NextToken": token} if token else {})}
+
+    def describe_cluster_node(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeClusterNode (NodeId is the instance id)."""
+        cluster = self._find(req.params["ClusterName"])
+        node_id = req.params.get("NodeId") or req.params.get("NodeLogicalId")
+        with self._lock:
+            for group in cluster.groups.values():
+                for node in group.nodes:
+                    if node.instance_id == node_id:
+                        details = self._node_summary(node)
+                        details.update(
+                            {
+                                "ThreadsPerCore": group.spec.get("ThreadsPerCore", 1),
+                                "InstanceStorageConfigs": group.spec.get("InstanceStorageConfigs", []),
+                                "PrivatePrimaryIp": node.ip,
+                                "Placement": {"AvailabilityZone": node.zone, "AvailabilityZoneId": node.zone_id},
+                            }
+                        )
+                        for key in ("LifeCycleConfig", "OverrideVpcConfig"):
+                            if group.spec.get(key):
+                                details[key] = group.spec[key]
+                        if group.spec.get("CapacityRequirements"):
+                            details["CapacityType"] = "Spot" if "Spot" in group.spec["CapacityRequirements"] else "OnDemand"
+                        return {"NodeDetails": details}
+        raise AwsError("ResourceNotFound", f"Node {node_id} not found in cluster {cluster.name}")
+
+    def batch_delete_cluster_nodes(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """BatchDeleteClusterNodes: remove instances now and lower their group's InstanceCount."""
+        cluster = self._find(req.params["ClusterName"])
+        successful, failed, removed = [], [], []
+        with self._lock:
+            for node_id in req.params.get("NodeIds") or []:
+                for group in cluster.groups.values():
+                    node = next((n for n in group.nodes if n.instance_id == node_id), None)
+                    if node is not None:
+                        group.nodes.remove(node)
+                        group.spec["InstanceCount"] = max(0, group.target - 1)
+                        removed.append(node)
+                        successful.append(node_id)
+                        break
+                else:
+                    failed.append({"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id})
+        for node in removed:
+            self._deregister_node(cluster, node)
+        return {"Failed": failed, "Successful": successful}
+
+    # -- tags -------------------------------------------------------------------------------------
+    def add_tags(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """AddTags for HyperPod cluster ARNs; other ARNs go to moto."""
+        cluster = self._by_arn(req.params.get("ResourceArn", ""))
+        if cluster is None:
+            return forward()
+        with self._lock:
+            for tag in req.params.get("Tags") or []:
+                cluster.tags[tag["Key"]] = tag["Value"]
+        return {"Tags": req.params.get("Tags") or []}
+
+    def list_tags(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListTags for HyperPod cluster ARNs; other ARNs go to moto."""
+        cluster = self._by_arn(req.params.get("ResourceArn", ""))
+        if cluster is None:
+            return forward()
+        with self._lock:
+            return {"Tags": [{"Key": k, "Value": v} for k, v in cluster.tags.items()]}
+
+    def delete_tags(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteTags for HyperPod cluster ARNs; other ARNs go to moto."""
+        cluster = self._by_arn(req.params.get("ResourceArn", ""))
+        if cluster is None:
+            return forward()
+        with self._lock:
+            for key in req.params.get("TagKeys") or []:
+                cluster.tags.pop(key, None)
+        return {}
+
+
+def _page(items: list[Any], params: dict[str, Any], default_max: int = 100) -> tuple[list[Any], str | None]:
+    start = int(params.get("NextToken") or 0)
+    end = start + int(params.get("MaxResults") or default_max)
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+def _write_status(kube: Any, obj: dict[str, Any]) -> None:
+    """Make sure the Node's status is stored (server-side apply of the main resource may drop it)."""
+    patch_status = getattr(kube, "patch_status", None)
+    if patch_status is None:
+        return
+    try:
+        patch_status("v1", "Node", obj["metadata"]["name"], {"status": obj["status"]})
+    except Exception:  # noqa: BLE001 - the Kubernetes side may keep status from apply already
+        log.debug("patch_status of node %s failed", obj["metadata"]["name"], exc_info=True)

@@ -1,0 +1,92 @@
+"""The AWS side of the offline sandbox: moto's server app behind the sandbox extension, in-process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from sandbox.aws import eventbridge
+from sandbox.aws.extension import AwsExtension
+from sandbox.aws.kubetypes import KubeApiServerLike
+from sandbox.clock import SimClock
+
+
+class AwsSandboxServer:
+    """A threaded HTTP server on 127.0.0.1 serving moto + :class:`AwsExtension`.
+
+    Point boto3 at :attr:`endpoint_url` (``AWS_ENDPOINT_URL``) with any credentials. moto's state is
+    process-global: two servers in one process share it.
+
+    Args:
+        clock: the sandbox's simulated clock (drives every lifecycle).
+        kube: the sandbox Kubernetes API server (``sandbox.kube.KubeApiServer``).
+        region: the region whose EKS / SageMaker requests the extension emulates.
+        account_id: the account of moto's default credentials.
+    """
+
+    def __init__(
+        self,
+        clock: SimClock,
+        kube: KubeApiServerLike,
+        region: str = "us-west-2",
+        account_id: str = "123456789012",
+    ) -> None:
+        self.clock = clock
+        self.kube = kube
+        self.region = region
+        self.account_id = account_id
+        self.extension = AwsExtension(clock, kube, region, account_id)
+        self.endpoint_url = ""
+        self.port = 0
+        self._server: object | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Serve on ``host:port`` (0 picks a free port) in a background thread; returns when listening.
+
+        Switches on moto's Step Functions engine, patches EventBridge target delivery, and exports
+        ``MOTO_PORT`` (moto's Step Functions engine calls back to ``localhost:$MOTO_PORT``).
+        """
+        from moto.core.config import default_user_config
+
+        default_user_config["stepfunctions"] = {"execute_state_machine": True}
+        eventbridge.install()
+
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        class QuietRequestHandler(MotoRequestHandler):
+            """moto's request handler without a log line per request."""
+
+            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+                return None
+
+        app = DomainDispatcherApplication(create_backend_app)
+        server = make_server(
+            host,
+            port,
+            self.extension.wsgi(app),  # type: ignore[arg-type]
+            threaded=True,
+            request_handler=QuietRequestHandler,
+        )
+        self._server = server
+        self.port = int(server.server_address[1])
+        self.endpoint_url = f"http://{host}:{self.port}"
+        os.environ["MOTO_PORT"] = str(self.port)
+        self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving (moto's state stays in the process)."""
+        server = self._server
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None

@@ -1,0 +1,393 @@
+"""Builds the committed state machine definitions (``*.asl.json``) from one set of conventions.
+
+Run ``python statemachines/build.py`` after changing a workflow; a contract test fails when the
+committed JSON differs from what this produces. Conventions (DESIGN.md section 5):
+every Task has Retry (throttling, Lambda service errors, transient SDK errors; exponential backoff
+with full jitter) and Catch to the single failure path; every poll loop has a counter, a bound
+from the execution input and a failure branch; intervals are realistic seconds from the input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+STEPS_FN = "${ClusterStepsFunctionArn}"
+FAILURE = "Record Failure"
+
+RETRY: list[dict[str, Any]] = [
+    {
+        "ErrorEquals": [
+            "Lambda.ServiceException",
+            "Lambda.AWSLambdaException",
+            "Lambda.SdkClientException",
+            "Lambda.TooManyRequestsException",
+        ],
+        "IntervalSeconds": 2,
+        "MaxAttempts": 6,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 60,
+        "JitterStrategy": "FULL",
+    },
+    {
+        "ErrorEquals": [
+            "ThrottlingException",
+            "Throttling",
+            "TooManyRequestsException",
+            "RequestLimitExceeded",
+            "ProvisionedThroughputExceededException",
+            "ServiceUnavailable",
+            "ServiceUnavailableException",
+            "InternalServerError",
+            "InternalFailure",
+            "ServerException",
+            "EndpointConnectionError",
+            "ConnectTimeoutError",
+            "ReadTimeoutError",
+            "KubernetesServiceUnavailable",
+            "KubernetesTooManyRequests",
+            "KubernetesInternalServerError",
+        ],
+        "IntervalSeconds": 5,
+        "MaxAttempts": 5,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 60,
+        "JitterStrategy": "FULL",
+    },
+]
+
+COMMON = {
+    "operationId.$": "$.operationId",
+    "operationType.$": "$.operationType",
+    "clusterTag.$": "$.clusterTag",
+    "generation.$": "$.generation",
+}
+
+
+def task(
+    action: str,
+    next_state: str | None,
+    *,
+    result_path: str | None = "$.last",
+    extra: dict[str, Any] | None = None,
+    catch_to: str = FAILURE,
+    wait_for_token: bool = False,
+    timeout_path: str | None = None,
+    timeout_next: str | None = None,
+) -> dict[str, Any]:
+    """A Lambda task of the steps function running ``action``."""
+    payload = {"action": action, **COMMON, **(extra or {})}
+    state: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke" + (".waitForTaskToken" if wait_for_token else ""),
+        "Parameters": {"FunctionName": STEPS_FN, "Payload": payload},
+    }
+    if wait_for_token:
+        payload["taskToken.$"] = "$$.Task.Token"
+        state["TimeoutSecondsPath"] = timeout_path
+    else:
+        state["ResultSelector"] = {"result.$": "$.Payload"}
+    state["ResultPath"] = result_path
+    state["Retry"] = RETRY
+    catches: list[dict[str, Any]] = []
+    if timeout_next:
+        catches.append({"ErrorEquals": ["States.Timeout"], "ResultPath": "$.timeout", "Next": timeout_next})
+    catches.append({"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": catch_to})
+    state["Catch"] = catches
+    if next_state is None:
+        state["End"] = True
+    else:
+        state["Next"] = next_state
+    return state
+
+
+def poll_loop(
+    name: str, action: str, key: str, done_next: str, *, extra: dict[str, Any] | None = None, catch_to: str = FAILURE
+) -> dict[str, dict[str, Any]]:
+    """A bounded poll loop: reset counter, check, done?, count, bound reached?, wait, check again.
+
+    The entry state is ``Start Polling <name>``; ``$.config.pollSeconds.<key>`` is the interval and
+    ``$.config.maxPolls.<key>`` the bound.
+    """
+    return {
+        f"Start Polling {name}": {
+            "Type": "Pass",
+            "Result": {"value": 0},
+            "ResultPath": "$.pollCount",
+            "Next": f"Check {name}",
+        },
+        f"Check {name}": task(action, f"Is {name} Done", extra=extra, catch_to=catch_to),
+        f"Is {name} Done": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next}],
+            "Default": f"Count {name} Poll",
+        },
+        f"Count {name} Poll": {
+            "Type": "Pass",
+            "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
+            "ResultPath": "$.pollCount",
+            "Next": f"Has {name} Polls Left",
+        },
+        f"Has {name} Polls Left": {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "Variable": "$.pollCount.value",
+                    "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
+                    "Next": f"{name} Timed Out",
+                }
+            ],
+            "Default": f"Wait Before Checking {name}",
+        },
+        f"Wait Before Checking {name}": {
+            "Type": "Wait",
+            "SecondsPath": f"$.config.pollSeconds.{key}",
+            "Next": f"Check {name}",
+        },
+        f"{name} Timed Out": {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "PollTimeout",
+                "Cause.$": f"States.Format('{name} did not finish within {{}} polls of {{}} seconds', "
+                f"$.config.maxPolls.{key}, $.config.pollSeconds.{key})",
+            },
+            "ResultPath": "$.error",
+            "Next": catch_to,
+        },
+    }
+
+
+def stage_edges(stage: str, title: str, first: str, last_next: str) -> dict[str, dict[str, Any]]:
+    """``Begin <Title> Stage`` (then ``first``) and ``Complete <Title> Stage`` (then ``last_next``)."""
+    return {
+        f"Begin {title} Stage": {
+            **task("begin_stage", first, extra={"stage": stage}, result_path="$.currentStage"),
+            "ResultSelector": {"stage.$": "$.Payload.stage"},
+        },
+        f"Complete {title} Stage": task("complete_stage", last_next, extra={"stage": stage}),
+    }
+
+
+def failure_path() -> dict[str, dict[str, Any]]:
+    """The single failure path: record the error (stage, operation, cluster; events), then fail."""
+    return {
+        FAILURE: task(
+            "record_failure",
+            "Workflow Failed",
+            extra={"stage.$": "$.currentStage.stage", "error.$": "$.error"},
+            catch_to="Workflow Failed",
+        ),
+        "Workflow Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
+    }
+
+
+def create_cluster() -> dict[str, Any]:
+    """The create-cluster (and retry-stage) workflow: six stages, entered at ``$.startStage``."""
+    stages = [
+        ("network", "Network"),
+        ("access", "Access"),
+        ("dependencies", "Dependencies"),
+        ("hyperpod", "HyperPod"),
+        ("storage", "Storage"),
+        ("verify", "Verify"),
+    ]
+    states: dict[str, dict[str, Any]] = {
+        "Initialize Workflow": {
+            "Type": "Pass",
+            "Parameters": {
+                "operationId.$": "$.operationId",
+                "operationType.$": "$.operationType",
+                "clusterTag.$": "$.clusterTag",
+                "generation.$": "$.generation",
+                "startStage.$": "$.startStage",
+                "config.$": "$.config",
+                "currentStage": {"stage.$": "$.startStage"},
+                "pollCount": {"value": 0},
+            },
+            "Next": "Route To Start Stage",
+        },
+        "Route To Start Stage": {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.startStage", "StringEquals": name, "Next": f"Begin {title} Stage"} for name, title in stages
+            ],
+            "Default": "Unknown Start Stage",
+        },
+        "Unknown Start Stage": {
+            "Type": "Pass",
+            "Parameters": {"Error": "InvalidStartStage", "Cause.$": "States.Format('unknown stage {}', $.startStage)"},
+            "ResultPath": "$.error",
+            "Next": FAILURE,
+        },
+    }
+    # network
+    states |= stage_edges("network", "Network", "Ensure Network", "Begin Access Stage")
+    states["Ensure Network"] = task("ensure_network", "Start Polling NAT Gateway")
+    states |= poll_loop("NAT Gateway", "check_nat_gateway", "natGateway", "Create EKS Cluster")
+    states["Create EKS Cluster"] = task("create_eks_cluster", "Start Polling EKS Cluster")
+    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", "Complete Network Stage")
+    # access
+    states |= stage_edges("access", "Access", "Grant Access", "Begin Dependencies Stage")
+    states["Grant Access"] = task("grant_access", "Start Polling Kubernetes Access")
+    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", "Complete Access Stage")
+    # dependencies: add-ons in parallel (Map) beside the Kubernetes objects HyperPod needs
+    states |= stage_edges("dependencies", "Dependencies", "Plan Add-ons", "Begin HyperPod Stage")
+    states["Plan Add-ons"] = task("plan_addons", "Install Dependencies", result_path="$.plan")
+    addon_item = {
+        "addonName.$": "$$.Map.Item.Value.addonName",
+        **COMMON,
+        "config.$": "$.config",
+    }
+    addon_states: dict[str, dict[str, Any]] = {
+        "Create Add-on": task(
+            "create_addon", "Start Polling Add-on", extra={"addonName.$": "$.addonName"}, catch_to="Add-on Failed"
+        ),
+        **poll_loop("Add-on", "check_addon", "addon", "Add-on Active", extra={"addonName.$": "$.addonName"},
+                    catch_to="Add-on Failed"),
+        "Add-on Active": {"Type": "Succeed"},
+        "Add-on Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
+    }
+    states["Install Dependencies"] = {
+        "Type": "Parallel",
+        "Branches": [
+            {
+                "StartAt": "Install Add-ons",
+                "States": {
+                    "Install Add-ons": {
+                        "Type": "Map",
+                        "ItemsPath": "$.plan.result.addons",
+                        "ItemSelector": addon_item,
+                        "MaxConcurrency": 0,
+                        "ItemProcessor": {
+                            "ProcessorConfig": {"Mode": "INLINE"},
+                            "StartAt": "Create Add-on",
+                            "States": addon_states,
+                        },
+                        "ResultPath": None,
+                        "End": True,
+                    }
+                },
+            },
+            {
+                "StartAt": "Apply HyperPod Prerequisites",
+                "States": {
+                    "Apply HyperPod Prerequisites": task(
+                        "apply_hyperpod_prerequisites", None, catch_to="Prerequisites Failed"
+                    ),
+                    "Prerequisites Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
+                },
+            },
+        ],
+        "ResultPath": None,
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAILURE}],
+        "Next": "Complete Dependencies Stage",
+    }
+    # hyperpod: wait for the EventBridge state-change event (task token), bounded poll fallback
+    states |= stage_edges("hyperpod", "HyperPod", "Ensure Compute Subnet", "Begin Storage Stage")
+    states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster")
+    states |= poll_loop(
+        "Failed HyperPod Cluster", "clear_failed_hyperpod_cluster", "hyperPodCluster", "Create HyperPod Cluster"
+    )
+    states["Create HyperPod Cluster"] = task(
+        "create_hyperpod_cluster",
+        "Complete HyperPod Stage",
+        wait_for_token=True,
+        timeout_path="$.config.hyperPodEventTimeoutSeconds",
+        timeout_next="Start Polling HyperPod Cluster",
+    )
+    states |= poll_loop("HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", "Complete HyperPod Stage")
+    # storage
+    states |= stage_edges("storage", "Storage", "Ensure Storage", "Begin Verify Stage")
+    states["Ensure Storage"] = task("ensure_storage", "Start Polling Storage")
+    states |= poll_loop("Storage", "check_storage", "storage", "Complete Storage Stage")
+    # verify
+    states |= stage_edges("verify", "Verify", "Start Polling Cluster Verification", "Complete Operation")
+    states |= poll_loop("Cluster Verification", "verify_cluster", "verify", "Complete Verify Stage")
+    states["Complete Operation"] = task("complete_create", "Cluster Ready")
+    states["Cluster Ready"] = {"Type": "Succeed"}
+    states |= failure_path()
+    return {
+        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: network, access, "
+        "dependencies, hyperpod, storage, verify. Progress is recorded in DynamoDB by every step.",
+        "StartAt": "Initialize Workflow",
+        "States": states,
+    }
+
+
+def delete_cluster() -> dict[str, Any]:
+    """The delete-cluster workflow: teardown in reverse stage order, each removal polled until gone."""
+    states: dict[str, dict[str, Any]] = {
+        "Initialize Workflow": {
+            "Type": "Pass",
+            "Parameters": {
+                "operationId.$": "$.operationId",
+                "operationType.$": "$.operationType",
+                "clusterTag.$": "$.clusterTag",
+                "generation.$": "$.generation",
+                "config.$": "$.config",
+                "currentStage": {"stage": "storage"},
+                "pollCount": {"value": 0},
+            },
+            "Next": "Begin Storage Teardown",
+        },
+    }
+
+    def edges(stage: str, title: str, first: str, after: str) -> dict[str, dict[str, Any]]:
+        return {
+            f"Begin {title} Teardown": task("begin_teardown", first, extra={"stage": stage}, result_path=None),
+            f"Complete {title} Teardown": task("complete_teardown", after, extra={"stage": stage}, result_path=None),
+        }
+
+    states |= edges("storage", "Storage", "Delete Storage", "Begin HyperPod Teardown")
+    states["Delete Storage"] = task("delete_storage", "Complete Storage Teardown")
+    states |= edges("hyperpod", "HyperPod", "Start Polling HyperPod Deletion", "Begin Dependencies Teardown")
+    states |= poll_loop("HyperPod Deletion", "delete_hyperpod_cluster", "deletion", "Complete HyperPod Teardown")
+    states |= edges("dependencies", "Dependencies", "Start Polling Add-on Deletion", "Begin Access Teardown")
+    states |= poll_loop("Add-on Deletion", "delete_addons", "deletion", "Complete Dependencies Teardown")
+    states |= edges("access", "Access", "Revoke Access", "Begin Network Teardown")
+    states["Revoke Access"] = task("revoke_access", "Complete Access Teardown")
+    states |= edges("network", "Network", "Start Polling EKS Deletion", "Complete Operation")
+    states |= poll_loop("EKS Deletion", "delete_eks_cluster", "deletion", "Start Polling Network Deletion")
+    states |= poll_loop("Network Deletion", "delete_network", "deletion", "Complete Network Teardown")
+    states["Complete Operation"] = task("complete_delete", "Cluster Deleted")
+    states["Cluster Deleted"] = {"Type": "Succeed"}
+    states |= failure_path()
+    return {
+        "Comment": "Delete a cluster: storage, hyperpod, dependencies, access, network, in that order; "
+        "only resources carrying the cluster's ownership tags are touched.",
+        "StartAt": "Initialize Workflow",
+        "States": states,
+    }
+
+
+DEFINITIONS = {"create_cluster.asl.json": create_cluster, "delete_cluster.asl.json": delete_cluster}
+
+
+def render(name: str) -> str:
+    """The JSON text of one definition, as committed."""
+    return json.dumps(DEFINITIONS[name](), indent=2) + "\n"
+
+
+def main() -> int:
+    """Write every definition next to this file (``--check`` only compares)."""
+    check = "--check" in sys.argv
+    stale = []
+    for name in DEFINITIONS:
+        path = HERE / name
+        text = render(name)
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print("stale:", ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
