@@ -140,7 +140,9 @@ CATALOG: dict[str, AddonSpec] = {
             owns_namespace=True,
             create_seconds=120,
             workloads=(
-                Workload("Deployment", "cert-manager", "cert-manager/cert-manager-controller", 1, "cert-manager"),
+                Workload(
+                    "Deployment", "cert-manager", "cert-manager/cert-manager-controller", 1, "cert-manager"
+                ),
                 Workload(
                     "Deployment",
                     "cert-manager-cainjector",
@@ -149,7 +151,11 @@ CATALOG: dict[str, AddonSpec] = {
                     "cert-manager-cainjector",
                 ),
                 Workload(
-                    "Deployment", "cert-manager-webhook", "cert-manager/cert-manager-webhook", 1, "cert-manager-webhook"
+                    "Deployment",
+                    "cert-manager-webhook",
+                    "cert-manager/cert-manager-webhook",
+                    1,
+                    "cert-manager-webhook",
                 ),
             ),
             crds=(
@@ -178,7 +184,10 @@ CATALOG: dict[str, AddonSpec] = {
             pod_identity_service_accounts=("s3-csi-driver-sa",),
             workloads=(
                 Workload(
-                    "DaemonSet", "s3-csi-node", "mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver", 1,
+                    "DaemonSet",
+                    "s3-csi-node",
+                    "mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver",
+                    1,
                     "s3-csi-driver-sa",
                 ),
             ),
@@ -193,7 +202,9 @@ CATALOG: dict[str, AddonSpec] = {
             requires_iam_permissions=True,
             pod_identity_service_accounts=("fsx-csi-controller-sa",),
             workloads=(
-                Workload("Deployment", "fsx-csi-controller", "aws-fsx-csi-driver", 2, "fsx-csi-controller-sa"),
+                Workload(
+                    "Deployment", "fsx-csi-controller", "aws-fsx-csi-driver", 2, "fsx-csi-controller-sa"
+                ),
                 Workload("DaemonSet", "fsx-csi-node", "aws-fsx-csi-driver", 1, "fsx-csi-node-sa"),
             ),
             csi_drivers=("fsx.csi.aws.com",),
@@ -214,11 +225,22 @@ CATALOG: dict[str, AddonSpec] = {
                     "cloudwatch-agent/cloudwatch-agent-operator",
                     1,
                 ),
-                Workload("DaemonSet", "cloudwatch-agent", "cloudwatch-agent/cloudwatch-agent", 1, "cloudwatch-agent"),
+                Workload(
+                    "DaemonSet",
+                    "cloudwatch-agent",
+                    "cloudwatch-agent/cloudwatch-agent",
+                    1,
+                    "cloudwatch-agent",
+                ),
                 Workload("DaemonSet", "fluent-bit", "aws-for-fluent-bit", 1, "cloudwatch-agent"),
             ),
             crds=(
-                Crd("cloudwatch.aws.amazon.com", "AmazonCloudWatchAgent", "amazoncloudwatchagents", ("v1alpha1",)),
+                Crd(
+                    "cloudwatch.aws.amazon.com",
+                    "AmazonCloudWatchAgent",
+                    "amazoncloudwatchagents",
+                    ("v1alpha1",),
+                ),
             ),
         ),
         AddonSpec(
@@ -240,8 +262,16 @@ CATALOG: dict[str, AddonSpec] = {
                     "hp-training-operator-controller-manager",
                 ),
             ),
-            crds=(Crd("sagemaker.amazonaws.com", "HyperPodPyTorchJob", "hyperpodpytorchjobs", ("v1",), "Namespaced",
-                      _PYTORCHJOB_SPEC),),
+            crds=(
+                Crd(
+                    "sagemaker.amazonaws.com",
+                    "HyperPodPyTorchJob",
+                    "hyperpodpytorchjobs",
+                    ("v1",),
+                    "Namespaced",
+                    _PYTORCHJOB_SPEC,
+                ),
+            ),
         ),
         AddonSpec(
             name="amazon-sagemaker-hyperpod-inference",
@@ -263,9 +293,18 @@ CATALOG: dict[str, AddonSpec] = {
                 ),
             ),
             crds=(
-                Crd("inference.sagemaker.aws.amazon.com", "InferenceEndpointConfig", "inferenceendpointconfigs",
-                    ("v1", "v1alpha1")),
-                Crd("inference.sagemaker.aws.amazon.com", "JumpStartModel", "jumpstartmodels", ("v1", "v1alpha1")),
+                Crd(
+                    "inference.sagemaker.aws.amazon.com",
+                    "InferenceEndpointConfig",
+                    "inferenceendpointconfigs",
+                    ("v1", "v1alpha1"),
+                ),
+                Crd(
+                    "inference.sagemaker.aws.amazon.com",
+                    "JumpStartModel",
+                    "jumpstartmodels",
+                    ("v1", "v1alpha1"),
+                ),
             ),
         ),
         AddonSpec(
@@ -278,9 +317,16 @@ CATALOG: dict[str, AddonSpec] = {
             requires_iam_permissions=True,
             pod_identity_service_accounts=("hyperpod-observability-operator-otel-collector",),
             workloads=(
-                Workload("Deployment", "hyperpod-observability-operator", "hyperpod-observability-operator", 1),
-                Workload("DaemonSet", "hyperpod-node-collector", "hyperpod-observability-collector", 1,
-                         "hyperpod-observability-operator-otel-collector"),
+                Workload(
+                    "Deployment", "hyperpod-observability-operator", "hyperpod-observability-operator", 1
+                ),
+                Workload(
+                    "DaemonSet",
+                    "hyperpod-node-collector",
+                    "hyperpod-observability-collector",
+                    1,
+                    "hyperpod-observability-operator-otel-collector",
+                ),
             ),
         ),
         AddonSpec(
@@ -290,13 +336,23 @@ CATALOG: dict[str, AddonSpec] = {
             namespace="kueue-system",
             owns_namespace=True,
             create_seconds=130,
-            workloads=(Workload("Deployment", "kueue-controller-manager", "kueue/kueue", 1, "kueue-controller-manager"),),
+            workloads=(
+                Workload(
+                    "Deployment", "kueue-controller-manager", "kueue/kueue", 1, "kueue-controller-manager"
+                ),
+            ),
             crds=(
                 Crd("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", ("v1beta1",), "Cluster"),
                 Crd("kueue.x-k8s.io", "LocalQueue", "localqueues", ("v1beta1",)),
                 Crd("kueue.x-k8s.io", "ResourceFlavor", "resourceflavors", ("v1beta1",), "Cluster"),
                 Crd("kueue.x-k8s.io", "Workload", "workloads", ("v1beta1",)),
-                Crd("kueue.x-k8s.io", "WorkloadPriorityClass", "workloadpriorityclasses", ("v1beta1",), "Cluster"),
+                Crd(
+                    "kueue.x-k8s.io",
+                    "WorkloadPriorityClass",
+                    "workloadpriorityclasses",
+                    ("v1beta1",),
+                    "Cluster",
+                ),
             ),
         ),
     )
@@ -369,7 +425,9 @@ def _crd_object(crd: Crd) -> dict[str, Any]:
     }
 
 
-def addon_objects(spec: AddonSpec, version: str, region: str, namespace: str | None = None) -> list[dict[str, Any]]:
+def addon_objects(
+    spec: AddonSpec, version: str, region: str, namespace: str | None = None
+) -> list[dict[str, Any]]:
     """The Kubernetes objects add-on ``spec`` at ``version`` installs, in apply order.
 
     The namespace comes first (applying an existing one is harmless), then CRDs, CSIDrivers,
@@ -394,7 +452,11 @@ def addon_objects(spec: AddonSpec, version: str, region: str, namespace: str | N
     service_accounts = sorted({w.service_account for w in spec.workloads if w.service_account})
     for sa in service_accounts:
         objects.append(
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns, "labels": managed}}
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": sa, "namespace": ns, "labels": managed},
+            }
         )
     for workload in spec.workloads:
         labels = {"app.kubernetes.io/name": workload.name, **spec.labels}

@@ -46,7 +46,7 @@ def describe_instance_type_offerings(
     for name in filters:
         if name not in _FILTER_KEYS:
             raise AwsError("InvalidParameterValue", f"The filter '{name}' is invalid")
-    offerings: list[dict[str, Any]] = INSTANCE_TYPE_OFFERINGS[location_type].get(region, [])  # type: ignore[attr-defined]
+    offerings: list[dict[str, Any]] = INSTANCE_TYPE_OFFERINGS[location_type].get(region, [])
     matched = [
         o
         for o in offerings
@@ -65,5 +65,7 @@ def describe_instance_type_offerings(
         for o in page
     )
     token = f"<nextToken>{start + size}</nextToken>" if start + size < len(matched) else ""
-    body = ec2_xml("DescribeInstanceTypeOfferings", f"<instanceTypeOfferingSet>{items}</instanceTypeOfferingSet>{token}")
+    body = ec2_xml(
+        "DescribeInstanceTypeOfferings", f"<instanceTypeOfferingSet>{items}</instanceTypeOfferingSet>{token}"
+    )
     return RawResponse(200, [("Content-Type", "text/xml;charset=UTF-8")], body)

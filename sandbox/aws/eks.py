@@ -21,7 +21,14 @@ from typing import Any
 import yaml
 
 from sandbox.aws import backends
-from sandbox.aws.addons import CATALOG, KUBERNETES_VERSIONS, AddonSpec, addon_objects, addon_version_info, versions_for
+from sandbox.aws.addons import (
+    CATALOG,
+    KUBERNETES_VERSIONS,
+    AddonSpec,
+    addon_objects,
+    addon_version_info,
+    versions_for,
+)
 from sandbox.aws.kubetypes import KubeApiServerLike
 from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
 from sandbox.clock import SimClock
@@ -244,7 +251,9 @@ class EksEmulator:
         for subnet_id in subnet_ids:
             subnet = backends.subnet(self.account_id, self.region, subnet_id)
             if subnet is None:
-                raise AwsError("InvalidParameterException", f"The subnet ID '{subnet_id}' does not exist", 400)
+                raise AwsError(
+                    "InvalidParameterException", f"The subnet ID '{subnet_id}' does not exist", 400
+                )
             zones.add(subnet.availability_zone)
             vpc_ids.add(subnet.vpc_id)
         if subnet_ids and len(zones) < 2:
@@ -291,7 +300,7 @@ class EksEmulator:
                     tags={"aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"},
                 )
                 cluster.resources_vpc_config["clusterSecurityGroupId"] = group.id
-            except Exception:  # noqa: BLE001 - the cluster SG is a courtesy
+            except Exception:
                 log.exception("creating the cluster security group of %s failed", name)
         now = self.clock.now()
         with self._lock:
@@ -388,7 +397,7 @@ class EksEmulator:
                 del self._pod_identity[key]
         try:
             self.kube.remove_cluster(name)
-        except Exception:  # noqa: BLE001 - the Kubernetes side may never have been attached
+        except Exception:
             log.debug("remove_cluster(%s) failed", name, exc_info=True)
 
     def _require_active(self, name: str) -> ClusterMeta:
@@ -454,7 +463,8 @@ class EksEmulator:
                 loaded = yaml.safe_load(values)
             except yaml.YAMLError as exc:
                 raise AwsError(
-                    "InvalidParameterException", f"ConfigurationValue provided in request is not supported: {exc}"
+                    "InvalidParameterException",
+                    f"ConfigurationValue provided in request is not supported: {exc}",
                 ) from exc
             if not isinstance(loaded, dict):
                 raise AwsError(
@@ -464,7 +474,8 @@ class EksEmulator:
         for assoc in params.get("podIdentityAssociations") or []:
             if not spec.pod_identity_service_accounts:
                 raise AwsError(
-                    "InvalidParameterException", f"Addon {spec.name} does not support Pod Identity associations"
+                    "InvalidParameterException",
+                    f"Addon {spec.name} does not support Pod Identity associations",
                 )
             if assoc.get("serviceAccount") not in spec.pod_identity_service_accounts:
                 raise AwsError(
@@ -473,9 +484,13 @@ class EksEmulator:
                     f"supported: {', '.join(spec.pod_identity_service_accounts)}",
                 )
             if not backends.principal_exists(self.account_id, assoc.get("roleArn", "")):
-                raise AwsError("InvalidParameterException", f"Role {assoc.get('roleArn')} does not exist", 400)
+                raise AwsError(
+                    "InvalidParameterException", f"Role {assoc.get('roleArn')} does not exist", 400
+                )
 
-    def _create_addon_associations(self, cluster: str, spec: AddonSpec, addon_arn: str, assocs: list[Any]) -> list[str]:
+    def _create_addon_associations(
+        self, cluster: str, spec: AddonSpec, addon_arn: str, assocs: list[Any]
+    ) -> list[str]:
         arns = []
         for assoc in assocs:
             created = self._new_pod_identity(
@@ -492,8 +507,13 @@ class EksEmulator:
         meta = self._require_active(cluster_name)
         spec = CATALOG.get(name)
         if spec is None:
-            raise AwsError("InvalidParameterException", f"Addon {name} specified is not supported", 400,
-                           clusterName=cluster_name, addonName=name)
+            raise AwsError(
+                "InvalidParameterException",
+                f"Addon {name} specified is not supported",
+                400,
+                clusterName=cluster_name,
+                addonName=name,
+            )
         cluster = self._moto_cluster(cluster_name)
         versions = versions_for(spec, cluster.version)
         version = params.get("addonVersion") or versions[0]
@@ -508,8 +528,13 @@ class EksEmulator:
         self._validate_addon_settings(spec, params)
         with self._lock:
             if (cluster_name, name) in self._addons:
-                raise AwsError("ResourceInUseException", "Addon already exists.", 409,
-                               clusterName=cluster_name, addonName=name)
+                raise AwsError(
+                    "ResourceInUseException",
+                    "Addon already exists.",
+                    409,
+                    clusterName=cluster_name,
+                    addonName=name,
+                )
             now = self.clock.now()
             arn = self._arn("addon", f"{cluster_name}/{name}/{uuid.uuid4()}")
             # validate inline pod identity conflicts before creating anything
@@ -534,14 +559,20 @@ class EksEmulator:
             self._addons[(cluster_name, name)] = addon
             generation = addon.generation
         del meta
-        self.clock.call_at(now + spec.create_seconds, lambda: self._addon_ready(cluster_name, name, generation, "Creation"))
+        self.clock.call_at(
+            now + spec.create_seconds, lambda: self._addon_ready(cluster_name, name, generation, "Creation")
+        )
         return {"addon": self._addon_dict(addon)}
 
     def _addon_ready(self, cluster: str, name: str, generation: int, phase: str) -> None:
         """Timer: an add-on finishes creating/updating; install its objects and emit the event."""
         with self._lock:
             addon = self._addons.get((cluster, name))
-            if addon is None or addon.generation != generation or addon.status not in ("CREATING", "UPDATING"):
+            if (
+                addon is None
+                or addon.generation != generation
+                or addon.status not in ("CREATING", "UPDATING")
+            ):
                 return
             spec = CATALOG[name]
             missing = [
@@ -553,7 +584,9 @@ class EksEmulator:
                 addon.status = "CREATE_FAILED" if phase == "Creation" else "UPDATE_FAILED"
                 addon.issues = [
                     {
-                        "code": "AdmissionRequestDenied" if "cert-manager" in missing else "ConfigurationConflict",
+                        "code": "AdmissionRequestDenied"
+                        if "cert-manager" in missing
+                        else "ConfigurationConflict",
                         "message": f"Addon {name} requires the following addons to be installed and ACTIVE: "
                         f"{', '.join(missing)}",
                         "resourceIds": [],
@@ -585,8 +618,10 @@ class EksEmulator:
         for obj in addon_objects(spec, version, self.region):
             try:
                 kube_cluster.apply(obj, field_manager="eks")
-            except Exception:  # noqa: BLE001 - keep installing the rest
-                log.exception("installing %s %s of add-on %s failed", obj["kind"], obj["metadata"]["name"], spec.name)
+            except Exception:
+                log.exception(
+                    "installing %s %s of add-on %s failed", obj["kind"], obj["metadata"]["name"], spec.name
+                )
 
     def _uninstall(self, cluster: str, spec: AddonSpec, version: str) -> None:
         try:
@@ -599,7 +634,7 @@ class EksEmulator:
             meta = obj["metadata"]
             try:
                 kube_cluster.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
-            except Exception:  # noqa: BLE001 - already gone
+            except Exception:
                 log.debug("deleting %s %s failed", obj["kind"], meta["name"], exc_info=True)
 
     def describe_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
@@ -623,7 +658,9 @@ class EksEmulator:
         cluster = self._moto_cluster(cluster_name)
         version = params.get("addonVersion") or addon.version
         if version not in versions_for(spec, cluster.version):
-            raise AwsError("InvalidParameterException", f"Addon version specified is not supported: {version}", 400)
+            raise AwsError(
+                "InvalidParameterException", f"Addon version specified is not supported: {version}", 400
+            )
         self._validate_addon_settings(spec, params)
         with self._lock:
             if addon.status not in ("ACTIVE", "DEGRADED", "CREATE_FAILED", "UPDATE_FAILED"):
@@ -637,7 +674,9 @@ class EksEmulator:
             update_params = [{"type": "AddonVersion", "value": version}]
             if "serviceAccountRoleArn" in params:
                 addon.service_account_role_arn = params["serviceAccountRoleArn"] or None
-                update_params.append({"type": "ServiceAccountRoleArn", "value": params["serviceAccountRoleArn"]})
+                update_params.append(
+                    {"type": "ServiceAccountRoleArn", "value": params["serviceAccountRoleArn"]}
+                )
             if "configurationValues" in params:
                 addon.configuration_values = params["configurationValues"] or None
                 update_params.append({"type": "ConfigurationValues", "value": params["configurationValues"]})
@@ -650,7 +689,9 @@ class EksEmulator:
                 addon.pod_identity_arns = self._create_addon_associations(
                     cluster_name, spec, addon.arn, params["podIdentityAssociations"] or []
                 )
-                update_params.append({"type": "PodIdentityAssociations", "value": ",".join(addon.pod_identity_arns)})
+                update_params.append(
+                    {"type": "PodIdentityAssociations", "value": ",".join(addon.pod_identity_arns)}
+                )
             addon.version = version
             addon.status = "UPDATING"
             addon.generation += 1
@@ -670,7 +711,9 @@ class EksEmulator:
                 "_addon": name,
             }
             self._updates[update_id] = update
-        self.clock.call_at(now + ADDON_UPDATE_SECONDS, lambda: self._addon_ready(cluster_name, name, generation, "Update"))
+        self.clock.call_at(
+            now + ADDON_UPDATE_SECONDS, lambda: self._addon_ready(cluster_name, name, generation, "Update")
+        )
         return {"update": self._update_dict(update)}
 
     def _update_dict(self, update: dict[str, Any]) -> dict[str, Any]:
@@ -678,14 +721,18 @@ class EksEmulator:
         if self.clock.now() >= update["_done_at"]:
             with self._lock:
                 addon = self._addons.get((update["_cluster"], update["_addon"]))
-            out["status"] = "Failed" if addon is not None and addon.status == "UPDATE_FAILED" else "Successful"
+            out["status"] = (
+                "Failed" if addon is not None and addon.status == "UPDATE_FAILED" else "Successful"
+            )
         return out
 
     def describe_update(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """DescribeUpdate (add-on updates only; other updates go to moto)."""
         update = self._updates.get(req.params.get("updateId", ""))
         if update is None or update["_cluster"] != req.params.get("name"):
-            raise AwsError("ResourceNotFoundException", f"No update found for ID: {req.params.get('updateId')}", 404)
+            raise AwsError(
+                "ResourceNotFoundException", f"No update found for ID: {req.params.get('updateId')}", 404
+            )
         return {"update": self._update_dict(update)}
 
     def _start_addon_delete(self, addon: Addon, preserve: bool) -> None:
@@ -693,7 +740,9 @@ class EksEmulator:
             addon.status = "DELETING"
             addon.generation += 1
             generation = addon.generation
-        self.clock.call_later(ADDON_DELETE_SECONDS, lambda: self._addon_gone(addon.cluster, addon.name, generation, preserve))
+        self.clock.call_later(
+            ADDON_DELETE_SECONDS, lambda: self._addon_gone(addon.cluster, addon.name, generation, preserve)
+        )
 
     def _addon_gone(self, cluster: str, name: str, generation: int, preserve: bool) -> None:
         with self._lock:
@@ -755,8 +804,8 @@ class EksEmulator:
         if meta.access_config.get("authenticationMode") not in ("API", "API_AND_CONFIG_MAP"):
             raise AwsError(
                 "InvalidRequestException",
-                "The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] to perform "
-                "this operation.",
+                "The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] "
+                "to perform this operation.",
                 400,
                 clusterName=name,
             )
@@ -806,7 +855,8 @@ class EksEmulator:
             ":role/" in principal or ":user/" in principal
         ):
             raise AwsError(
-                "InvalidParameterException", f"The specified principalArn is invalid: invalid principal {principal}"
+                "InvalidParameterException",
+                f"The specified principalArn is invalid: invalid principal {principal}",
             )
         entry_type = params.get("type") or "STANDARD"
         if entry_type not in ACCESS_ENTRY_TYPES:
@@ -816,10 +866,12 @@ class EksEmulator:
         kind, _, rest = principal.split(":", 5)[5].partition("/")
         short = rest.rsplit("/", 1)[-1]
         username = params.get("username") or (
-            f"arn:aws:sts::{self.account_id}:assumed-role/{short}/{{{{SessionName}}}}" if kind == "role" else principal
+            f"arn:aws:sts::{self.account_id}:assumed-role/{short}/{{{{SessionName}}}}"
+            if kind == "role"
+            else principal
         )
         if entry_type in ("EC2_LINUX", "EC2_WINDOWS", "HYPERPOD_LINUX"):
-            username = f"system:node:{{{{EC2PrivateDNSName}}}}"
+            username = "system:node:{{EC2PrivateDNSName}}"
         with self._lock:
             if (cluster, principal) in self._access:
                 raise AwsError(
@@ -845,7 +897,11 @@ class EksEmulator:
 
     def describe_access_entry(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """DescribeAccessEntry."""
-        return {"accessEntry": self._entry_dict(self._access_entry(req.params["clusterName"], req.params["principalArn"]))}
+        return {
+            "accessEntry": self._entry_dict(
+                self._access_entry(req.params["clusterName"], req.params["principalArn"])
+            )
+        }
 
     def list_access_entries(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """ListAccessEntries (optionally by associated policy)."""
@@ -891,18 +947,23 @@ class EksEmulator:
         scope = dict(params.get("accessScope") or {})
         if scope.get("type") == "namespace" and not scope.get("namespaces"):
             raise AwsError(
-                "InvalidParameterException", "The namespaces field must be specified for a namespace access scope."
+                "InvalidParameterException",
+                "The namespaces field must be specified for a namespace access scope.",
             )
         if scope.get("type") == "cluster" and scope.get("namespaces"):
             raise AwsError(
-                "InvalidParameterException", "The namespaces field must not be specified for a cluster access scope."
+                "InvalidParameterException",
+                "The namespaces field must not be specified for a cluster access scope.",
             )
         with self._lock:
             now = self.clock.now()
             previous = entry.policies.get(policy)
             entry.policies[policy] = {
                 "policyArn": policy,
-                "accessScope": {"type": scope.get("type", "cluster"), "namespaces": list(scope.get("namespaces") or [])},
+                "accessScope": {
+                    "type": scope.get("type", "cluster"),
+                    "namespaces": list(scope.get("namespaces") or []),
+                },
                 "associatedAt": previous["associatedAt"] if previous else now,
                 "modifiedAt": now,
             }
@@ -920,7 +981,8 @@ class EksEmulator:
             if entry.policies.pop(req.params["policyArn"], None) is None:
                 raise AwsError(
                     "ResourceNotFoundException",
-                    f"The specified policy {req.params['policyArn']} is not associated with the access entry.",
+                    f"The specified policy {req.params['policyArn']} is not associated with the "
+                    "access entry.",
                     404,
                 )
         return {}
@@ -941,7 +1003,8 @@ class EksEmulator:
     def list_access_policies(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """ListAccessPolicies."""
         policies = [
-            {"name": name, "arn": f"arn:aws:eks::aws:cluster-access-policy/{name}"} for name in ACCESS_POLICIES
+            {"name": name, "arn": f"arn:aws:eks::aws:cluster-access-policy/{name}"}
+            for name in ACCESS_POLICIES
         ]
         page, token = _page(policies, req.params)
         return {"accessPolicies": page, **({"nextToken": token} if token else {})}
@@ -949,7 +1012,11 @@ class EksEmulator:
     # -- pod identity -----------------------------------------------------------------------------
     def _check_pod_identity_free(self, cluster: str, namespace: str, service_account: str) -> None:
         for assoc in self._pod_identity.values():
-            if (assoc.cluster, assoc.namespace, assoc.service_account) == (cluster, namespace, service_account):
+            if (assoc.cluster, assoc.namespace, assoc.service_account) == (
+                cluster,
+                namespace,
+                service_account,
+            ):
                 raise AwsError(
                     "ResourceInUseException",
                     f"Association already exists: {assoc.association_id}",
@@ -1049,7 +1116,11 @@ class EksEmulator:
 
     def describe_pod_identity_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """DescribePodIdentityAssociation."""
-        return {"association": self._assoc_dict(self._association(req.params["clusterName"], req.params["associationId"]))}
+        return {
+            "association": self._assoc_dict(
+                self._association(req.params["clusterName"], req.params["associationId"])
+            )
+        }
 
     def list_pod_identity_associations(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """ListPodIdentityAssociations (filters ``namespace`` and ``serviceAccount``)."""
@@ -1101,8 +1172,8 @@ class EksEmulator:
         if assoc.owner_arn:
             raise AwsError(
                 "InvalidRequestException",
-                f"Pod Identity Association {assoc.association_id} is owned by {assoc.owner_arn} and can only be "
-                "changed through it.",
+                f"Pod Identity Association {assoc.association_id} is owned by {assoc.owner_arn} "
+                "and can only be changed through it.",
             )
         with self._lock:
             self._pod_identity.pop((assoc.cluster, assoc.association_id), None)
@@ -1111,10 +1182,14 @@ class EksEmulator:
     # -- tags -------------------------------------------------------------------------------------
     def _tagged(self, arn: str) -> Any | None:
         with self._lock:
-            for collection in (self._addons, self._access, self._pod_identity):
-                for obj in collection.values():
-                    if obj.arn == arn:  # type: ignore[attr-defined]
-                        return obj
+            candidates: list[Any] = [
+                *self._addons.values(),
+                *self._access.values(),
+                *self._pod_identity.values(),
+            ]
+            for obj in candidates:
+                if obj.arn == arn:
+                    return obj
         return None
 
     def tag_resource(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:

@@ -54,7 +54,7 @@ def target_payload(target: dict[str, Any], event: dict[str, Any]) -> Any:
     if target.get("Input"):
         return json.loads(target["Input"])
     if target.get("InputPath"):
-        from jsonpath_ng.ext import parse  # type: ignore[import-untyped]
+        from jsonpath_ng.ext.parser import parse
 
         matches = parse(target["InputPath"]).find(full)
         return matches[0].value if matches else None
@@ -98,7 +98,7 @@ def _in_background(fn: Callable[..., None], *args: Any) -> None:
     def run() -> None:
         try:
             fn(*args)
-        except Exception:  # noqa: BLE001 - a failed delivery must not break PutEvents
+        except Exception:
             log.exception("EventBridge target delivery failed: %s", args[2] if len(args) > 2 else args)
 
     threading.Thread(target=run, name="eventbridge-target", daemon=True).start()
@@ -124,7 +124,7 @@ def _send_to_targets(self: Any, original_event: dict[str, Any], transform_input:
                 single = copy.copy(self)
                 single.targets = [target]
                 _original_send_to_targets(single, original_event, transform_input)
-        except Exception:  # noqa: BLE001 - one failing target must not starve the others
+        except Exception:
             log.exception("EventBridge target %s of rule %s failed", arn, self.name)
 
 
@@ -137,7 +137,7 @@ def install() -> None:
         from moto.events.models import Rule
 
         _original_send_to_targets = Rule.send_to_targets
-        Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
+        Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign,assignment]
         _installed = True
 
 
@@ -169,7 +169,7 @@ def put_event(
         entry["Time"] = time
     try:
         events_backends[account_id][region].put_events([entry])
-    except Exception:  # noqa: BLE001 - best effort, like AWS service events
+    except Exception:
         log.exception("emitting %s %s failed", source, detail_type)
 
 

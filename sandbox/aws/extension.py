@@ -114,14 +114,16 @@ class AwsExtension:
             handler = self._handlers.get((service, operation))
             if handler is None or region != self.region:
                 return app(environ, start_response)
-            req = AwsRequest(service, operation, model.operation_model(operation), environ, body, region=region)
+            req = AwsRequest(
+                service, operation, model.operation_model(operation), environ, body, region=region
+            )
             try:
                 req.params = parse_params(req)
                 result = handler(req, lambda: call_app(app, environ))
                 response = result if isinstance(result, RawResponse) else json_response(req, result)
             except AwsError as error:
                 response = error_response(model.protocol, service, error)
-            except Exception as exc:  # noqa: BLE001 - answer a service error, never a dropped connection
+            except Exception as exc:
                 log.exception("sandbox handler %s.%s failed", service, operation)
                 response = error_response(model.protocol, service, AwsError("InternalFailure", str(exc), 500))
             return send(response, start_response)

@@ -69,7 +69,7 @@ def creation_seconds(groups: list[dict[str, Any]]) -> float:
 
 def _instance_types() -> frozenset[str]:
     model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("ClusterInstanceType").enum)
+    return frozenset(getattr(model.shape_for("ClusterInstanceType"), "enum", []))
 
 
 _INSTANCE_TYPES: frozenset[str] | None = None
@@ -211,11 +211,14 @@ class HyperPodEmulator:
             if eks_vpc and subnet.vpc_id != eks_vpc:
                 raise AwsError(
                     "ValidationException",
-                    f"{where}: subnet {subnet_id} is in {subnet.vpc_id}, not in the VPC of the EKS cluster ({eks_vpc})",
+                    f"{where}: subnet {subnet_id} is in {subnet.vpc_id}, "
+                    f"not in the VPC of the EKS cluster ({eks_vpc})",
                 )
         for group_id in vpc.get("SecurityGroupIds") or []:
             if not backends.security_group_exists(self.account_id, self.region, group_id):
-                raise AwsError("ValidationException", f"{where}: the security group '{group_id}' does not exist")
+                raise AwsError(
+                    "ValidationException", f"{where}: the security group '{group_id}' does not exist"
+                )
 
     def _validate_group(self, spec: dict[str, Any], index: int, eks_vpc: str | None) -> None:
         name = spec.get("InstanceGroupName")
@@ -223,7 +226,9 @@ class HyperPodEmulator:
         instance_type = spec.get("InstanceType")
         if instance_type is None and not spec.get("InstanceRequirements"):
             raise AwsError("ValidationException", f"{where}: InstanceType is required")
-        for candidate in [instance_type] if instance_type else spec["InstanceRequirements"].get("InstanceTypes", []):
+        for candidate in (
+            [instance_type] if instance_type else spec["InstanceRequirements"].get("InstanceTypes", [])
+        ):
             if candidate not in cluster_instance_types():
                 raise AwsError(
                     "ValidationException",
@@ -233,19 +238,25 @@ class HyperPodEmulator:
                 )
         role = spec.get("ExecutionRole", "")
         if ":role/" not in role or not backends.principal_exists(self.account_id, role):
-            raise AwsError("ValidationException", f"{where}: the execution role {role} does not exist or cannot be assumed")
+            raise AwsError(
+                "ValidationException",
+                f"{where}: the execution role {role} does not exist or cannot be assumed",
+            )
         lifecycle = spec.get("LifeCycleConfig")
         if lifecycle:
             uri = lifecycle.get("SourceS3Uri", "")
             if not uri.startswith("s3://"):
-                raise AwsError("ValidationException", f"{where}: LifeCycleConfig.SourceS3Uri must be an s3:// URI")
+                raise AwsError(
+                    "ValidationException", f"{where}: LifeCycleConfig.SourceS3Uri must be an s3:// URI"
+                )
             bucket, _, prefix = uri[5:].partition("/")
             on_create = lifecycle.get("OnCreate", "")
             key = f"{prefix.rstrip('/')}/{on_create}" if prefix.strip("/") else on_create
             if not backends.s3_object_exists(self.account_id, bucket, key):
                 raise AwsError(
                     "ValidationException",
-                    f"{where}: the lifecycle script s3://{bucket}/{key} (SourceS3Uri + OnCreate) was not found",
+                    f"{where}: the lifecycle script s3://{bucket}/{key} "
+                    "(SourceS3Uri + OnCreate) was not found",
                 )
         threads = spec.get("ThreadsPerCore")
         if threads is not None and threads not in (1, 2):
@@ -260,9 +271,13 @@ class HyperPodEmulator:
             return None, None
         parts = eks_arn.split(":")
         if len(parts) != 6 or parts[2] != "eks" or not parts[5].startswith("cluster/"):
-            raise AwsError("ValidationException", f"Orchestrator.Eks.ClusterArn {eks_arn} is not an EKS cluster ARN")
+            raise AwsError(
+                "ValidationException", f"Orchestrator.Eks.ClusterArn {eks_arn} is not an EKS cluster ARN"
+            )
         eks_name = parts[5].split("/", 1)[1]
-        status = self.eks_status(eks_name) if parts[3] == self.region and parts[4] == self.account_id else None
+        status = (
+            self.eks_status(eks_name) if parts[3] == self.region and parts[4] == self.account_id else None
+        )
         if status is None:
             raise AwsError("ValidationException", f"EKS cluster {eks_arn} does not exist")
         if status != "ACTIVE":
@@ -273,7 +288,8 @@ class HyperPodEmulator:
         if mode not in ("API", "API_AND_CONFIG_MAP"):
             raise AwsError(
                 "ValidationException",
-                f"EKS cluster {eks_name} has authentication mode {mode}; HyperPod requires API or API_AND_CONFIG_MAP",
+                f"EKS cluster {eks_name} has authentication mode {mode}; "
+                "HyperPod requires API or API_AND_CONFIG_MAP",
             )
         eks = backends.eks(self.account_id, self.region).clusters.get(eks_name)
         vpc_id = (getattr(eks, "resources_vpc_config", None) or {}).get("vpcId") if eks is not None else None
@@ -288,7 +304,8 @@ class HyperPodEmulator:
             if any(c.name == name for c in self._clusters.values()):
                 raise AwsError(
                     "ResourceInUse",
-                    f"Resource Already Exists: Cluster with name {name} already exists. Choose a different name.",
+                    f"Resource Already Exists: Cluster with name {name} already exists. "
+                    "Choose a different name.",
                 )
         eks_name, eks_vpc = self._eks_cluster(params)
         if eks_name and not params.get("VpcConfig"):
@@ -300,10 +317,14 @@ class HyperPodEmulator:
         for index, spec in enumerate(groups):
             self._validate_group(spec, index, eks_vpc)
             if spec["InstanceGroupName"] in seen:
-                raise AwsError("ValidationException", f"Duplicate InstanceGroupName {spec['InstanceGroupName']}")
+                raise AwsError(
+                    "ValidationException", f"Duplicate InstanceGroupName {spec['InstanceGroupName']}"
+                )
             seen.add(spec["InstanceGroupName"])
         if params.get("NodeProvisioningMode") and not eks_name:
-            raise AwsError("ValidationException", "NodeProvisioningMode is supported only for EKS orchestrated clusters")
+            raise AwsError(
+                "ValidationException", "NodeProvisioningMode is supported only for EKS orchestrated clusters"
+            )
         failure = self.faults.take_capacity_failure([str(g.get("InstanceType")) for g in groups])
         now = self.clock.now()
         cluster = HpCluster(
@@ -326,7 +347,9 @@ class HyperPodEmulator:
             )
             self.clock.call_at(
                 now + duration / 2,
-                lambda: self._fail(cluster.arn, generation, failing["InstanceGroupName"] if failing else None, failure),
+                lambda: self._fail(
+                    cluster.arn, generation, failing["InstanceGroupName"] if failing else None, failure
+                ),
             )
         else:
             self.clock.call_at(now + duration, lambda: self._in_service(cluster.arn, generation))
@@ -339,7 +362,11 @@ class HyperPodEmulator:
     def _fail(self, arn: str, generation: int, group_name: str | None, message: str) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
-            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
+            if (
+                cluster is None
+                or cluster.generation != generation
+                or cluster.status not in ("Creating", "Updating")
+            ):
                 return
             cluster.status = "Failed"
             cluster.failure_message = (
@@ -353,7 +380,11 @@ class HyperPodEmulator:
     def _in_service(self, arn: str, generation: int) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
-            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
+            if (
+                cluster is None
+                or cluster.generation != generation
+                or cluster.status not in ("Creating", "Updating")
+            ):
                 return
             added: list[HpNode] = []
             removed: list[HpNode] = []
@@ -443,8 +474,14 @@ class HyperPodEmulator:
                 "capacity": shape.capacity(),
                 "allocatable": shape.allocatable(),
                 "conditions": [
-                    {"type": t, "status": "False", "reason": f"Kubelet{r}", "message": m,
-                     "lastHeartbeatTime": now, "lastTransitionTime": now}
+                    {
+                        "type": t,
+                        "status": "False",
+                        "reason": f"Kubelet{r}",
+                        "message": m,
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
                     for t, r, m in (
                         ("MemoryPressure", "HasSufficientMemory", "kubelet has sufficient memory available"),
                         ("DiskPressure", "HasNoDiskPressure", "kubelet has no disk pressure"),
@@ -452,9 +489,14 @@ class HyperPodEmulator:
                     )
                 ]
                 + [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady",
-                     "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
-                     "lastTransitionTime": now}
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
                 ],
                 "addresses": [
                     {"type": "InternalIP", "address": node.ip},
@@ -497,7 +539,7 @@ class HyperPodEmulator:
         obj = self._node_object(cluster, group, node)
         try:
             kube.apply(obj, field_manager="sagemaker")
-        except Exception:  # noqa: BLE001 - keep the AWS side consistent even when Kubernetes fails
+        except Exception:
             log.exception("registering node %s failed", node.node_name)
             return
         _write_status(kube, obj)
@@ -508,7 +550,7 @@ class HyperPodEmulator:
             return
         try:
             kube.delete("v1", "Node", node.node_name)
-        except Exception:  # noqa: BLE001 - already gone
+        except Exception:
             log.debug("deleting node %s failed", node.node_name, exc_info=True)
 
     def _group_dict(self, cluster: HpCluster, group: HpGroup) -> dict[str, Any]:
@@ -564,11 +606,20 @@ class HyperPodEmulator:
             }
             if cluster.failure_message:
                 out["FailureMessage"] = cluster.failure_message
-            for key in ("VpcConfig", "Orchestrator", "NodeProvisioningMode", "TieredStorageConfig", "ClusterRole"):
+            for key in (
+                "VpcConfig",
+                "Orchestrator",
+                "NodeProvisioningMode",
+                "TieredStorageConfig",
+                "ClusterRole",
+            ):
                 if request.get(key) is not None:
                     out[key] = request[key]
             if request.get("AutoScaling"):
-                out["AutoScaling"] = {**request["AutoScaling"], "Status": "InService" if cluster.status == "InService" else "Creating"}
+                out["AutoScaling"] = {
+                    **request["AutoScaling"],
+                    "Status": "InService" if cluster.status == "InService" else "Creating",
+                }
             return out
 
     def _emit_state(self, cluster: HpCluster) -> None:
@@ -594,18 +645,24 @@ class HyperPodEmulator:
             clusters = [c for c in clusters if c.created_at < float(params["CreationTimeBefore"])]
         if params.get("TrainingPlanArn"):
             clusters = [
-                c for c in clusters
+                c
+                for c in clusters
                 if any(g.spec.get("TrainingPlanArn") == params["TrainingPlanArn"] for g in c.groups.values())
             ]
         by_name = params.get("SortBy") == "NAME"
-        clusters.sort(key=lambda c: c.name if by_name else c.created_at, reverse=params.get("SortOrder", "Descending") == "Descending")
+        clusters.sort(
+            key=lambda c: c.name if by_name else c.created_at,
+            reverse=params.get("SortOrder", "Descending") == "Descending",
+        )
         summaries = [
             {
                 "ClusterArn": c.arn,
                 "ClusterName": c.name,
                 "CreationTime": c.created_at,
                 "ClusterStatus": c.status,
-                "TrainingPlanArns": sorted({g.spec["TrainingPlanArn"] for g in c.groups.values() if g.spec.get("TrainingPlanArn")}),
+                "TrainingPlanArns": sorted(
+                    {g.spec["TrainingPlanArn"] for g in c.groups.values() if g.spec.get("TrainingPlanArn")}
+                ),
             }
             for c in clusters
         ]
@@ -645,7 +702,8 @@ class HyperPodEmulator:
             if cluster.status != "InService":
                 raise AwsError(
                     "ValidationException",
-                    f"Cluster {cluster.name} is in {cluster.status} status; it can be updated only when InService",
+                    f"Cluster {cluster.name} is in {cluster.status} status; "
+                    "it can be updated only when InService",
                 )
         eks_vpc = None
         if cluster.eks_name:
@@ -657,7 +715,9 @@ class HyperPodEmulator:
         to_delete = list(params.get("InstanceGroupsToDelete") or [])
         for name in to_delete:
             if name not in cluster.groups:
-                raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}")
+                raise AwsError(
+                    "ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}"
+                )
         failure = self.faults.take_capacity_failure([str(s.get("InstanceType")) for s in specs])
         with self._lock:
             biggest_change = 0
@@ -667,7 +727,9 @@ class HyperPodEmulator:
                     cluster.groups[spec["InstanceGroupName"]] = HpGroup(dict(spec))
                     biggest_change = max(biggest_change, int(spec.get("InstanceCount", 0)))
                 else:
-                    biggest_change = max(biggest_change, abs(int(spec.get("InstanceCount", 0)) - len(group.nodes)))
+                    biggest_change = max(
+                        biggest_change, abs(int(spec.get("InstanceCount", 0)) - len(group.nodes))
+                    )
                     group.spec = dict(spec)
                     group.status = "Updating"
             for name in to_delete:
@@ -731,14 +793,19 @@ class HyperPodEmulator:
                                 "ThreadsPerCore": group.spec.get("ThreadsPerCore", 1),
                                 "InstanceStorageConfigs": group.spec.get("InstanceStorageConfigs", []),
                                 "PrivatePrimaryIp": node.ip,
-                                "Placement": {"AvailabilityZone": node.zone, "AvailabilityZoneId": node.zone_id},
+                                "Placement": {
+                                    "AvailabilityZone": node.zone,
+                                    "AvailabilityZoneId": node.zone_id,
+                                },
                             }
                         )
                         for key in ("LifeCycleConfig", "OverrideVpcConfig"):
                             if group.spec.get(key):
                                 details[key] = group.spec[key]
                         if group.spec.get("CapacityRequirements"):
-                            details["CapacityType"] = "Spot" if "Spot" in group.spec["CapacityRequirements"] else "OnDemand"
+                            details["CapacityType"] = (
+                                "Spot" if "Spot" in group.spec["CapacityRequirements"] else "OnDemand"
+                            )
                         return {"NodeDetails": details}
         raise AwsError("ResourceNotFound", f"Node {node_id} not found in cluster {cluster.name}")
 
@@ -757,7 +824,9 @@ class HyperPodEmulator:
                         successful.append(node_id)
                         break
                 else:
-                    failed.append({"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id})
+                    failed.append(
+                        {"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id}
+                    )
         for node in removed:
             self._deregister_node(cluster, node)
         return {"Failed": failed, "Successful": successful}
@@ -804,6 +873,6 @@ def _write_status(kube: Any, obj: dict[str, Any]) -> None:
     if patch_status is None:
         return
     try:
-        patch_status("v1", "Node", obj["metadata"]["name"], {"status": obj["status"]})
-    except Exception:  # noqa: BLE001 - the Kubernetes side may keep status from apply already
+        patch_status("v1", "Node", obj["metadata"]["name"], None, obj["status"], field_manager="sagemaker")
+    except Exception:
         log.debug("patch_status of node %s failed", obj["metadata"]["name"], exc_info=True)

@@ -90,7 +90,9 @@ class NodeShape:
     def allocatable(self) -> dict[str, str]:
         """Kubernetes ``status.allocatable`` (capacity minus the kubelet/system reservations EKS makes)."""
         out = self.capacity()
-        reserved_millicores = 60 + 10 + (5 * min(2, max(0, self.vcpus - 2))) + int(2.5 * max(0, self.vcpus - 4))
+        reserved_millicores = (
+            60 + 10 + (5 * min(2, max(0, self.vcpus - 2))) + int(2.5 * max(0, self.vcpus - 4))
+        )
         out["cpu"] = f"{self.vcpus * 1000 - reserved_millicores}m"
         capacity_ki = int(self.memory_gib * 1024 * 1024 * 0.97)
         reserved_ki = (255 + 11 * int(out["pods"]) + 100) * 1024
@@ -110,8 +112,6 @@ def node_shape(instance_type: str) -> NodeShape:
         return NodeShape(vcpus, memory, neuron_devices=devices, efa=EFA_INTERFACES.get(ec2_type, 0))
     family, _, size = ec2_type.partition(".")
     match = re.fullmatch(r"(\d*)xlarge", size)
-    if match:
-        vcpus = 4 * int(match.group(1) or 1)
-    else:
-        vcpus = {"medium": 1, "large": 2, "metal": 96}.get(size, 4)
+    sizes = {"medium": 1, "large": 2, "metal": 96}
+    vcpus = 4 * int(match.group(1) or 1) if match else sizes.get(size, 4)
     return NodeShape(vcpus, vcpus * _MEMORY_PER_VCPU.get(family[:1], 4))

@@ -171,10 +171,13 @@ def read_body(environ: WSGIEnviron) -> bytes:
         return b""
     if length > 0:
         body = stream.read(length)
-    elif environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked" or environ.get("wsgi.input_terminated"):
+    elif environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked" or environ.get(
+        "wsgi.input_terminated"
+    ):
         body = stream.read()
     else:
         body = b""
+    body = bytes(body)
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     return body
@@ -215,8 +218,8 @@ def resolve_operation(models: ServiceModels, service: str, environ: WSGIEnviron,
         fields = parse_qs(query)
         if not fields.get("Action"):
             fields = parse_qs(body.decode("utf-8", "replace"))
-        action = (fields.get("Action") or [None])[0]
-        return action if action in model.operation_names else None
+        actions = fields.get("Action") or []
+        return actions[0] if actions and actions[0] in model.operation_names else None
     if protocol in ("rest-json", "rest-xml"):
         method = environ.get("REQUEST_METHOD", "GET").upper()
         path, query = raw_path_and_query(environ)
@@ -369,7 +372,9 @@ def call_app(app: WSGIApplication, environ: WSGIEnviron) -> RawResponse:
     captured: dict[str, Any] = {}
     chunks: list[bytes] = []
 
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[..., Any]:
+    def start_response(
+        status: str, headers: list[tuple[str, str]], exc_info: Any = None
+    ) -> Callable[..., Any]:
         captured["status"] = int(status.split()[0])
         captured["headers"] = list(headers)
         return chunks.append

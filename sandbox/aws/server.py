@@ -69,7 +69,7 @@ class AwsSandboxServer:
         server = make_server(
             host,
             port,
-            self.extension.wsgi(app),  # type: ignore[arg-type]
+            self.extension.wsgi(app),
             threaded=True,
             request_handler=QuietRequestHandler,
         )

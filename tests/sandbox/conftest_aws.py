@@ -8,6 +8,7 @@ delete/patch_status) in memory, so these tests do not depend on the Kubernetes e
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 import uuid
@@ -47,13 +48,17 @@ class FakeKubeCluster:
             return obj
 
     def apply(self, obj: dict[str, Any], field_manager: str = "sandbox") -> dict[str, Any]:
+        # like a real API server, writes to the main resource do not set status
+        stored = {k: v for k, v in obj.items() if k != "status"}
         with self.lock:
-            self.objects[self._key(obj)] = obj
-            return obj
+            self.objects[self._key(obj)] = stored
+            return stored
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
         with self.lock:
-            return self.objects[(api_version, kind, namespace, name)]
+            return self.objects.get((api_version, kind, namespace, name))
 
     def list(
         self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
@@ -69,9 +74,17 @@ class FakeKubeCluster:
                 and all(o["metadata"].get("labels", {}).get(a) == b for a, b in wanted.items())
             ]
 
-    def patch_status(self, api_version: str, kind: str, name: str, body: dict[str, Any], namespace: str | None = None) -> None:
+    def patch_status(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        status: dict[str, Any],
+        field_manager: str = "sandbox",
+    ) -> None:
         with self.lock:
-            self.objects[(api_version, kind, namespace, name)]["status"] = body["status"]
+            self.objects[(api_version, kind, namespace, name)]["status"] = status
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         with self.lock:
@@ -127,18 +140,23 @@ def _no_leftover_faults(request: pytest.FixtureRequest) -> Iterator[None]:
         request.getfixturevalue("aws").extension.faults.clear()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def client(aws: AwsSandboxServer) -> Callable[[str], Any]:
-    """``client("eks")``: a boto3 client of the sandbox with dummy credentials."""
+    """``client("eks")``: a boto3 client of the sandbox with dummy credentials (cached per service)."""
+    clients: dict[str, Any] = {}
+    lock = threading.Lock()
 
     def make(service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=aws.endpoint_url,
-            region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
+        with lock:
+            if service not in clients:
+                clients[service] = boto3.client(
+                    service,
+                    endpoint_url=aws.endpoint_url,
+                    region_name=REGION,
+                    aws_access_key_id="testing",
+                    aws_secret_access_key="testing",
+                )
+            return clients[service]
 
     return make
 
@@ -160,25 +178,42 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def network(client: Callable[[str], Any]) -> dict[str, Any]:
     """A VPC with two subnets in two AZs and a security group."""
     ec2 = client("ec2")
     vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
-    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/20", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
-    b = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.16.0/20", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/20", AvailabilityZone="us-west-2a")["Subnet"][
+        "SubnetId"
+    ]
+    b = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.16.0/20", AvailabilityZone="us-west-2b")["Subnet"][
+        "SubnetId"
+    ]
     sg = ec2.create_security_group(GroupName=unique("sg"), Description="test", VpcId=vpc)["GroupId"]
     return {"vpc": vpc, "subnets": [a, b], "sg": sg}
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def role(client: Callable[[str], Any]) -> str:
     """An IAM role ARN."""
-    trust = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"sagemaker.amazonaws.com"},"Action":"sts:AssumeRole"}]}'
-    return str(client("iam").create_role(RoleName=unique("role"), AssumeRolePolicyDocument=trust)["Role"]["Arn"])
+    trust = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "sagemaker.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        }
+    )
+    return str(
+        client("iam").create_role(RoleName=unique("role"), AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def lifecycle(client: Callable[[str], Any]) -> dict[str, str]:
     """A lifecycle script bucket: ``{"SourceS3Uri": ..., "OnCreate": "on_create.sh"}``."""
     s3 = client("s3")
@@ -204,7 +239,7 @@ def create_eks(client: Callable[[str], Any], network: dict[str, Any], role: str,
     return name
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def eks_cluster(client: Callable[[str], Any], network: dict[str, Any], role: str) -> str:
     """The name of an ACTIVE EKS cluster with API authentication."""
     return create_eks(client, network, role)

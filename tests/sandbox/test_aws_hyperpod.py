@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 try:
-    from tests.sandbox.conftest_aws import (  # noqa: F401 - fixtures
+    from tests.sandbox.conftest_aws import (
         FakeKube,
         aws,
         client,
@@ -68,12 +68,22 @@ def _request(
     return request
 
 
+def _nodes(kube: FakeKube, eks_name: str, hp_name: str) -> list[dict[str, Any]]:
+    selector = f"sagemaker.amazonaws.com/cluster-name={hp_name}"
+    return list(kube.cluster(eks_name).list("v1", "Node", label_selector=selector))
+
+
 def _error(exc: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
     return exc.value.response["Error"]["Code"], exc.value.response["Error"]["Message"]
 
 
-def test_given_an_active_eks_cluster_when_hyperpod_cluster_is_created_then_it_goes_creating_to_in_service_with_nodes(
-    client: Client, kube: FakeKube, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_service_with_nodes(
+    client: Client,
+    kube: FakeKube,
+    eks_cluster: str,
+    network: dict[str, Any],
+    role: str,
+    lifecycle: dict[str, str],
 ) -> None:
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle)
@@ -96,7 +106,7 @@ def test_given_an_active_eks_cluster_when_hyperpod_cluster_is_created_then_it_go
     assert group["OverrideVpcConfig"]["Subnets"] == [network["subnets"][1]]
     assert group["LifeCycleConfig"] == lifecycle
 
-    nodes = kube.cluster(eks_cluster).list("v1", "Node", label_selector="sagemaker.amazonaws.com/instance-group-name=worker-group-1")
+    nodes = _nodes(kube, eks_cluster, request["ClusterName"])
     assert len(nodes) == 2
     node = nodes[0]
     labels = node["metadata"]["labels"]
@@ -112,24 +122,33 @@ def test_given_an_active_eks_cluster_when_hyperpod_cluster_is_created_then_it_go
     assert {"type": "Ready", "status": "True"}.items() <= node["status"]["conditions"][-1].items()
 
     listed = sm.list_cluster_nodes(ClusterName=request["ClusterName"])["ClusterNodeSummaries"]
-    assert sorted(f"hyperpod-{n['InstanceId']}" for n in listed) == sorted(n["metadata"]["name"] for n in nodes)
+    assert sorted(f"hyperpod-{n['InstanceId']}" for n in listed) == sorted(
+        n["metadata"]["name"] for n in nodes
+    )
     detail = sm.describe_cluster_node(ClusterName=arn, NodeId=listed[0]["InstanceId"])["NodeDetails"]
     assert detail["InstanceStatus"]["Status"] == "Running"
     assert detail["Placement"]["AvailabilityZone"] == "us-west-2b"
 
     summaries = sm.list_clusters(NameContains=request["ClusterName"])["ClusterSummaries"]
-    assert [(s["ClusterName"], s["ClusterStatus"]) for s in summaries] == [(request["ClusterName"], "InService")]
+    assert [(s["ClusterName"], s["ClusterStatus"]) for s in summaries] == [
+        (request["ClusterName"], "InService")
+    ]
     assert sm.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "instantstart:managed", "Value": "true"}]
 
 
 def test_given_a_hyperpod_cluster_when_deleted_then_it_goes_deleting_then_not_found_and_nodes_leave(
-    client: Client, kube: FakeKube, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+    client: Client,
+    kube: FakeKube,
+    eks_cluster: str,
+    network: dict[str, Any],
+    role: str,
+    lifecycle: dict[str, str],
 ) -> None:
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
     arn = sm.create_cluster(**request)["ClusterArn"]
     wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
-    assert len(kube.cluster(eks_cluster).list("v1", "Node")) == 1
+    assert len(_nodes(kube, eks_cluster, request["ClusterName"])) == 1
 
     assert sm.delete_cluster(ClusterName=request["ClusterName"])["ClusterArn"] == arn
     assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Deleting"
@@ -142,7 +161,7 @@ def test_given_a_hyperpod_cluster_when_deleted_then_it_goes_deleting_then_not_fo
         return False
 
     wait_for(gone)
-    assert kube.cluster(eks_cluster).list("v1", "Node") == []
+    assert _nodes(kube, eks_cluster, request["ClusterName"]) == []
     # a deleted name can be used again
     sm.create_cluster(**request)
 
@@ -150,19 +169,48 @@ def test_given_a_hyperpod_cluster_when_deleted_then_it_goes_deleting_then_not_fo
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda r, n: r["InstanceGroups"][0].update(ExecutionRole="arn:aws:iam::123456789012:role/missing"), "execution role"),
-        (lambda r, n: r["VpcConfig"].update(Subnets=["subnet-0000000000000000a"]), "subnet-0000000000000000a"),
-        (lambda r, n: r["InstanceGroups"][0].update(OverrideVpcConfig={"Subnets": ["subnet-0bad"], "SecurityGroupIds": [n["sg"]]}), "subnet-0bad"),
-        (lambda r, n: r["VpcConfig"].update(SecurityGroupIds=["sg-0000000000000000a"]), "sg-0000000000000000a"),
+        (
+            lambda r, n: r["InstanceGroups"][0].update(
+                ExecutionRole="arn:aws:iam::123456789012:role/missing"
+            ),
+            "execution role",
+        ),
+        (
+            lambda r, n: r["VpcConfig"].update(Subnets=["subnet-0000000000000000a"]),
+            "subnet-0000000000000000a",
+        ),
+        (
+            lambda r, n: r["InstanceGroups"][0].update(
+                OverrideVpcConfig={"Subnets": ["subnet-0bad"], "SecurityGroupIds": [n["sg"]]}
+            ),
+            "subnet-0bad",
+        ),
+        (
+            lambda r, n: r["VpcConfig"].update(SecurityGroupIds=["sg-0000000000000000a"]),
+            "sg-0000000000000000a",
+        ),
         (lambda r, n: r["InstanceGroups"][0]["LifeCycleConfig"].update(OnCreate="missing.sh"), "missing.sh"),
         (lambda r, n: r["InstanceGroups"][0].update(InstanceType="ml.g5.9xlarge"), "ml.g5.9xlarge"),
         (lambda r, n: r["InstanceGroups"][0].update(InstanceType="g5.8xlarge"), "g5.8xlarge"),
-        (lambda r, n: r.update(Orchestrator={"Eks": {"ClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/nope"}}), "does not exist"),
+        (
+            lambda r, n: r.update(
+                Orchestrator={"Eks": {"ClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/nope"}}
+            ),
+            "does not exist",
+        ),
     ],
-    ids=["missing-role", "unknown-subnet", "unknown-override-subnet", "unknown-sg", "missing-lifecycle-script",
-         "unknown-instance-type", "non-ml-instance-type", "unknown-eks-cluster"],
+    ids=[
+        "missing-role",
+        "unknown-subnet",
+        "unknown-override-subnet",
+        "unknown-sg",
+        "missing-lifecycle-script",
+        "unknown-instance-type",
+        "non-ml-instance-type",
+        "unknown-eks-cluster",
+    ],
 )
-def test_given_an_invalid_request_when_hyperpod_cluster_is_created_then_validation_exception_names_the_problem(
+def test_given_an_invalid_request_when_hyperpod_cluster_is_created_then_validation_exception_names_it(
     client: Client,
     eks_cluster: str,
     network: dict[str, Any],
@@ -186,7 +234,9 @@ def test_given_an_eks_cluster_still_creating_when_hyperpod_cluster_is_created_th
     eks = client("eks")
     name = unique("eks-cluster")
     eks.create_cluster(
-        name=name, roleArn=role, resourcesVpcConfig={"subnetIds": network["subnets"]},
+        name=name,
+        roleArn=role,
+        resourcesVpcConfig={"subnetIds": network["subnets"]},
         accessConfig={"authenticationMode": "API"},
     )
     with pytest.raises(ClientError) as exc:
@@ -228,7 +278,9 @@ def test_given_no_capacity_for_the_instance_type_when_cluster_is_created_then_it
     assert "sufficient capacity" in failed["FailureMessage"]
     assert "ml.p5.48xlarge" in failed["FailureMessage"]
     # the fault is consumed: the next cluster with the same type is created
-    again = _request(eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 0})
+    again = _request(
+        eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 0}
+    )
     arn2 = sm.create_cluster(**again)["ClusterArn"]
     wait_for(lambda: sm.describe_cluster(ClusterName=arn2)["ClusterStatus"] == "InService")
 
@@ -238,7 +290,9 @@ def test_given_a_rule_on_hyperpod_state_changes_when_cluster_is_created_then_eve
 ) -> None:
     sqs, events, sm = client("sqs"), client("events"), client("sagemaker")
     queue_url = sqs.create_queue(QueueName=unique("hp-events"))["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
     rule = unique("hp-state")
     events.put_rule(
@@ -274,7 +328,12 @@ def test_given_a_rule_on_hyperpod_state_changes_when_cluster_is_created_then_eve
 
 
 def test_given_an_in_service_cluster_when_a_group_is_scaled_then_it_updates_and_nodes_follow(
-    client: Client, kube: FakeKube, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+    client: Client,
+    kube: FakeKube,
+    eks_cluster: str,
+    network: dict[str, Any],
+    role: str,
+    lifecycle: dict[str, str],
 ) -> None:
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
@@ -285,4 +344,4 @@ def test_given_an_in_service_cluster_when_a_group_is_scaled_then_it_updates_and_
     assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Updating"
     wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
     assert sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]["CurrentCount"] == 3
-    assert len(kube.cluster(eks_cluster).list("v1", "Node")) == 3
+    assert len(_nodes(kube, eks_cluster, request["ClusterName"])) == 3
