@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -38,9 +37,9 @@ def runtime() -> Runtime:
     return RUNTIME
 
 
-def _json(model: BaseModel | dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
-    body = model.to_api() if isinstance(model, ApiModel) else model
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body), headers=headers)
+def _json(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
+    # Powertools validates the body against the route's response model and serialises it by alias.
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=model, headers=headers)
 
 
 def _accepted(op: OperationView) -> Response[Any]:
@@ -159,7 +158,7 @@ def get_operation(
 @router.get("/catalog/availability-zones", summary="Availability Zones of the Region", tags=["catalog"])
 def list_availability_zones() -> Response[AvailabilityZoneList]:
     """Zones usable for the HyperPod compute subnet."""
-    return _json({"availabilityZones": service.list_availability_zones(runtime())})
+    return _json(AvailabilityZoneList.model_validate({"availabilityZones": service.list_availability_zones(runtime())}))
 
 
 @router.get("/catalog/instance-types", summary="HyperPod instance types offered in a zone", tags=["catalog"])
@@ -169,4 +168,4 @@ def list_instance_types(
     ],
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""
-    return _json({"instanceTypes": service.list_instance_types(runtime(), availability_zone)})
+    return _json(InstanceTypeList(instance_types=service.list_instance_types(runtime(), availability_zone)))

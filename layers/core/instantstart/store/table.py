@@ -90,9 +90,9 @@ def _update_expression(
 def _status_condition(
     expected: Sequence[str] | None, names: dict[str, str], values: dict[str, Any], attr: str = "status"
 ) -> str:
-    names["#cstatus"] = attr
     if not expected:
         return "attribute_exists(PK)"
+    names["#cstatus"] = attr
     placeholders = []
     for i, status in enumerate(expected):
         values[f":c{i}"] = {"S": status}

@@ -1,0 +1,128 @@
+"""Lambda without Docker: moto's runtime is replaced by an in-process import-and-call of the handler.
+
+The deployer registers each function's local code directory and handler; moto keeps its own
+``Invoke`` API, FunctionError header and logs. Handlers share one interpreter, so every handler
+module name must be unique across function directories (a contract test checks it) and all
+functions share one process environment (the deployer refuses conflicting variables).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LambdaCode:
+    """Where a deployed function's code lives on this machine."""
+
+    code_dir: Path
+    handler: str
+    timeout: int = 30
+    memory_size: int = 512
+
+
+@dataclass
+class LambdaContext:
+    """The Lambda context object handlers receive (what Powertools reads)."""
+
+    function_name: str
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = ""
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = ""
+    log_stream_name: str = ""
+    timeout_seconds: int = 30
+    _started: float = field(default_factory=time.monotonic)
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the function's timeout."""
+        return max(0, int((self.timeout_seconds - (time.monotonic() - self._started)) * 1000))
+
+
+REGISTRY: dict[str, LambdaCode] = {}
+"""Function name -> local code, filled by the deployer."""
+
+_import_lock = threading.Lock()
+_invocations: list[dict[str, Any]] = []
+_invocations_lock = threading.Lock()
+
+
+def invocations() -> list[dict[str, Any]]:
+    """A copy of the invocation log: ``{"function", "errored", "seconds"}`` per call (for tests/benchmarks)."""
+    with _invocations_lock:
+        return list(_invocations)
+
+
+def _load_handler(code: LambdaCode) -> Any:
+    module_name, func_name = code.handler.rsplit(".", 1)
+    with _import_lock:  # imports are not reentrant-safe across threads; calls run unlocked
+        path = str(code.code_dir)
+        if path not in sys.path:
+            sys.path.insert(0, path)
+        module = importlib.import_module(module_name)
+    return getattr(module, func_name)
+
+
+def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
+    """Run a deployed function's handler in this process: ``(payload JSON, errored, logs)``.
+
+    The error payload has the Lambda shape ``{"errorType", "errorMessage", "stackTrace"}``.
+    """
+    name = function.function_name
+    code = REGISTRY.get(name)
+    if code is None:
+        return json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": f"{name} has no local code"}), True, ""
+    if isinstance(event, str | bytes):
+        event = json.loads(event or "{}")
+    context = LambdaContext(
+        function_name=name,
+        invoked_function_arn=function.function_arn,
+        memory_limit_in_mb=code.memory_size,
+        timeout_seconds=code.timeout,
+    )
+    started = time.monotonic()
+    errored = False
+    try:
+        handler = _load_handler(code)
+        result = handler(event, context)
+        payload = json.dumps(result, default=str)
+    except Exception as exc:  # noqa: BLE001 - becomes the Lambda error payload
+        errored = True
+        payload = json.dumps(
+            {
+                "errorType": type(exc).__name__,
+                "errorMessage": str(exc),
+                "stackTrace": traceback.format_exception(exc)[-8:],
+            }
+        )
+        logger.info("lambda %s raised %s: %s", name, type(exc).__name__, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+    with _invocations_lock:
+        _invocations.append({"function": name, "errored": errored, "seconds": time.monotonic() - started})
+    return payload, errored, ""
+
+
+def install() -> None:
+    """Replace moto's Docker runtime with :func:`invoke_in_process` (idempotent)."""
+    from moto.awslambda.models import LambdaFunction
+
+    if getattr(LambdaFunction, "_instantstart_patched", False):
+        return
+
+    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        return invoke_in_process(self, event)
+
+    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+    LambdaFunction._instantstart_patched = True  # type: ignore[attr-defined]

@@ -1,0 +1,66 @@
+"""Hooks on moto's Step Functions engine so executions run on the sandbox's simulated clock.
+
+Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
+committed ASL keeps realistic seconds. Also closes moto's StartExecution-without-a-name gap (AWS
+generates a UUID). The control plane's ASL uses only ``lambda:invoke`` tasks, so moto's
+``aws-sdk:*`` conversion is not needed and stays as moto ships it.
+"""
+
+from __future__ import annotations
+
+import types
+import uuid
+from typing import Any
+
+from sandbox.clock import SimClock
+
+_CLOCK: SimClock | None = None
+
+
+def _scale(seconds: float) -> float:
+    return seconds if _CLOCK is None else _CLOCK.to_wall(seconds)
+
+
+def install(clock: SimClock) -> None:
+    """Point the engine's waits at ``clock`` (re-installing only swaps the clock)."""
+    global _CLOCK
+    _CLOCK = clock
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.common.timeouts import heartbeat, timeout
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
+
+    if getattr(wait_function.WaitFunction, "_instantstart_patched", False):
+        return
+
+    def _wait_interval(self: Any, env: Any, wait_seconds: float) -> None:
+        if wait_seconds > 0:
+            env.program_state_event.wait(_scale(wait_seconds))
+
+    wait_function.WaitFunction._wait_interval = _wait_interval  # type: ignore[method-assign]
+    wait_function.WaitFunction._instantstart_patched = True  # type: ignore[attr-defined]
+
+    # Retry backoff: the retrier sleeps through its module's ``time``.
+    retrier_decl.time = types.SimpleNamespace(sleep=lambda s: __import__("time").sleep(_scale(s)))  # type: ignore[attr-defined]
+
+    def _timeout_eval_body(self: Any, env: Any) -> None:
+        env.stack.append(_scale(self._eval_seconds(env=env)))
+
+    timeout.Timeout._eval_body = _timeout_eval_body  # type: ignore[method-assign]
+    heartbeat.Heartbeat._eval_body = _timeout_eval_body  # type: ignore[method-assign]
+
+    _allow_unnamed_executions()
+
+
+def _allow_unnamed_executions() -> None:
+    """StartExecution without ``name``: AWS names the execution with a UUID; moto needs one given."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    start_execution._instantstart_patched = True  # type: ignore[attr-defined]
+    StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
