@@ -41,7 +41,7 @@ def validate_name(name: str, rule: str) -> str | None:
         return "name or generateName is required"
     if rule == "path":
         if name in (".", "..") or "/" in name or "%" in name:
-            return f'may not contain "/" or "%" or be "." or ".."'
+            return 'may not contain "/" or "%" or be "." or ".."'
         return None
     if rule == "label":
         if len(name) > 63 or not _LABEL.match(name):
@@ -124,11 +124,15 @@ def _pod(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> C
     spec.setdefault(
         "tolerations",
         [
-            {"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": 300}
+            {
+                "key": f"node.kubernetes.io/{k}",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
             for k in ("not-ready", "unreachable")
         ],
-    )  # fmt: skip
+    )
     if old is None:
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
     return causes
@@ -157,8 +161,6 @@ def _template_workload(obj: dict[str, Any], old: dict[str, Any] | None, selector
                 )
         if old is not None and old.get("spec", {}).get("selector") != selector:
             causes.append(_cause("spec.selector", "Invalid value: field is immutable"))
-    if old is None:
-        obj["status"] = {}
     return causes
 
 
@@ -185,9 +187,7 @@ def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocat
     spec.setdefault("podManagementPolicy", "OrderedReady")
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
-    spec.setdefault(
-        "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}
-    )
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
     return _template_workload(obj, old, True)
 
 
@@ -235,8 +235,6 @@ def _job(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> C
         )
     if old is not None and old.get("spec", {}).get("template") != template:
         causes.append(_cause("spec.template", "Invalid value: field is immutable"))
-    if old is None:
-        obj["status"] = {}
     return causes
 
 
@@ -321,6 +319,29 @@ def _node(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> 
         status["allocatable"] = dict(status["capacity"])
     return []
 
+
+# Status of a new object (Go zero values that are serialized without omitempty; clients require them).
+INITIAL_STATUS: dict[str, dict[str, Any]] = {
+    "apps/Deployment": {},
+    "apps/StatefulSet": {"replicas": 0, "availableReplicas": 0},
+    "apps/ReplicaSet": {"replicas": 0},
+    "apps/DaemonSet": {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    "batch/Job": {},
+    "/ReplicationController": {"replicas": 0},
+    "autoscaling/HorizontalPodAutoscaler": {"desiredReplicas": 0},
+    "policy/PodDisruptionBudget": {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+    "storage.k8s.io/VolumeAttachment": {"attached": False},
+}
 
 # kind (group/Kind) -> defaulting/validation hook
 PREPARE: dict[str, Prepare] = {

@@ -212,11 +212,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _strip_directives(value: Any) -> Any:
     if isinstance(value, dict):
-        return {
-            k: _strip_directives(v)
-            for k, v in value.items()
-            if not k.startswith("$") and k != "$patch"
-        }
+        return {k: _strip_directives(v) for k, v in value.items() if not k.startswith("$") and k != "$patch"}
     if isinstance(value, list):
         return [_strip_directives(v) for v in value if not (isinstance(v, dict) and "$patch" in v)]
     return value
@@ -427,9 +423,7 @@ def apply_merge(live: Any, applied: Any, typer: Typer, field: str = "") -> Any:
         out = dict(live)
         for key, value in applied.items():
             out[key] = (
-                apply_merge(live[key], value, typer.child(key), key)
-                if key in live
-                else copy.deepcopy(value)
+                apply_merge(live[key], value, typer.child(key), key) if key in live else copy.deepcopy(value)
             )
         return out
     if isinstance(live, list) and isinstance(applied, list):

@@ -128,6 +128,7 @@ def _r(
 
 
 # One line per served built-in resource.
+# fmt: off
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     # core/v1
     _r("v1", "namespaces", "Namespace", False, ("ns",), ("status",), name_rule="label",
@@ -196,7 +197,8 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
        "MutatingWebhookConfiguration", False),
     _r("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations",
        "ValidatingWebhookConfiguration", False),
-)  # fmt: skip
+)
+# fmt: on
 
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")

@@ -27,9 +27,7 @@ def to_json_schema(node: Any) -> Any:
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {k: to_json_schema(v) for k, v in value.items()}
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-            out[key] = to_json_schema(value)
-        elif key in ("allOf", "anyOf", "oneOf"):
+        elif key in ("allOf", "anyOf", "oneOf", "items", "additionalProperties", "not"):
             out[key] = to_json_schema(value)
         else:
             out[key] = value
@@ -47,7 +45,9 @@ def to_json_schema(node: Any) -> Any:
     return out
 
 
-def prune(value: Any, schema: dict[str, Any] | None, path: str, pruned: list[str], root: bool = False) -> None:
+def prune(
+    value: Any, schema: dict[str, Any] | None, path: str, pruned: list[str], root: bool = False
+) -> None:
     """Remove fields not specified by ``schema`` (in place); record their dotted paths in ``pruned``."""
     if not isinstance(schema, dict):
         return
@@ -112,6 +112,10 @@ def _show(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, dict | list) else '"object"'
 
 
+def _type_name(value: Any) -> str:
+    return value if isinstance(value, str) else str(value[0])
+
+
 def validate(obj: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, str]]:
     """Validate ``obj`` (without ``metadata``) against ``schema``; returns ``StatusCause`` dicts."""
     js = to_json_schema(schema)
@@ -142,8 +146,7 @@ def validate(obj: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, str]
                 {
                     "reason": "FieldValueTypeInvalid",
                     "message": f"Invalid value: {_show(err.instance)}: {field} in body must be of type "
-                    f"{err.validator_value if isinstance(err.validator_value, str) else err.validator_value[0]}"
-                    f": {_show(err.instance)}",
+                    f"{_type_name(err.validator_value)}: {_show(err.instance)}",
                     "field": field,
                 }
             )

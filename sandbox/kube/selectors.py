@@ -48,7 +48,9 @@ class Requirement:
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -143,7 +145,7 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...], kind: str) 
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         fld, op, value = m.groups()
         if fld not in _ALWAYS_FIELDS and fld not in allowed:
-            raise bad_request(f'field label not supported: {fld}')
+            raise bad_request(f"field label not supported: {fld}")
         out.append(FieldRequirement(fld, op == "!=", value.replace("\\,", ",").replace("\\=", "=")))
     return out
 

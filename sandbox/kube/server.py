@@ -91,7 +91,9 @@ class KubeApiServer:
         self._ca_pem = creds.ca_pem
         self._host = advertised
         self._port = httpd.server_address[1]
-        self._thread = threading.Thread(target=httpd.serve_forever, name="kube-apiserver", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="kube-apiserver", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -160,7 +162,9 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: KubeApiServer) -> None:
+    def __init__(
+        self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: KubeApiServer
+    ) -> None:
         self.api = api
         self.stopping = threading.Event()
         self._conns: set[socket.socket] = set()
@@ -200,14 +204,37 @@ def _discovery_resource(rt: ResourceType) -> list[dict[str, Any]]:
     out = [entry]
     sub_verbs = ["get", "patch", "update"]
     if "status" in rt.subresources:
-        out.append({"name": f"{rt.plural}/status", "singularName": "", "namespaced": rt.namespaced,
-                    "kind": rt.kind, "verbs": sub_verbs})  # fmt: skip
+        out.append(
+            {
+                "name": f"{rt.plural}/status",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": sub_verbs,
+            }
+        )
     if "scale" in rt.subresources:
-        out.append({"name": f"{rt.plural}/scale", "singularName": "", "namespaced": rt.namespaced,
-                    "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": sub_verbs})  # fmt: skip
+        out.append(
+            {
+                "name": f"{rt.plural}/scale",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": sub_verbs,
+            }
+        )
     if "log" in rt.subresources:
-        out.append({"name": f"{rt.plural}/log", "singularName": "", "namespaced": rt.namespaced,
-                    "kind": rt.kind, "verbs": ["get"]})  # fmt: skip
+        out.append(
+            {
+                "name": f"{rt.plural}/log",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": ["get"],
+            }
+        )
     return out
 
 
@@ -301,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(exc.code, exc.status())
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, TimeoutError):
             self.close_connection = True
-        except Exception as exc:  # noqa: BLE001 - every failure must become a Status
+        except Exception as exc:
             log.exception("kube-apiserver: %s %s failed", method, self.path)
             self._json(500, KubeError(500, f"Internal error occurred: {exc}").status())
 
@@ -336,12 +363,17 @@ class _Handler(BaseHTTPRequestHandler):
                 return json.loads(body)
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"couldn't decode the request body: {exc}") from exc
-        raise KubeError(415, f'the body of the request was in an unknown format - accepted media types '
-                        f'include: application/json, application/yaml (got "{ctype}")',
-                        "UnsupportedMediaType")  # fmt: skip
+        raise KubeError(
+            415,
+            f"the body of the request was in an unknown format - accepted media types "
+            f'include: application/json, application/yaml (got "{ctype}")',
+            "UnsupportedMediaType",
+        )
 
     # -- routing ------------------------------------------------------------------------------
-    def _route(self, method: str, cluster: KubeCluster, rest: list[str], params: dict[str, str], body: bytes) -> None:
+    def _route(
+        self, method: str, cluster: KubeCluster, rest: list[str], params: dict[str, str], body: bytes
+    ) -> None:
         reg = cluster.registry
         if rest == ["version"]:
             self._json(200, self._version(cluster))
@@ -349,19 +381,36 @@ class _Handler(BaseHTTPRequestHandler):
         if rest in (["healthz"], ["livez"], ["readyz"]):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
-        if method != "GET" and len(rest) <= 3 and rest[:1] in (["api"], ["apis"]) and not rest[3:]:
-            if rest[:1] == ["apis"] and len(rest) == 3 or rest[:1] == ["api"] and len(rest) == 2 or len(rest) < 2:
-                raise KubeError(405, f"the server does not allow this method on the requested resource",
-                                "MethodNotAllowed")  # fmt: skip
+        discovery = (
+            len(rest) <= 1 or (rest[0] == "api" and len(rest) == 2) or (rest[0] == "apis" and len(rest) <= 3)
+        )
+        if discovery and method != "GET":
+            raise KubeError(
+                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+            )
         if rest == ["api"]:
             api = self.server.api
-            self._json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{api._host}:{api._port}"}]})  # fmt: skip
+            self._json(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{api._host}:{api._port}"}
+                    ],
+                },
+            )
             return
         groups = reg.group_versions()
         if rest == ["apis"]:
-            self._json(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                             "groups": [self._group(g, vs) for g, vs in groups.items() if g]})  # fmt: skip
+            self._json(
+                200,
+                {
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [self._group(g, vs) for g, vs in groups.items() if g],
+                },
+            )
             return
         if rest[:1] == ["api"] and len(rest) >= 2:
             group, version, tail = "", rest[1], rest[2:]
@@ -369,7 +418,9 @@ class _Handler(BaseHTTPRequestHandler):
             if len(rest) == 2:
                 if rest[1] not in groups:
                     raise KubeError(404, "the server could not find the requested resource", "NotFound")
-                self._json(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(rest[1], groups[rest[1]])})
+                self._json(
+                    200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(rest[1], groups[rest[1]])}
+                )
                 return
             group, version, tail = rest[1], rest[2], rest[3:]
         else:
@@ -379,8 +430,10 @@ class _Handler(BaseHTTPRequestHandler):
         gv = f"{group}/{version}" if group else version
         if not tail:
             resources = [e for rt in reg.in_group_version(group, version) for e in _discovery_resource(rt)]
-            self._json(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-                             "resources": resources})  # fmt: skip
+            self._json(
+                200,
+                {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources},
+            )
             return
         watch = _flag(params, "watch")
         if tail[0] == "watch":
@@ -440,24 +493,50 @@ class _Handler(BaseHTTPRequestHandler):
                 self._watch(cluster, rt, namespace, params)
                 return
             limit = int(params["limit"]) if params.get("limit", "").isdigit() else None
-            self._json(200, cluster.list_objects(rt, namespace, params.get("labelSelector"),
-                                                 params.get("fieldSelector"), limit, params.get("continue")))  # fmt: skip
+            self._json(
+                200,
+                cluster.list_objects(
+                    rt,
+                    namespace,
+                    params.get("labelSelector"),
+                    params.get("fieldSelector"),
+                    limit,
+                    params.get("continue"),
+                ),
+            )
         elif method == "POST":
             if rt.namespaced and namespace is None:
-                raise KubeError(405, "the server does not allow this method on the requested resource",
-                                "MethodNotAllowed")  # fmt: skip
+                raise KubeError(
+                    405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+                )
             obj, warnings = cluster.create_object(
-                rt, namespace, self._decode(body), field_manager=self._manager(params),
-                dry_run=params.get("dryRun") == "All", field_validation=params.get("fieldValidation"),
-            )  # fmt: skip
+                rt,
+                namespace,
+                self._decode(body),
+                field_manager=self._manager(params),
+                dry_run=params.get("dryRun") == "All",
+                field_validation=params.get("fieldValidation"),
+            )
             self._json(201, obj, warnings)
         elif method == "DELETE":
-            count = cluster.delete_collection(rt, namespace, params.get("labelSelector"), params.get("fieldSelector"))
-            self._json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                             "details": {"group": rt.group, "kind": rt.plural, "causes": []},
-                             "message": f"deleted {count} {rt.plural}"})  # fmt: skip
+            count = cluster.delete_collection(
+                rt, namespace, params.get("labelSelector"), params.get("fieldSelector")
+            )
+            self._json(
+                200,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": {"group": rt.group, "kind": rt.plural, "causes": []},
+                    "message": f"deleted {count} {rt.plural}",
+                },
+            )
         else:
-            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            raise KubeError(
+                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+            )
 
     def _item(
         self,
@@ -474,16 +553,19 @@ class _Handler(BaseHTTPRequestHandler):
         fv = params.get("fieldValidation")
         if sub == "log":
             if method != "GET":
-                raise KubeError(405, "the server does not allow this method on the requested resource",
-                                "MethodNotAllowed")  # fmt: skip
+                raise KubeError(
+                    405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+                )
             tail = params.get("tailLines")
             limit = params.get("limitBytes")
             text = cluster.pod_log(
-                namespace or "", name, params.get("container") or None,
+                namespace or "",
+                name,
+                params.get("container") or None,
                 tail_lines=int(tail) if tail and tail.lstrip("-").isdigit() else None,
                 timestamps=_flag(params, "timestamps"),
                 limit_bytes=int(limit) if limit and limit.isdigit() else None,
-            )  # fmt: skip
+            )
             self._send(200, text.encode(), "text/plain")
             return
         if sub == "scale":
@@ -493,24 +575,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, cluster.get_object(rt, namespace, name))
         elif method == "PUT":
             obj, warnings = cluster.replace_object(
-                rt, namespace, name, self._decode(body), subresource=sub, field_manager=self._manager(params),
-                dry_run=dry_run, field_validation=fv,
-            )  # fmt: skip
+                rt,
+                namespace,
+                name,
+                self._decode(body),
+                subresource=sub,
+                field_manager=self._manager(params),
+                dry_run=dry_run,
+                field_validation=fv,
+            )
             self._json(200, obj, warnings)
         elif method == "PATCH":
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             ptype = _PATCH_TYPES.get(ctype)
             if ptype is None:
-                raise KubeError(415, f'the body of the request was in an unknown format - accepted media types '
-                                "include: application/json-patch+json, application/merge-patch+json, "
-                                "application/apply-patch+yaml", "UnsupportedMediaType")  # fmt: skip
+                raise KubeError(
+                    415,
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml",
+                    "UnsupportedMediaType",
+                )
             if not body:
                 raise bad_request("the request body is empty")
             manager = params.get("fieldManager") or (None if ptype == "apply" else self._manager(params))
             obj, warnings, created = cluster.patch_object(
-                rt, namespace, name, ptype, body, subresource=sub, field_manager=manager,
-                force=_flag(params, "force"), dry_run=dry_run, field_validation=fv,
-            )  # fmt: skip
+                rt,
+                namespace,
+                name,
+                ptype,
+                body,
+                subresource=sub,
+                field_manager=manager,
+                force=_flag(params, "force"),
+                dry_run=dry_run,
+                field_validation=fv,
+            )
             self._json(201 if created else 200, obj, warnings)
         elif method == "DELETE":
             opts: dict[str, Any] = {}
@@ -522,17 +622,35 @@ class _Handler(BaseHTTPRequestHandler):
                 policy = "Orphan"
             dry_run = dry_run or "All" in (opts.get("dryRun") or [])
             obj, exists = cluster.delete_object(
-                rt, namespace, name, dry_run=dry_run, propagation_policy=policy,
+                rt,
+                namespace,
+                name,
+                dry_run=dry_run,
+                propagation_policy=policy,
                 preconditions=opts.get("preconditions"),
-            )  # fmt: skip
+            )
             if exists or rt.delete_returns_object or rt.plural == "namespaces":
                 self._json(202 if exists and rt.plural != "namespaces" else 200, obj)
             else:
-                self._json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                 "details": {"name": name, "group": rt.group, "kind": rt.plural,
-                                             "uid": obj["metadata"].get("uid")}})  # fmt: skip
+                self._json(
+                    200,
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": {
+                            "name": name,
+                            "group": rt.group,
+                            "kind": rt.plural,
+                            "uid": obj["metadata"].get("uid"),
+                        },
+                    },
+                )
         else:
-            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            raise KubeError(
+                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+            )
 
     def _scale(
         self,
@@ -552,7 +670,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, cluster.get_scale(rt, namespace, name))
         elif method == "PUT":
             scale = self._decode(body)
-            self._json(200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run))
+            self._json(
+                200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run)
+            )
         elif method == "PATCH":
             current = cluster.get_scale(rt, namespace, name)
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -565,17 +685,28 @@ class _Handler(BaseHTTPRequestHandler):
                 scale["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             else:
                 raise KubeError(415, "unsupported patch type", "UnsupportedMediaType")
-            self._json(200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run))
+            self._json(
+                200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run)
+            )
         else:
-            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            raise KubeError(
+                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
+            )
 
-    def _watch(self, cluster: KubeCluster, rt: ResourceType, namespace: str | None, params: dict[str, str]) -> None:
+    def _watch(
+        self, cluster: KubeCluster, rt: ResourceType, namespace: str | None, params: dict[str, str]
+    ) -> None:
         try:
             timeout = float(params.get("timeoutSeconds") or _WATCH_DEFAULT_SECONDS)
         except ValueError:
             timeout = _WATCH_DEFAULT_SECONDS
-        watcher = cluster.watch(rt, namespace, params.get("labelSelector"), params.get("fieldSelector"),
-                                params.get("resourceVersion"))  # fmt: skip
+        watcher = cluster.watch(
+            rt,
+            namespace,
+            params.get("labelSelector"),
+            params.get("fieldSelector"),
+            params.get("resourceVersion"),
+        )
         deadline = time.monotonic() + timeout
         try:
             self.send_response(200)

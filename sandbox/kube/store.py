@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sandbox.kube import patches, schema
-from sandbox.kube.defaults import PREPARE, Allocator, validate_name
+from sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator, validate_name
 from sandbox.kube.errors import KubeError, already_exists, bad_request, conflict, invalid, not_found
 from sandbox.kube.resources import Registry, ResourceType, ScalePaths
 from sandbox.kube.selectors import (
@@ -146,9 +146,7 @@ class KubeCluster:
     :meth:`patch_status`, :meth:`delete`) behave like the HTTP verbs and raise :class:`KubeError`.
     """
 
-    def __init__(
-        self, name: str, clock: SimClock | None = None, kubernetes_version: str = "1.32"
-    ) -> None:
+    def __init__(self, name: str, clock: SimClock | None = None, kubernetes_version: str = "1.32") -> None:
         self.name = name
         self.clock = clock
         self.kubernetes_version = kubernetes_version
@@ -168,7 +166,11 @@ class KubeCluster:
         for ns in DEFAULT_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             self.create(
-                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": "default", "namespace": ns},
+                }
             )
 
     # -- helpers ------------------------------------------------------------------------------
@@ -246,7 +248,7 @@ class KubeCluster:
                 for fn in list(self._listeners):
                     try:
                         fn(*event)
-                    except Exception:  # noqa: BLE001 - a failing controller must not fail the request
+                    except Exception:
                         log.exception("kube listener failed on %s %s", event[0], event[1].kind)
         finally:
             self._local.draining = False
@@ -327,7 +329,9 @@ class KubeCluster:
             )
         versions = spec.get("versions") or []
         if not versions:
-            causes.append({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.versions"})
+            causes.append(
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.versions"}
+            )
         elif sum(1 for v in versions if v.get("storage")) != 1:
             causes.append(
                 {
@@ -349,9 +353,12 @@ class KubeCluster:
             old_spec = old.get("spec", {})
             if old_spec.get("group") != group or old_spec.get("names", {}).get("plural") != plural:
                 causes.append(
-                    {"reason": "FieldValueInvalid", "message": "Invalid value: field is immutable",
-                     "field": "spec.names.plural"}
-                )  # fmt: skip
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "Invalid value: field is immutable",
+                        "field": "spec.names.plural",
+                    }
+                )
         if causes:
             return causes
         names.setdefault("singular", str(kind).lower())
@@ -363,21 +370,36 @@ class KubeCluster:
         def cond(ctype: str, status: str, reason: str, message: str) -> Obj:
             keep = prev.get(ctype)
             ts = keep["lastTransitionTime"] if keep and keep.get("status") == status else now
-            return {"type": ctype, "status": status, "reason": reason, "message": message,
-                    "lastTransitionTime": ts}  # fmt: skip
+            return {
+                "type": ctype,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": ts,
+            }
 
         conditions = [
             cond("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
             cond("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
         ]
         if crd["metadata"].get("deletionTimestamp"):
-            conditions.append(cond("Terminating", "True", "InstanceDeletionInProgress",
-                                   "CustomResource deletion is in progress"))  # fmt: skip
+            conditions.append(
+                cond(
+                    "Terminating",
+                    "True",
+                    "InstanceDeletionInProgress",
+                    "CustomResource deletion is in progress",
+                )
+            )
         stored = list(((old or {}).get("status") or {}).get("storedVersions") or [])
         storage = next(v["name"] for v in versions if v.get("storage"))
         if storage not in stored:
             stored.append(storage)
-        crd["status"] = {"conditions": conditions, "acceptedNames": copy.deepcopy(names), "storedVersions": stored}
+        crd["status"] = {
+            "conditions": conditions,
+            "acceptedNames": copy.deepcopy(names),
+            "storedVersions": stored,
+        }
         return []
 
     def _register_crd(self, crd: Obj) -> None:
@@ -457,8 +479,14 @@ class KubeCluster:
         for e in entries:
             if not e.fields:
                 continue
-            item: Obj = {"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version,
-                         "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": patches.to_fields_v1(e.fields)}  # fmt: skip
+            item: Obj = {
+                "manager": e.manager,
+                "operation": e.operation,
+                "apiVersion": e.api_version,
+                "time": e.time,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": patches.to_fields_v1(e.fields),
+            }
             if e.subresource:
                 item["subresource"] = e.subresource
             rendered.append(item)
@@ -483,10 +511,15 @@ class KubeCluster:
             for e in entries:
                 e.fields -= changed | removed
             mine = next(
-                (e for e in entries
-                 if e.manager == manager and e.operation == "Update" and e.subresource == (subresource or "")),
+                (
+                    e
+                    for e in entries
+                    if e.manager == manager
+                    and e.operation == "Update"
+                    and e.subresource == (subresource or "")
+                ),
                 None,
-            )  # fmt: skip
+            )
             if mine is None:
                 mine = _ManagedEntry(manager, "Update", subresource or "", rt.api_version, "", set())
                 entries.append(mine)
@@ -527,14 +560,33 @@ class KubeCluster:
             namespace = None
         if not meta.get("name"):
             if not meta.get("generateName"):
-                raise invalid(rt.kind, "", [{"reason": "FieldValueRequired", "field": "metadata.name",
-                                             "message": "Required value: name or generateName is required"}],
-                              rt.group)  # fmt: skip
+                raise invalid(
+                    rt.kind,
+                    "",
+                    [
+                        {
+                            "reason": "FieldValueRequired",
+                            "field": "metadata.name",
+                            "message": "Required value: name or generateName is required",
+                        }
+                    ],
+                    rt.group,
+                )
             meta["name"] = self._generate_name(rt, namespace, meta["generateName"])
         name = meta["name"]
         if not isinstance(name, str) or (problem := validate_name(name, rt.name_rule)):
-            raise invalid(rt.kind, str(name), [{"reason": "FieldValueInvalid", "field": "metadata.name",
-                                                "message": f'Invalid value: "{name}": {problem}'}], rt.group)  # fmt: skip
+            raise invalid(
+                rt.kind,
+                str(name),
+                [
+                    {
+                        "reason": "FieldValueInvalid",
+                        "field": "metadata.name",
+                        "message": f'Invalid value: "{name}": {problem}',
+                    }
+                ],
+                rt.group,
+            )
         if meta.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
         if self._raw(rt, namespace, name) is not None:
@@ -547,6 +599,9 @@ class KubeCluster:
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         if "status" in rt.subresources and not rt.keep_status_on_create:
             obj.pop("status", None)
+            initial = INITIAL_STATUS.get(f"{rt.group}/{rt.kind}")
+            if initial is not None:
+                obj["status"] = copy.deepcopy(initial)
         self._prepare_kind(rt, obj, None, warnings, field_validation)
         return obj
 
@@ -570,7 +625,8 @@ class KubeCluster:
         meta, old_meta = new["metadata"], old["metadata"]
         if meta.get("name") and meta["name"] != old_meta["name"]:
             raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({old_meta['name']})"
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({old_meta['name']})"
             )
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != old_meta.get("namespace"):
             raise bad_request(
@@ -588,8 +644,15 @@ class KubeCluster:
             new = merged
             meta = new["metadata"]
         else:
-            for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                      "name", "namespace", "generation"):  # fmt: skip
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "name",
+                "namespace",
+                "generation",
+            ):
                 if k in old_meta:
                     meta[k] = old_meta[k]
                 else:
@@ -602,10 +665,19 @@ class KubeCluster:
             if old_meta.get("deletionTimestamp"):
                 added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
                 if added:
-                    raise invalid(rt.kind, old_meta["name"], [{"reason": "FieldValueForbidden",
-                        "field": "metadata.finalizers",
-                        "message": "Forbidden: no new finalizers can be added if the object is being deleted"}],
-                        rt.group)  # fmt: skip
+                    raise invalid(
+                        rt.kind,
+                        old_meta["name"],
+                        [
+                            {
+                                "reason": "FieldValueForbidden",
+                                "field": "metadata.finalizers",
+                                "message": "Forbidden: no new finalizers can be added if the object is "
+                                "being deleted",
+                            }
+                        ],
+                        rt.group,
+                    )
         new["apiVersion"], new["kind"] = rt.api_version, rt.kind
         self._prepare_kind(rt, new, old, warnings, field_validation)
         if self._spec_part(rt, new) != self._spec_part(rt, old):
@@ -642,10 +714,15 @@ class KubeCluster:
                 if e.manager != manager or e.operation != "Apply":
                     e.fields -= taken
             mine = next(
-                (e for e in entries
-                 if e.manager == manager and e.operation == "Apply" and e.subresource == (subresource or "")),
+                (
+                    e
+                    for e in entries
+                    if e.manager == manager
+                    and e.operation == "Apply"
+                    and e.subresource == (subresource or "")
+                ),
                 None,
-            )  # fmt: skip
+            )
             if mine is None:
                 mine = _ManagedEntry(manager, "Apply", subresource or "", rt.api_version, "", set())
                 entries.insert(0, mine)
@@ -769,9 +846,14 @@ class KubeCluster:
 
         def terminating(o: Obj) -> None:
             o.setdefault("status", {}).setdefault("conditions", []).append(
-                {"type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress",
-                 "message": "CustomResource deletion is in progress", "lastTransitionTime": self.timestamp()}
-            )  # fmt: skip
+                {
+                    "type": "Terminating",
+                    "status": "True",
+                    "reason": "InstanceDeletionInProgress",
+                    "message": "CustomResource deletion is in progress",
+                    "lastTransitionTime": self.timestamp(),
+                }
+            )
 
         crd = self._mark_terminating(crd_rt, crd, terminating)
         key = (crd["spec"]["group"], crd["spec"]["names"]["plural"])
@@ -856,7 +938,10 @@ class KubeCluster:
             meta: Obj = {"resourceVersion": rv}
             if limit and limit > 0 and len(items) > limit:
                 last = items[limit - 1]["metadata"]
-                token = {"start": [last.get("namespace", "") if rt.namespaced else "", last["name"]], "rv": rv}
+                token = {
+                    "start": [last.get("namespace", "") if rt.namespaced else "", last["name"]],
+                    "rv": rv,
+                }
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
                 meta["remainingItemCount"] = len(items) - limit
                 items = items[:limit]
@@ -886,9 +971,15 @@ class KubeCluster:
             if old is None:
                 raise not_found(rt.plural, name, rt.group)
             obj = self._update_locked(
-                rt, old, body, subresource=subresource, manager=field_manager, warnings=warnings,
-                field_validation=field_validation, dry_run=dry_run,
-            )  # fmt: skip
+                rt,
+                old,
+                body,
+                subresource=subresource,
+                manager=field_manager,
+                warnings=warnings,
+                field_validation=field_validation,
+                dry_run=dry_run,
+            )
             result = self.out(rt, obj)
         self._drain()
         return result, warnings
@@ -914,8 +1005,9 @@ class KubeCluster:
                 with a malformed body, 404 when absent (apply creates instead), 409 apply conflicts.
         """
         if patch_type == "apply":
-            return self._apply(rt, namespace, name, body, subresource, field_manager, force, dry_run,
-                               field_validation)  # fmt: skip
+            return self._apply(
+                rt, namespace, name, body, subresource, field_manager, force, dry_run, field_validation
+            )
         parsed = self._parse_body(body, yaml_ok=False)
         if patch_type == "strategic" and rt.crd:
             raise KubeError(
@@ -943,9 +1035,15 @@ class KubeCluster:
             else:
                 raise KubeError(415, f"unsupported patch type {patch_type!r}", "UnsupportedMediaType")
             obj = self._update_locked(
-                rt, old, new, subresource=subresource, manager=field_manager or "sandbox",
-                warnings=warnings, field_validation=field_validation, dry_run=dry_run,
-            )  # fmt: skip
+                rt,
+                old,
+                new,
+                subresource=subresource,
+                manager=field_manager or "sandbox",
+                warnings=warnings,
+                field_validation=field_validation,
+                dry_run=dry_run,
+            )
             result = self.out(rt, obj)
         self._drain()
         return result, warnings, False
@@ -982,7 +1080,9 @@ class KubeCluster:
         applied = self._check_kind(rt, copy.deepcopy(self._parse_body(body, yaml_ok=True)), require=True)
         meta = applied["metadata"]
         if meta.get("name") and meta["name"] != name:
-            raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         meta["name"] = name
         if rt.namespaced:
             if meta.get("namespace") and namespace and meta["namespace"] != namespace:
@@ -1021,31 +1121,52 @@ class KubeCluster:
                         if patches.paths_differ(old, applied, p):
                             conflicts.append((e.manager, p))
                 if conflicts and not force:
-                    causes = [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"',
-                               "field": patches.describe_path(p)} for m, p in sorted(conflicts)]  # fmt: skip
-                    lines = "\n".join(f'- {c["message"]}: {c["field"]}' for c in causes)
+                    causes = [
+                        {
+                            "reason": "FieldManagerConflict",
+                            "message": f'conflict with "{m}"',
+                            "field": patches.describe_path(p),
+                        }
+                        for m, p in sorted(conflicts)
+                    ]
+                    lines = "\n".join(f"- {c['message']}: {c['field']}" for c in causes)
                     err = conflict(
-                        rt.plural, name, rt.group,
-                        f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: {lines}",
-                    )  # fmt: skip
+                        rt.plural,
+                        name,
+                        rt.group,
+                        f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: "
+                        + lines,
+                    )
                     assert err.details is not None
                     err.details["causes"] = causes
                     raise err
                 current = self.out(rt, old)
                 merged = patches.apply_merge(current, applied, typer)
                 prev = next(
-                    (e.fields for e in entries
-                     if e.manager == manager and e.operation == "Apply" and e.subresource == (subresource or "")),
+                    (
+                        e.fields
+                        for e in entries
+                        if e.manager == manager
+                        and e.operation == "Apply"
+                        and e.subresource == (subresource or "")
+                    ),
                     set(),
-                )  # fmt: skip
+                )
                 for p in sorted(prev - applied_set - others, key=len, reverse=True):
                     patches.remove_path(merged, p)
                 merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
                 taken = {p for _, p in conflicts}
                 obj = self._update_locked(
-                    rt, old, merged, subresource=subresource, manager=manager, warnings=warnings,
-                    field_validation=field_validation, dry_run=dry_run, applied=(applied_set, taken),
-                )  # fmt: skip
+                    rt,
+                    old,
+                    merged,
+                    subresource=subresource,
+                    manager=manager,
+                    warnings=warnings,
+                    field_validation=field_validation,
+                    dry_run=dry_run,
+                    applied=(applied_set, taken),
+                )
                 result, created = self.out(rt, obj), False
         self._drain()
         return result, warnings, created
@@ -1067,8 +1188,13 @@ class KubeCluster:
                 raise not_found(rt.plural, name, rt.group)
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != obj["metadata"]["uid"]:
-                raise conflict(rt.plural, name, rt.group, f"Precondition failed: UID in precondition: "
-                               f"{pre['uid']}, UID in object meta: {obj['metadata']['uid']}")  # fmt: skip
+                raise conflict(
+                    rt.plural,
+                    name,
+                    rt.group,
+                    f"Precondition failed: UID in precondition: "
+                    f"{pre['uid']}, UID in object meta: {obj['metadata']['uid']}",
+                )
             if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, name, rt.group)
             if dry_run:
@@ -1159,13 +1285,18 @@ class KubeCluster:
         scale: Obj = {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                         if k in meta},  # fmt: skip
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
             "spec": {"replicas": int(_get_path(obj, rt.scale.spec_replicas) or 0)},
             "status": {"replicas": int(_get_path(obj, rt.scale.status_replicas) or 0)},
         }
         if sel:
-            scale["status"]["selector"] = sel if rt.scale.selector_is_string else label_selector_to_string(sel)
+            scale["status"]["selector"] = (
+                sel if rt.scale.selector_is_string else label_selector_to_string(sel)
+            )
         return scale
 
     def update_scale(
@@ -1183,9 +1314,18 @@ class KubeCluster:
             raise not_found(f"{rt.plural}/scale", name, rt.group)
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
-            raise invalid("Scale", name, [{"reason": "FieldValueInvalid", "field": "spec.replicas",
-                                           "message": f"Invalid value: {replicas!r}: must be greater than or "
-                                           "equal to 0"}], "autoscaling")  # fmt: skip
+            raise invalid(
+                "Scale",
+                name,
+                [
+                    {
+                        "reason": "FieldValueInvalid",
+                        "field": "spec.replicas",
+                        "message": f"Invalid value: {replicas!r}: must be greater than or equal to 0",
+                    }
+                ],
+                "autoscaling",
+            )
         with self._lock:
             old = self._raw(rt, namespace, name)
             if old is None:
@@ -1195,8 +1335,16 @@ class KubeCluster:
                 raise conflict(rt.plural, name, rt.group)
             new = self.out(rt, old)
             _set_path(new, rt.scale.spec_replicas, replicas)
-            self._update_locked(rt, old, new, subresource=None, manager=field_manager, warnings=[],
-                                field_validation=None, dry_run=dry_run)  # fmt: skip
+            self._update_locked(
+                rt,
+                old,
+                new,
+                subresource=None,
+                manager=field_manager,
+                warnings=[],
+                field_validation=None,
+                dry_run=dry_run,
+            )
         self._drain()
         return self.get_scale(rt, namespace, name)
 
@@ -1236,7 +1384,8 @@ class KubeCluster:
             if container is None:
                 if len(names) != 1:
                     raise bad_request(
-                        f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
+                        f"a container name must be specified for pod {name}, "
+                        f"choose one of: [{' '.join(names)}]"
                     )
                 container = names[0]
             elif container not in names and container not in init_names:
@@ -1249,8 +1398,13 @@ class KubeCluster:
             started = status.get("startTime") or pod["metadata"]["creationTimestamp"]
             if stored is None:
                 image = next(
-                    (c.get("image", "") for c in [*spec.get("containers", []), *spec.get("initContainers", [])]
-                     if c["name"] == container), "")  # fmt: skip
+                    (
+                        c.get("image", "")
+                        for c in [*spec.get("containers", []), *spec.get("initContainers", [])]
+                        if c["name"] == container
+                    ),
+                    "",
+                )
                 stored = [
                     f"[sandbox] pulled image {image}",
                     f"[sandbox] started container {container} in pod {namespace}/{name} on node "
@@ -1258,7 +1412,9 @@ class KubeCluster:
                     f"[sandbox] container {container} is running",
                 ]
                 if status.get("phase") in ("Succeeded", "Failed"):
-                    cs = next((c for c in status.get("containerStatuses") or [] if c.get("name") == container), {})
+                    cs: Obj = next(
+                        (c for c in status.get("containerStatuses") or [] if c.get("name") == container), {}
+                    )
                     code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode", 0)
                     stored.append(f"[sandbox] container {container} exited with code {code}")
         lines = [f"{started} {line}" if timestamps else line for line in stored]
@@ -1300,8 +1456,9 @@ class KubeCluster:
         """Replace ``obj`` like a PUT (409 when ``metadata.resourceVersion`` is stale)."""
         rt = self._rt_of(obj)
         meta = obj.get("metadata") or {}
-        return self.replace_object(rt, self._ns_of(rt, obj), meta.get("name", ""), obj,
-                                   field_manager=field_manager)[0]  # fmt: skip
+        return self.replace_object(
+            rt, self._ns_of(rt, obj), meta.get("name", ""), obj, field_manager=field_manager
+        )[0]
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """The object, or ``None`` when it does not exist."""
@@ -1340,8 +1497,9 @@ class KubeCluster:
         """Patch an object (``patch_type`` json | merge | strategic); KubeError 404 when absent."""
         rt = self.resource_type(api_version, kind)
         ns = namespace or ("default" if rt.namespaced else None)
-        return self.patch_object(rt, ns, name, patch_type, patch, subresource=subresource,
-                                 field_manager=field_manager)[0]  # fmt: skip
+        return self.patch_object(
+            rt, ns, name, patch_type, patch, subresource=subresource, field_manager=field_manager
+        )[0]
 
     def patch_status(
         self,
