@@ -49,6 +49,9 @@ REGION_ENV = "AWS_REGION"
 SIGNING_SERVICE = "execute-api"
 RETRYABLE_STATUSES = frozenset({429, 503})
 """HTTP statuses retried with backoff: throttled and upstream unavailable (design, section 3)."""
+RETRYABLE_CODES = frozenset({"IdempotencyKeyInProgress"})
+"""Error codes retried whatever the status: a 409 saying the first request with this key is still
+running (an earlier attempt of ours that timed out on the wire); the retry then replays its result."""
 
 _EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(?:\.cn)?$")
 _QUERY_SAFE = "-_.~"
@@ -112,8 +115,8 @@ class ApiError(InstantStartClientError):
 
     @property
     def transient(self) -> bool:
-        """True for statuses worth retrying (429, 503)."""
-        return self.status in RETRYABLE_STATUSES
+        """True for answers worth retrying: 429, 503, and 409 ``IdempotencyKeyInProgress``."""
+        return self.status in RETRYABLE_STATUSES or self.code in RETRYABLE_CODES
 
     @classmethod
     def from_response(cls, response: httpx2.Response) -> ApiError:
@@ -513,11 +516,14 @@ class InstantStartClient:
         answer = self.request("GET", "/catalog/availability-zones")
         return cast(list[AvailabilityZone], (answer or {}).get("availabilityZones") or [])
 
-    def list_instance_types(self, availability_zone: str | None = None) -> list[str]:
-        """``GET /catalog/instance-types``: HyperPod instance types offered (in a zone when given).
+    def list_instance_types(self, availability_zone: str) -> list[str]:
+        """``GET /catalog/instance-types?availabilityZone=``: HyperPod instance types offered in a zone.
+
+        Returns:
+            ``["ml.g6.4xlarge", ...]``: ``ClusterInstanceType`` values whose EC2 type the zone offers.
 
         Raises:
-            ApiError: 422 for an unknown zone.
+            ApiError: 422 for a malformed or unknown zone.
         """
         answer = self.request(
             "GET", "/catalog/instance-types", params={"availabilityZone": availability_zone}

@@ -137,7 +137,10 @@ def _print_api_error(console: Console, exc: ApiError) -> None:
     console.print(f"[bold red]Error[/] {exc.status} [bold]{exc.code}[/]: {exc.message}", highlight=False)
     for detail in exc.details:
         where = detail.get("field") or "-"
-        console.print(f"  - [bold]{where}[/]: {detail.get('message', '')}", highlight=False)
+        line = f"  - {where}: {detail.get('message', '')}"
+        if detail.get("allowedValues"):
+            line += f" (allowed: {detail['allowedValues']})"
+        console.print(line, markup=False, highlight=False)
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -506,10 +509,10 @@ def catalog_zones(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @handle_errors
 def catalog_instance_types(
     ctx: typer.Context,
-    az: Annotated[str | None, typer.Option("--az", help="Only the types offered in this zone.")] = None,
+    az: Annotated[str, typer.Option("--az", help="Availability Zone, e.g. us-west-2c.")],
     as_json: JsonOption = False,
 ) -> None:
-    """HyperPod instance types offered (in a zone with --az)."""
+    """HyperPod instance types offered in an Availability Zone."""
     state = _state(ctx)
     instance_types = state.client().list_instance_types(az)
     if state.wants_json(as_json):

@@ -96,8 +96,10 @@ def run_demo(
 
     console.print("\nLet me first check the existing clusters:", style="bold")
     clusters = list(client.iter_clusters())
-    console.print(f"There {'is' if len(clusters) == 1 else 'are'} currently {len(clusters)} existing "
-                  f"cluster{'' if len(clusters) == 1 else 's'}.")
+    console.print(
+        f"There {'is' if len(clusters) == 1 else 'are'} currently {len(clusters)} existing "
+        f"cluster{'' if len(clusters) == 1 else 's'}."
+    )
     if clusters:
         console.print(clusters_table(clusters))
 

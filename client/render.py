@@ -368,19 +368,18 @@ def operation_table(operation: Operation) -> Table:
 
 def zones_table(zones: Sequence[AvailabilityZone]) -> Table:
     """``GET /catalog/availability-zones`` as a table."""
-    table = Table(title=f"Availability Zones ({len(zones)})")
-    table.add_column("Zone")
+    table = Table()
+    table.add_column(f"Availability Zone ({len(zones)})")
     table.add_column("Zone ID")
     for zone in zones:
         table.add_row(zone.get("zoneName", ""), zone.get("zoneId", ""))
     return table
 
 
-def instance_types_table(instance_types: Sequence[str], availability_zone: str | None) -> Table:
+def instance_types_table(instance_types: Sequence[str], availability_zone: str) -> Table:
     """``GET /catalog/instance-types`` as a one-column table."""
-    where = f" in {availability_zone}" if availability_zone else ""
-    table = Table(title=f"HyperPod instance types{where} ({len(instance_types)})")
-    table.add_column("Instance type")
+    table = Table()
+    table.add_column(f"HyperPod instance types in {availability_zone} ({len(instance_types)})")
     for instance_type in instance_types:
         table.add_row(instance_type)
     return table

@@ -394,7 +394,7 @@ class FakeInstantStartApi:
             )
         if parts == ["catalog", "instance-types"] and method == "GET":
             zone = request.query.get("availabilityZone")
-            if zone is not None and zone not in {n for n, _ in self.zones}:
+            if zone not in {n for n, _ in self.zones}:
                 return CannedResponse(
                     422,
                     error_body(
@@ -414,7 +414,11 @@ class FakeInstantStartApi:
             if (seen_fingerprint, seen_body) != (fingerprint, request.json()):
                 return CannedResponse(
                     409,
-                    error_body("IdempotencyConflict", "Idempotency-Key was used with a different request"),
+                    error_body(
+                        "IdempotencyKeyReused",
+                        "Idempotency-Key was already used with a different request body; use a new key",
+                        [{"field": "Idempotency-Key"}],
+                    ),
                 )
             return self._operation_answer(self.operations[operation_id].record)
         answer: CannedResponse = action()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
+from client.shapes import InstanceGroupSpec
 from client.testing import (
     CannedResponse,
     FakeInstantStartApi,
@@ -25,7 +26,7 @@ from client.testing import (
 ACCESS_KEY = "AKIDEXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 REGION = "us-west-2"
-GROUP = {
+GROUP: InstanceGroupSpec = {
     "instanceGroupName": "accel",
     "instanceType": "ml.g6.4xlarge",
     "instanceCount": 1,
@@ -75,10 +76,13 @@ def make_client(url: str, **kwargs: object) -> tuple[InstantStartClient, SleepRe
     return InstantStartClient(url, sleep=sleep, **kwargs), sleep  # type: ignore[arg-type]
 
 
-def closed_port() -> int:
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    """A 127.0.0.1 URL that refuses connections: the port is bound (so no other test can take it)
+    but not listening."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 # -- signing ------------------------------------------------------------------------------------------
@@ -212,13 +216,15 @@ def test_a_reused_key_with_a_different_body_is_a_409_api_error(fake: FakeInstant
     client.create_cluster("demo", "us-west-2c", [GROUP], idempotency_key="k1")
     with pytest.raises(ApiError) as caught:
         client.create_cluster("demo", "us-west-2a", [GROUP], idempotency_key="k1")
-    assert (caught.value.status, caught.value.code) == (409, "IdempotencyConflict")
+    assert (caught.value.status, caught.value.code) == (409, "IdempotencyKeyReused")
 
 
 # -- errors -------------------------------------------------------------------------------------------
 
 
-def test_a_422_becomes_an_api_error_with_code_message_field_details_and_body(fake: FakeInstantStartApi) -> None:
+def test_a_422_becomes_an_api_error_with_code_message_field_details_and_body(
+    fake: FakeInstantStartApi,
+) -> None:
     """Given an instance type the API does not offer,
     when the cluster is created,
     then ApiError carries status 422, the code, message, field-level details and the parsed body."""
@@ -266,7 +272,9 @@ def test_a_non_json_error_body_still_becomes_an_api_error(fake: FakeInstantStart
 # -- retries ------------------------------------------------------------------------------------------
 
 
-def test_503_is_retried_with_backoff_and_the_same_idempotency_key_signed_afresh(fake: FakeInstantStartApi) -> None:
+def test_503_is_retried_with_backoff_and_the_same_idempotency_key_signed_afresh(
+    fake: FakeInstantStartApi,
+) -> None:
     """Given POST /clusters answering 503 twice,
     when a cluster is created,
     then the client retries after jittered backoff waits and succeeds on the third attempt; every
@@ -305,7 +313,9 @@ def test_a_429_waits_at_least_the_retry_after_seconds(fake: FakeInstantStartApi)
     when a route is called,
     then the client waits at least 3 s (capped by backoff_max) before the successful retry."""
     fake.inject(
-        "GET", "/catalog/availability-zones", CannedResponse(429, error_body("Throttled", "slow down"), {"Retry-After": "3"})
+        "GET",
+        "/catalog/availability-zones",
+        CannedResponse(429, error_body("Throttled", "slow down"), {"Retry-After": "3"}),
     )
     client, sleep = make_client(fake.url, backoff_max=10)
     zones = client.list_availability_zones()
@@ -313,11 +323,26 @@ def test_a_429_waits_at_least_the_retry_after_seconds(fake: FakeInstantStartApi)
     assert len(sleep.waits) == 1 and 3 <= sleep.waits[0] <= 10
 
 
-def test_connection_errors_are_retried_then_raise_api_connection_error() -> None:
+def test_a_409_saying_the_same_key_is_still_in_progress_is_retried(fake: FakeInstantStartApi) -> None:
+    """Given a retried create whose first attempt is still being processed (409 IdempotencyKeyInProgress),
+    when the client gets that answer,
+    then it waits and retries with the same key, receiving the operation; other 409s are not retried."""
+    in_progress = CannedResponse(
+        409,
+        error_body("IdempotencyKeyInProgress", "a request with this Idempotency-Key is still in progress"),
+    )
+    fake.inject("POST", "/clusters", in_progress)
+    client, sleep = make_client(fake.url)
+    op = client.create_cluster("demo", "us-west-2c", [GROUP], idempotency_key="k-1")
+    assert op["type"] == "CREATE_CLUSTER" and len(sleep.waits) == 1
+    assert [r.header("Idempotency-Key") for r in fake.requests_to("POST", "/clusters")] == ["k-1", "k-1"]
+
+
+def test_connection_errors_are_retried_then_raise_api_connection_error(refusing_url: str) -> None:
     """Given nothing listening on the API's port,
     when a route is called with max_attempts=4,
     then the client waits three times and raises ApiConnectionError naming the URL."""
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = refusing_url
     client, sleep = make_client(url, max_attempts=4)
     with pytest.raises(ApiConnectionError) as caught:
         client.get_cluster("demo")
