@@ -140,9 +140,7 @@ CATALOG: dict[str, AddonSpec] = {
             owns_namespace=True,
             create_seconds=120,
             workloads=(
-                Workload(
-                    "Deployment", "cert-manager", "cert-manager/cert-manager-controller", 1, "cert-manager"
-                ),
+                Workload("Deployment", "cert-manager", "cert-manager/cert-manager-controller", 1, "cert-manager"),
                 Workload(
                     "Deployment",
                     "cert-manager-cainjector",
@@ -202,9 +200,7 @@ CATALOG: dict[str, AddonSpec] = {
             requires_iam_permissions=True,
             pod_identity_service_accounts=("fsx-csi-controller-sa",),
             workloads=(
-                Workload(
-                    "Deployment", "fsx-csi-controller", "aws-fsx-csi-driver", 2, "fsx-csi-controller-sa"
-                ),
+                Workload("Deployment", "fsx-csi-controller", "aws-fsx-csi-driver", 2, "fsx-csi-controller-sa"),
                 Workload("DaemonSet", "fsx-csi-node", "aws-fsx-csi-driver", 1, "fsx-csi-node-sa"),
             ),
             csi_drivers=("fsx.csi.aws.com",),
@@ -317,9 +313,7 @@ CATALOG: dict[str, AddonSpec] = {
             requires_iam_permissions=True,
             pod_identity_service_accounts=("hyperpod-observability-operator-otel-collector",),
             workloads=(
-                Workload(
-                    "Deployment", "hyperpod-observability-operator", "hyperpod-observability-operator", 1
-                ),
+                Workload("Deployment", "hyperpod-observability-operator", "hyperpod-observability-operator", 1),
                 Workload(
                     "DaemonSet",
                     "hyperpod-node-collector",
@@ -337,9 +331,7 @@ CATALOG: dict[str, AddonSpec] = {
             owns_namespace=True,
             create_seconds=130,
             workloads=(
-                Workload(
-                    "Deployment", "kueue-controller-manager", "kueue/kueue", 1, "kueue-controller-manager"
-                ),
+                Workload("Deployment", "kueue-controller-manager", "kueue/kueue", 1, "kueue-controller-manager"),
             ),
             crds=(
                 Crd("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", ("v1beta1",), "Cluster"),
@@ -425,9 +417,7 @@ def _crd_object(crd: Crd) -> dict[str, Any]:
     }
 
 
-def addon_objects(
-    spec: AddonSpec, version: str, region: str, namespace: str | None = None
-) -> list[dict[str, Any]]:
+def addon_objects(spec: AddonSpec, version: str, region: str, namespace: str | None = None) -> list[dict[str, Any]]:
     """The Kubernetes objects add-on ``spec`` at ``version`` installs, in apply order.
 
     The namespace comes first (applying an existing one is harmless), then CRDs, CSIDrivers,

@@ -32,9 +32,7 @@ def _filters(params: dict[str, Any]) -> dict[str, list[str]]:
     return {names[i]: values.get(i, []) for i in names}
 
 
-def describe_instance_type_offerings(
-    req: AwsRequest, forward: Callable[[], RawResponse], region: str
-) -> RawResponse:
+def describe_instance_type_offerings(req: AwsRequest, forward: Callable[[], RawResponse], region: str) -> RawResponse:
     """DescribeInstanceTypeOfferings (LocationType region | availability-zone | availability-zone-id)."""
     from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
 

@@ -114,9 +114,7 @@ class AwsExtension:
             handler = self._handlers.get((service, operation))
             if handler is None or region != self.region:
                 return app(environ, start_response)
-            req = AwsRequest(
-                service, operation, model.operation_model(operation), environ, body, region=region
-            )
+            req = AwsRequest(service, operation, model.operation_model(operation), environ, body, region=region)
             try:
                 req.params = parse_params(req)
                 result = handler(req, lambda: call_app(app, environ))

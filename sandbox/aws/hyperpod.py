@@ -211,14 +211,11 @@ class HyperPodEmulator:
             if eks_vpc and subnet.vpc_id != eks_vpc:
                 raise AwsError(
                     "ValidationException",
-                    f"{where}: subnet {subnet_id} is in {subnet.vpc_id}, "
-                    f"not in the VPC of the EKS cluster ({eks_vpc})",
+                    f"{where}: subnet {subnet_id} is in {subnet.vpc_id}, not in the VPC of the EKS cluster ({eks_vpc})",
                 )
         for group_id in vpc.get("SecurityGroupIds") or []:
             if not backends.security_group_exists(self.account_id, self.region, group_id):
-                raise AwsError(
-                    "ValidationException", f"{where}: the security group '{group_id}' does not exist"
-                )
+                raise AwsError("ValidationException", f"{where}: the security group '{group_id}' does not exist")
 
     def _validate_group(self, spec: dict[str, Any], index: int, eks_vpc: str | None) -> None:
         name = spec.get("InstanceGroupName")
@@ -226,9 +223,7 @@ class HyperPodEmulator:
         instance_type = spec.get("InstanceType")
         if instance_type is None and not spec.get("InstanceRequirements"):
             raise AwsError("ValidationException", f"{where}: InstanceType is required")
-        for candidate in (
-            [instance_type] if instance_type else spec["InstanceRequirements"].get("InstanceTypes", [])
-        ):
+        for candidate in [instance_type] if instance_type else spec["InstanceRequirements"].get("InstanceTypes", []):
             if candidate not in cluster_instance_types():
                 raise AwsError(
                     "ValidationException",
@@ -246,17 +241,14 @@ class HyperPodEmulator:
         if lifecycle:
             uri = lifecycle.get("SourceS3Uri", "")
             if not uri.startswith("s3://"):
-                raise AwsError(
-                    "ValidationException", f"{where}: LifeCycleConfig.SourceS3Uri must be an s3:// URI"
-                )
+                raise AwsError("ValidationException", f"{where}: LifeCycleConfig.SourceS3Uri must be an s3:// URI")
             bucket, _, prefix = uri[5:].partition("/")
             on_create = lifecycle.get("OnCreate", "")
             key = f"{prefix.rstrip('/')}/{on_create}" if prefix.strip("/") else on_create
             if not backends.s3_object_exists(self.account_id, bucket, key):
                 raise AwsError(
                     "ValidationException",
-                    f"{where}: the lifecycle script s3://{bucket}/{key} "
-                    "(SourceS3Uri + OnCreate) was not found",
+                    f"{where}: the lifecycle script s3://{bucket}/{key} (SourceS3Uri + OnCreate) was not found",
                 )
         threads = spec.get("ThreadsPerCore")
         if threads is not None and threads not in (1, 2):
@@ -271,25 +263,18 @@ class HyperPodEmulator:
             return None, None
         parts = eks_arn.split(":")
         if len(parts) != 6 or parts[2] != "eks" or not parts[5].startswith("cluster/"):
-            raise AwsError(
-                "ValidationException", f"Orchestrator.Eks.ClusterArn {eks_arn} is not an EKS cluster ARN"
-            )
+            raise AwsError("ValidationException", f"Orchestrator.Eks.ClusterArn {eks_arn} is not an EKS cluster ARN")
         eks_name = parts[5].split("/", 1)[1]
-        status = (
-            self.eks_status(eks_name) if parts[3] == self.region and parts[4] == self.account_id else None
-        )
+        status = self.eks_status(eks_name) if parts[3] == self.region and parts[4] == self.account_id else None
         if status is None:
             raise AwsError("ValidationException", f"EKS cluster {eks_arn} does not exist")
         if status != "ACTIVE":
-            raise AwsError(
-                "ValidationException", f"EKS cluster {eks_name} is in {status} status; it must be ACTIVE"
-            )
+            raise AwsError("ValidationException", f"EKS cluster {eks_name} is in {status} status; it must be ACTIVE")
         mode = self.eks_auth_mode(eks_name)
         if mode not in ("API", "API_AND_CONFIG_MAP"):
             raise AwsError(
                 "ValidationException",
-                f"EKS cluster {eks_name} has authentication mode {mode}; "
-                "HyperPod requires API or API_AND_CONFIG_MAP",
+                f"EKS cluster {eks_name} has authentication mode {mode}; HyperPod requires API or API_AND_CONFIG_MAP",
             )
         eks = backends.eks(self.account_id, self.region).clusters.get(eks_name)
         vpc_id = (getattr(eks, "resources_vpc_config", None) or {}).get("vpcId") if eks is not None else None
@@ -304,8 +289,7 @@ class HyperPodEmulator:
             if any(c.name == name for c in self._clusters.values()):
                 raise AwsError(
                     "ResourceInUse",
-                    f"Resource Already Exists: Cluster with name {name} already exists. "
-                    "Choose a different name.",
+                    f"Resource Already Exists: Cluster with name {name} already exists. Choose a different name.",
                 )
         eks_name, eks_vpc = self._eks_cluster(params)
         if eks_name and not params.get("VpcConfig"):
@@ -317,9 +301,7 @@ class HyperPodEmulator:
         for index, spec in enumerate(groups):
             self._validate_group(spec, index, eks_vpc)
             if spec["InstanceGroupName"] in seen:
-                raise AwsError(
-                    "ValidationException", f"Duplicate InstanceGroupName {spec['InstanceGroupName']}"
-                )
+                raise AwsError("ValidationException", f"Duplicate InstanceGroupName {spec['InstanceGroupName']}")
             seen.add(spec["InstanceGroupName"])
         if params.get("NodeProvisioningMode") and not eks_name:
             raise AwsError(
@@ -342,14 +324,10 @@ class HyperPodEmulator:
         self._emit_state(cluster)
         duration = creation_seconds(groups)
         if failure is not None:
-            failing = next(
-                (g for g in groups if self._failing_type(g, failure)), groups[0] if groups else None
-            )
+            failing = next((g for g in groups if self._failing_type(g, failure)), groups[0] if groups else None)
             self.clock.call_at(
                 now + duration / 2,
-                lambda: self._fail(
-                    cluster.arn, generation, failing["InstanceGroupName"] if failing else None, failure
-                ),
+                lambda: self._fail(cluster.arn, generation, failing["InstanceGroupName"] if failing else None, failure),
             )
         else:
             self.clock.call_at(now + duration, lambda: self._in_service(cluster.arn, generation))
@@ -362,11 +340,7 @@ class HyperPodEmulator:
     def _fail(self, arn: str, generation: int, group_name: str | None, message: str) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
-            if (
-                cluster is None
-                or cluster.generation != generation
-                or cluster.status not in ("Creating", "Updating")
-            ):
+            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
                 return
             cluster.status = "Failed"
             cluster.failure_message = (
@@ -380,11 +354,7 @@ class HyperPodEmulator:
     def _in_service(self, arn: str, generation: int) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
-            if (
-                cluster is None
-                or cluster.generation != generation
-                or cluster.status not in ("Creating", "Updating")
-            ):
+            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
                 return
             added: list[HpNode] = []
             removed: list[HpNode] = []
@@ -702,8 +672,7 @@ class HyperPodEmulator:
             if cluster.status != "InService":
                 raise AwsError(
                     "ValidationException",
-                    f"Cluster {cluster.name} is in {cluster.status} status; "
-                    "it can be updated only when InService",
+                    f"Cluster {cluster.name} is in {cluster.status} status; it can be updated only when InService",
                 )
         eks_vpc = None
         if cluster.eks_name:
@@ -715,9 +684,7 @@ class HyperPodEmulator:
         to_delete = list(params.get("InstanceGroupsToDelete") or [])
         for name in to_delete:
             if name not in cluster.groups:
-                raise AwsError(
-                    "ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}"
-                )
+                raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}")
         failure = self.faults.take_capacity_failure([str(s.get("InstanceType")) for s in specs])
         with self._lock:
             biggest_change = 0
@@ -727,9 +694,7 @@ class HyperPodEmulator:
                     cluster.groups[spec["InstanceGroupName"]] = HpGroup(dict(spec))
                     biggest_change = max(biggest_change, int(spec.get("InstanceCount", 0)))
                 else:
-                    biggest_change = max(
-                        biggest_change, abs(int(spec.get("InstanceCount", 0)) - len(group.nodes))
-                    )
+                    biggest_change = max(biggest_change, abs(int(spec.get("InstanceCount", 0)) - len(group.nodes)))
                     group.spec = dict(spec)
                     group.status = "Updating"
             for name in to_delete:
@@ -824,9 +789,7 @@ class HyperPodEmulator:
                         successful.append(node_id)
                         break
                 else:
-                    failed.append(
-                        {"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id}
-                    )
+                    failed.append({"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id})
         for node in removed:
             self._deregister_node(cluster, node)
         return {"Failed": failed, "Successful": successful}

@@ -90,9 +90,7 @@ class NodeShape:
     def allocatable(self) -> dict[str, str]:
         """Kubernetes ``status.allocatable`` (capacity minus the kubelet/system reservations EKS makes)."""
         out = self.capacity()
-        reserved_millicores = (
-            60 + 10 + (5 * min(2, max(0, self.vcpus - 2))) + int(2.5 * max(0, self.vcpus - 4))
-        )
+        reserved_millicores = 60 + 10 + (5 * min(2, max(0, self.vcpus - 2))) + int(2.5 * max(0, self.vcpus - 4))
         out["cpu"] = f"{self.vcpus * 1000 - reserved_millicores}m"
         capacity_ki = int(self.memory_gib * 1024 * 1024 * 0.97)
         reserved_ki = (255 + 11 * int(out["pods"]) + 100) * 1024

@@ -149,9 +149,7 @@ class ServiceModels:
                     if not pattern.endswith("/"):
                         pattern += "/?"
                     required = [q.split("=")[0] for q in query.split("&") if q]
-                    routes.append(
-                        (http.get("method", "POST"), re.compile(f"^{pattern}$"), required, literal, op_name)
-                    )
+                    routes.append((http.get("method", "POST"), re.compile(f"^{pattern}$"), required, literal, op_name))
                 self._routes[model.service_name] = routes
             return routes
 
@@ -171,9 +169,7 @@ def read_body(environ: WSGIEnviron) -> bytes:
         return b""
     if length > 0:
         body = stream.read(length)
-    elif environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked" or environ.get(
-        "wsgi.input_terminated"
-    ):
+    elif environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked" or environ.get("wsgi.input_terminated"):
         body = stream.read()
     else:
         body = b""
@@ -372,9 +368,7 @@ def call_app(app: WSGIApplication, environ: WSGIEnviron) -> RawResponse:
     captured: dict[str, Any] = {}
     chunks: list[bytes] = []
 
-    def start_response(
-        status: str, headers: list[tuple[str, str]], exc_info: Any = None
-    ) -> Callable[..., Any]:
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[..., Any]:
         captured["status"] = int(status.split()[0])
         captured["headers"] = list(headers)
         return chunks.append

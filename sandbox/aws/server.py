@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from sandbox.aws import eventbridge
+from sandbox.aws import eks, eventbridge
 from sandbox.aws.extension import AwsExtension
 from sandbox.aws.kubetypes import KubeApiServerLike
 from sandbox.clock import SimClock
@@ -51,6 +51,7 @@ class AwsSandboxServer:
 
         default_user_config["stepfunctions"] = {"execute_state_machine": True}
         eventbridge.install()
+        eks.install_moto_patches()
 
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,

@@ -54,9 +54,7 @@ class FakeKubeCluster:
             self.objects[self._key(obj)] = stored
             return stored
 
-    def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any] | None:
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         with self.lock:
             return self.objects.get((api_version, kind, namespace, name))
 
@@ -183,12 +181,8 @@ def network(client: Callable[[str], Any]) -> dict[str, Any]:
     """A VPC with two subnets in two AZs and a security group."""
     ec2 = client("ec2")
     vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
-    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/20", AvailabilityZone="us-west-2a")["Subnet"][
-        "SubnetId"
-    ]
-    b = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.16.0/20", AvailabilityZone="us-west-2b")["Subnet"][
-        "SubnetId"
-    ]
+    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/20", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
+    b = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.16.0/20", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
     sg = ec2.create_security_group(GroupName=unique("sg"), Description="test", VpcId=vpc)["GroupId"]
     return {"vpc": vpc, "subnets": [a, b], "sg": sg}
 
@@ -208,9 +202,7 @@ def role(client: Callable[[str], Any]) -> str:
             ],
         }
     )
-    return str(
-        client("iam").create_role(RoleName=unique("role"), AssumeRolePolicyDocument=trust)["Role"]["Arn"]
-    )
+    return str(client("iam").create_role(RoleName=unique("role"), AssumeRolePolicyDocument=trust)["Role"]["Arn"])
 
 
 @pytest.fixture(scope="session")

@@ -98,9 +98,7 @@ def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_s
     assert first["NodeRecovery"] == "Automatic"
     assert "ThreadsPerCore" in first["InstanceGroups"][0]  # optional in the request, reported anyway
 
-    described = wait_for(
-        lambda: (d := sm.describe_cluster(ClusterName=arn))["ClusterStatus"] == "InService" and d
-    )
+    described = wait_for(lambda: (d := sm.describe_cluster(ClusterName=arn))["ClusterStatus"] == "InService" and d)
     group = described["InstanceGroups"][0]
     assert (group["Status"], group["CurrentCount"], group["TargetCount"]) == ("InService", 2, 2)
     assert group["OverrideVpcConfig"]["Subnets"] == [network["subnets"][1]]
@@ -122,17 +120,13 @@ def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_s
     assert {"type": "Ready", "status": "True"}.items() <= node["status"]["conditions"][-1].items()
 
     listed = sm.list_cluster_nodes(ClusterName=request["ClusterName"])["ClusterNodeSummaries"]
-    assert sorted(f"hyperpod-{n['InstanceId']}" for n in listed) == sorted(
-        n["metadata"]["name"] for n in nodes
-    )
+    assert sorted(f"hyperpod-{n['InstanceId']}" for n in listed) == sorted(n["metadata"]["name"] for n in nodes)
     detail = sm.describe_cluster_node(ClusterName=arn, NodeId=listed[0]["InstanceId"])["NodeDetails"]
     assert detail["InstanceStatus"]["Status"] == "Running"
     assert detail["Placement"]["AvailabilityZone"] == "us-west-2b"
 
     summaries = sm.list_clusters(NameContains=request["ClusterName"])["ClusterSummaries"]
-    assert [(s["ClusterName"], s["ClusterStatus"]) for s in summaries] == [
-        (request["ClusterName"], "InService")
-    ]
+    assert [(s["ClusterName"], s["ClusterStatus"]) for s in summaries] == [(request["ClusterName"], "InService")]
     assert sm.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "instantstart:managed", "Value": "true"}]
 
 
@@ -170,9 +164,7 @@ def test_given_a_hyperpod_cluster_when_deleted_then_it_goes_deleting_then_not_fo
     ("mutate", "fragment"),
     [
         (
-            lambda r, n: r["InstanceGroups"][0].update(
-                ExecutionRole="arn:aws:iam::123456789012:role/missing"
-            ),
+            lambda r, n: r["InstanceGroups"][0].update(ExecutionRole="arn:aws:iam::123456789012:role/missing"),
             "execution role",
         ),
         (
@@ -290,9 +282,7 @@ def test_given_a_rule_on_hyperpod_state_changes_when_cluster_is_created_then_eve
 ) -> None:
     sqs, events, sm = client("sqs"), client("events"), client("sagemaker")
     queue_url = sqs.create_queue(QueueName=unique("hp-events"))["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
     rule = unique("hp-state")
     events.put_rule(
