@@ -112,7 +112,8 @@ class Deployer:
     def client(self, service: str) -> Any:
         """A boto3 client of the sandbox."""
         if service not in self._clients:
-            self._clients[service] = self._session.client(service, endpoint_url=self.endpoint_url)
+            factory: Any = self._session
+            self._clients[service] = factory.client(service, endpoint_url=self.endpoint_url)
         return self._clients[service]
 
     # -- intrinsic functions ---------------------------------------------------------------
@@ -132,7 +133,7 @@ class Deployer:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref":
                 if arg == "AWS::NoValue":
                     return _NOVALUE
@@ -176,7 +177,7 @@ class Deployer:
         return out
 
     def _condition(self, expr: Any, params: dict[str, str], conditions: dict[str, bool]) -> bool:
-        (key, arg), = expr.items()
+        ((key, arg),) = expr.items()
         if key == "Fn::Not":
             return not self._condition(arg[0], params, conditions)
         if key == "Fn::Equals":
@@ -217,7 +218,8 @@ class Deployer:
     # -- resource creators (one per CloudFormation type the template uses) ------------------------
     def _create_AWS_DynamoDB_Table(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
         name = p.get("TableName") or self._name(lid)
-        kwargs = {k: p[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes") if k in p}
+        kwargs: dict[str, Any] = {k: p[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes") if k in p
+        }
         if p.get("SSESpecification"):
             kwargs["SSESpecification"] = {"Enabled": bool(p["SSESpecification"].get("SSEEnabled"))}
         arn = self.client("dynamodb").create_table(TableName=name, **kwargs)["TableDescription"]["TableArn"]
@@ -315,14 +317,21 @@ class Deployer:
             Architectures=p.get("Architectures", ["x86_64"]),
         )
         REGISTRY[name] = LambdaCode(
-            code_dir=local[lid], handler=p["Handler"], timeout=int(p.get("Timeout", 3)),
+            code_dir=local[lid],
+            handler=p["Handler"],
+            timeout=int(p.get("Timeout", 3)),
             memory_size=int(p.get("MemorySize", 128)),
         )
         dep.physical[lid] = name
         dep.attributes[lid] = {"Arn": out["FunctionArn"]}
 
     def _create_AWS_Lambda_Permission(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
-        kwargs = {"FunctionName": p["FunctionName"], "StatementId": lid, "Action": p["Action"], "Principal": p["Principal"]}
+        kwargs = {
+            "FunctionName": p["FunctionName"],
+            "StatementId": lid,
+            "Action": p["Action"],
+            "Principal": p["Principal"],
+        }
         if p.get("SourceArn"):
             kwargs["SourceArn"] = p["SourceArn"]
         self.client("lambda").add_permission(**kwargs)
@@ -377,8 +386,11 @@ class Deployer:
         dep.attributes[lid]["_Body"] = json.dumps(p.get("Body", {}))
 
     def _create_AWS_ApiGatewayV2_Stage(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
-        self.client("apigatewayv2").create_stage(ApiId=p["ApiId"], StageName=p.get("StageName", "$default"),
-                                                 AutoDeploy=bool(p.get("AutoDeploy", True)))
+        self.client("apigatewayv2").create_stage(
+            ApiId=p["ApiId"],
+            StageName=p.get("StageName", "$default"),
+            AutoDeploy=bool(p.get("AutoDeploy", True)),
+        )
         dep.physical[lid] = p.get("StageName", "$default")
         dep.attributes[lid] = {}
 
@@ -399,11 +411,15 @@ class Deployer:
                     route = Route(method.upper(), path, function_name)
                     dep.routes.append(route)
                     integration = apigw.create_integration(
-                        ApiId=dep.physical[lid], IntegrationType="AWS_PROXY", IntegrationUri=function_arn,
+                        ApiId=dep.physical[lid],
+                        IntegrationType="AWS_PROXY",
+                        IntegrationUri=function_arn,
                         PayloadFormatVersion="2.0",
                     )
                     apigw.create_route(
-                        ApiId=dep.physical[lid], RouteKey=route.route_key, AuthorizationType="AWS_IAM",
+                        ApiId=dep.physical[lid],
+                        RouteKey=route.route_key,
+                        AuthorizationType="AWS_IAM",
                         Target=f"integrations/{integration['IntegrationId']}",
                     )
 

@@ -59,7 +59,9 @@ def verify_sigv4(
     request = AWSRequest(method=method, url=url, data=body, headers={h: headers.get(h, "") for h in signed})
     request.context["timestamp"] = amz_date
     signer = SigV4Auth(
-        Credentials(credentials["access_key"], credentials["secret_key"], credentials.get("token")), "execute-api", region
+        Credentials(credentials["access_key"], credentials["secret_key"], credentials.get("token")),
+        "execute-api",
+        region,
     )
     canonical = signer.canonical_request(request)
     string_to_sign = signer.string_to_sign(request, canonical)
@@ -79,7 +81,14 @@ class HttpApiServer:
         region, account_id: for the signature scope and the request context.
     """
 
-    def __init__(self, routes: list[Route], lambda_client: Any, credentials: dict[str, str], region: str, account_id: str):
+    def __init__(
+        self,
+        routes: list[Route],
+        lambda_client: Any,
+        credentials: dict[str, str],
+        region: str,
+        account_id: str,
+    ):
         self.routes = [(r, _compile(r.path)) for r in routes]
         self.lambda_client = lambda_client
         self.credentials = credentials
@@ -129,16 +138,20 @@ class HttpApiServer:
             self._server.shutdown()
             self._server.server_close()
 
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         """Answer one request as API Gateway would: auth, route match, Lambda proxy integration."""
         lower = {k.lower(): v for k, v in headers.items()}
         host = lower.get("host", "127.0.0.1")
         problem = verify_sigv4(method, f"http://{host}{raw_path}", lower, body, self.credentials, self.region)
         if problem:
             status = 403
-            return status, {"Content-Type": "application/json", "x-amzn-ErrorType": "ForbiddenException"}, json.dumps(
-                {"message": problem}
-            ).encode()
+            return (
+                status,
+                {"Content-Type": "application/json", "x-amzn-ErrorType": "ForbiddenException"},
+                json.dumps({"message": problem}).encode(),
+            )
         parts = urlsplit(raw_path)
         for route, pattern in self.routes:
             match = pattern.match(parts.path)
@@ -147,7 +160,13 @@ class HttpApiServer:
         return 404, {"Content-Type": "application/json"}, b'{"message":"Not Found"}'
 
     def _invoke(
-        self, route: Route, params: dict[str, str], path: str, query: str, headers: dict[str, str], body: bytes
+        self,
+        route: Route,
+        params: dict[str, str],
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
     ) -> tuple[int, dict[str, str], bytes]:
         now = time.time()
         event: dict[str, Any] = {

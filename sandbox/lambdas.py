@@ -84,7 +84,11 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     name = function.function_name
     code = REGISTRY.get(name)
     if code is None:
-        return json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": f"{name} has no local code"}), True, ""
+        return (
+            json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": f"{name} has no local code"}),
+            True,
+            "",
+        )
     if isinstance(event, str | bytes):
         event = json.loads(event or "{}")
     context = LambdaContext(
@@ -99,7 +103,7 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
         handler = _load_handler(code)
         result = handler(event, context)
         payload = json.dumps(result, default=str)
-    except Exception as exc:  # noqa: BLE001 - becomes the Lambda error payload
+    except Exception as exc:
         errored = True
         payload = json.dumps(
             {
@@ -108,7 +112,13 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
                 "stackTrace": traceback.format_exception(exc)[-8:],
             }
         )
-        logger.info("lambda %s raised %s: %s", name, type(exc).__name__, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+        logger.info(
+            "lambda %s raised %s: %s",
+            name,
+            type(exc).__name__,
+            exc,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
     with _invocations_lock:
         _invocations.append({"function": name, "errored": errored, "seconds": time.monotonic() - started})
     return payload, errored, ""

@@ -8,6 +8,7 @@ generates a UUID). The control plane's ASL uses only ``lambda:invoke`` tasks, so
 
 from __future__ import annotations
 
+import time
 import types
 import uuid
 from typing import Any
@@ -40,7 +41,7 @@ def install(clock: SimClock) -> None:
     wait_function.WaitFunction._instantstart_patched = True  # type: ignore[attr-defined]
 
     # Retry backoff: the retrier sleeps through its module's ``time``.
-    retrier_decl.time = types.SimpleNamespace(sleep=lambda s: __import__("time").sleep(_scale(s)))  # type: ignore[attr-defined]
+    setattr(retrier_decl, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(_scale(s))))  # noqa: B010
 
     def _timeout_eval_body(self: Any, env: Any) -> None:
         env.stack.append(_scale(self._eval_seconds(env=env)))

@@ -105,7 +105,13 @@ def task(
 
 
 def poll_loop(
-    name: str, action: str, key: str, done_next: str, *, extra: dict[str, Any] | None = None, catch_to: str = FAILURE
+    name: str,
+    action: str,
+    key: str,
+    done_next: str,
+    *,
+    extra: dict[str, Any] | None = None,
+    catch_to: str = FAILURE,
 ) -> dict[str, dict[str, Any]]:
     """A bounded poll loop: reset counter, check, done?, count, bound reached?, wait, check again.
 
@@ -212,13 +218,17 @@ def create_cluster() -> dict[str, Any]:
         "Route To Start Stage": {
             "Type": "Choice",
             "Choices": [
-                {"Variable": "$.startStage", "StringEquals": name, "Next": f"Begin {title} Stage"} for name, title in stages
+                {"Variable": "$.startStage", "StringEquals": name, "Next": f"Begin {title} Stage"}
+                for name, title in stages
             ],
             "Default": "Unknown Start Stage",
         },
         "Unknown Start Stage": {
             "Type": "Pass",
-            "Parameters": {"Error": "InvalidStartStage", "Cause.$": "States.Format('unknown stage {}', $.startStage)"},
+            "Parameters": {
+                "Error": "InvalidStartStage",
+                "Cause.$": "States.Format('unknown stage {}', $.startStage)",
+            },
             "ResultPath": "$.error",
             "Next": FAILURE,
         },
@@ -243,10 +253,19 @@ def create_cluster() -> dict[str, Any]:
     }
     addon_states: dict[str, dict[str, Any]] = {
         "Create Add-on": task(
-            "create_addon", "Start Polling Add-on", extra={"addonName.$": "$.addonName"}, catch_to="Add-on Failed"
+            "create_addon",
+            "Start Polling Add-on",
+            extra={"addonName.$": "$.addonName"},
+            catch_to="Add-on Failed",
         ),
-        **poll_loop("Add-on", "check_addon", "addon", "Add-on Active", extra={"addonName.$": "$.addonName"},
-                    catch_to="Add-on Failed"),
+        **poll_loop(
+            "Add-on",
+            "check_addon",
+            "addon",
+            "Add-on Active",
+            extra={"addonName.$": "$.addonName"},
+            catch_to="Add-on Failed",
+        ),
         "Add-on Active": {"Type": "Succeed"},
         "Add-on Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
     }
@@ -277,7 +296,11 @@ def create_cluster() -> dict[str, Any]:
                     "Apply HyperPod Prerequisites": task(
                         "apply_hyperpod_prerequisites", None, catch_to="Prerequisites Failed"
                     ),
-                    "Prerequisites Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
+                    "Prerequisites Failed": {
+                        "Type": "Fail",
+                        "ErrorPath": "$.error.Error",
+                        "CausePath": "$.error.Cause",
+                    },
                 },
             },
         ],
@@ -289,7 +312,10 @@ def create_cluster() -> dict[str, Any]:
     states |= stage_edges("hyperpod", "HyperPod", "Ensure Compute Subnet", "Begin Storage Stage")
     states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster")
     states |= poll_loop(
-        "Failed HyperPod Cluster", "clear_failed_hyperpod_cluster", "hyperPodCluster", "Create HyperPod Cluster"
+        "Failed HyperPod Cluster",
+        "clear_failed_hyperpod_cluster",
+        "hyperPodCluster",
+        "Create HyperPod Cluster",
     )
     states["Create HyperPod Cluster"] = task(
         "create_hyperpod_cluster",

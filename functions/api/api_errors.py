@@ -8,7 +8,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from instantstart.errors import Conflict, InstantStartError, InvalidRequest, NotFound, UpstreamUnavailable, ValidationFailed
+from instantstart.errors import (
+    Conflict,
+    InstantStartError,
+    InvalidRequest,
+    NotFound,
+    UpstreamUnavailable,
+    ValidationFailed,
+)
 
 STATUS_BY_ERROR: dict[type[InstantStartError], int] = {
     InvalidRequest: 400,
@@ -52,7 +59,11 @@ def from_validation_error(exc: RequestValidationError) -> Response[Any]:
     details = []
     for e in errors:
         message = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        detail: dict[str, Any] = {"field": _field(tuple(e.get("loc", ()))), "message": message, "type": e.get("type")}
+        detail: dict[str, Any] = {
+            "field": _field(tuple(e.get("loc", ()))),
+            "message": message,
+            "type": e.get("type"),
+        }
         ctx = e.get("ctx") or {}
         if "expected" in ctx:
             detail["allowedValues"] = str(ctx["expected"])

@@ -164,7 +164,8 @@ def list_availability_zones() -> Response[AvailabilityZoneList]:
 @router.get("/catalog/instance-types", summary="HyperPod instance types offered in a zone", tags=["catalog"])
 def list_instance_types(
     availability_zone: Annotated[
-        str, Query(alias="availabilityZone", pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="Zone name.")
+        str,
+        Query(alias="availabilityZone", pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="Zone name."),
     ],
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""

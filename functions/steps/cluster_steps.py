@@ -17,5 +17,7 @@ RUNTIME = Runtime.from_env()
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Run ``event["action"]`` (see :data:`instantstart.clusters.steps.ACTIONS`) and return its small result."""
-    logger.append_keys(clusterTag=event.get("clusterTag"), operationId=event.get("operationId"), action=event.get("action"))
+    logger.append_keys(
+        clusterTag=event.get("clusterTag"), operationId=event.get("operationId"), action=event.get("action")
+    )
     return run_step(RUNTIME, event)

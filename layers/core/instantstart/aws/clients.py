@@ -37,7 +37,8 @@ def client(service: str, region: str | None = None) -> Any:
         region: AWS Region; defaults to the session's.
     """
     with _lock:  # boto3 client creation is not thread-safe on a shared session
-        return session().client(service, region_name=region, config=_RETRY_CONFIG)
+        factory: Any = session()
+        return factory.client(service, region_name=region, config=_RETRY_CONFIG)
 
 
 def error_code(exc: Exception) -> str | None:

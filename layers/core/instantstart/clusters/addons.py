@@ -160,6 +160,8 @@ def addon_state(eks: Any, cluster_name: str, addon_name: str) -> dict[str, Any]:
     status = addon["status"]
     if status in ("CREATE_FAILED", "DEGRADED", "UPDATE_FAILED"):
         issues = addon.get("health", {}).get("issues", [])
-        message = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues) or f"add-on {addon_name} is {status}"
+        message = (
+            "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues) or f"add-on {addon_name} is {status}"
+        )
         raise StageFailed(issues[0].get("code", status) if issues else status, message)
     return {"addonName": addon_name, "status": status, "done": status == "ACTIVE"}

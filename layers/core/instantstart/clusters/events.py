@@ -32,5 +32,5 @@ def publish(rt: Runtime, detail_type: str, detail: dict[str, Any]) -> None:
         )
         if out.get("FailedEntryCount"):
             logger.warning("event not published: %s", out["Entries"])
-    except Exception:  # noqa: BLE001 - observability must not fail provisioning
+    except Exception:
         logger.exception("event not published: %s", detail_type)

@@ -49,7 +49,11 @@ def ensure_network(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     cluster = _cluster(rt, tag)
     ids = vpc.ensure_network(rt.client("ec2"), tag, rt.region, cluster["availabilityZone"])
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.NETWORK, resources=ids,
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.NETWORK,
+        resources=ids,
         observed_status=f"NatGateway {ids['natGatewayState']}",
     )
     return {"natGatewayState": ids["natGatewayState"]}
@@ -64,7 +68,11 @@ def check_nat_gateway(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     res = workflow.stage_resources(rt, tag, generation, StageName.NETWORK)
     state, message = vpc.nat_gateway_state(rt.client("ec2"), res["natGatewayId"])
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.NETWORK, resources={"natGatewayState": state},
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.NETWORK,
+        resources={"natGatewayState": state},
         observed_status=f"NatGateway {state}",
     )
     if state == "failed":
@@ -106,11 +114,18 @@ def create_eks_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, Any]
                 "endpointPublicAccess": True,
                 "endpointPrivateAccess": True,
             },
-            accessConfig={"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": True},
+            accessConfig={
+                "authenticationMode": "API_AND_CONFIG_MAP",
+                "bootstrapClusterCreatorAdminPermissions": True,
+            },
             tags=ownership_tags(tag),
         )["cluster"]["status"]
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.NETWORK, resources={"eksClusterName": name},
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.NETWORK,
+        resources={"eksClusterName": name},
         observed_status=f"EKS {status}",
     )
     return {"status": status}
@@ -125,8 +140,12 @@ def check_eks_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     found = rt.client("eks").describe_cluster(name=eks_cluster_name(tag))["cluster"]
     status = found["status"]
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.NETWORK,
-        resources={"eksClusterArn": found["arn"]}, observed_status=f"EKS {status}",
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.NETWORK,
+        resources={"eksClusterArn": found["arn"]},
+        observed_status=f"EKS {status}",
     )
     workflow.update_cluster_view(
         rt,
@@ -166,7 +185,10 @@ def grant_access(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
         clusterName=name, principalArn=principal, policyArn=EKS_ADMIN_POLICY, accessScope={"type": "cluster"}
     )
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.ACCESS,
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.ACCESS,
         resources={"principalArn": principal, "accessPolicyArn": EKS_ADMIN_POLICY},
     )
     return {"principalArn": principal}
@@ -190,7 +212,10 @@ def check_kubernetes_access(rt: Runtime, tag: str, generation: int) -> dict[str,
             return {"done": False, "status": exc.status}
         raise
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.ACCESS,
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.ACCESS,
         resources={"kubernetesVersion": version, "namespaces": len(namespaces)},
         observed_status=f"Kubernetes {version} reachable",
     )
@@ -231,7 +256,7 @@ def _record_addon(rt: Runtime, tag: str, generation: int, name: str, status: str
     if role_arn:
         value["roleArn"] = role_arn
     pk, sk = keys.cluster_pk(tag), keys.stage_sk(generation, StageName.DEPENDENCIES)
-    rt.store._db.update_item(  # noqa: SLF001 - a nested-path SET the generic helper does not express
+    rt.store._db.update_item(
         TableName=rt.store.table_name,
         Key={"PK": {"S": pk}, "SK": {"S": sk}},
         UpdateExpression="SET #r.#a = :v",
@@ -259,7 +284,11 @@ def apply_hyperpod_prerequisites(rt: Runtime, tag: str, generation: int) -> dict
         ns = obj["metadata"].get("namespace")
         applied.append(f"{obj['kind']}/{ns + '/' if ns else ''}{obj['metadata']['name']}")
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.DEPENDENCIES, resources={"kubernetesObjects": applied}
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.DEPENDENCIES,
+        resources={"kubernetesObjects": applied},
     )
     return {"applied": len(applied)}
 
@@ -278,9 +307,15 @@ def ensure_compute_subnet(rt: Runtime, tag: str, generation: int) -> dict[str, A
         s3_endpoint_id=net["s3EndpointId"],
     )
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.HYPERPOD,
-        resources={"computeSubnetId": subnet["subnetId"], "computeSubnetCidr": subnet["cidrBlock"],
-                   "computeSubnetSource": subnet["source"]},
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.HYPERPOD,
+        resources={
+            "computeSubnetId": subnet["subnetId"],
+            "computeSubnetCidr": subnet["cidrBlock"],
+            "computeSubnetSource": subnet["source"],
+        },
     )
     return {"subnetId": subnet["subnetId"], "source": subnet["source"]}
 
@@ -315,7 +350,12 @@ def _lifecycle_uri(rt: Runtime, tag: str, generation: int) -> str:
 
 
 def instance_group_specs(
-    groups: list[dict[str, Any]], *, execution_role: str, lifecycle_uri: str, security_group_id: str, subnet_id: str
+    groups: list[dict[str, Any]],
+    *,
+    execution_role: str,
+    lifecycle_uri: str,
+    security_group_id: str,
+    subnet_id: str,
 ) -> list[dict[str, Any]]:
     """HyperPod ``ClusterInstanceGroupSpecification`` list from the API's instance groups."""
     specs = []
@@ -344,7 +384,9 @@ def _describe_hyperpod(sm: Any, name: str) -> dict[str, Any] | None:
         raise
 
 
-def _record_hyperpod(rt: Runtime, tag: str, generation: int, found: dict[str, Any], requested: list[dict[str, Any]]) -> None:
+def _record_hyperpod(
+    rt: Runtime, tag: str, generation: int, found: dict[str, Any], requested: list[dict[str, Any]]
+) -> None:
     capacity = {g["instanceGroupName"]: g.get("capacityType", "OnDemand") for g in requested}
     groups = [
         {
@@ -368,8 +410,12 @@ def _record_hyperpod(rt: Runtime, tag: str, generation: int, found: dict[str, An
         },
     )
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.HYPERPOD,
-        resources={"hyperPodClusterArn": found["ClusterArn"]}, observed_status=f"HyperPod {found['ClusterStatus']}",
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.HYPERPOD,
+        resources={"hyperPodClusterArn": found["ClusterArn"]},
+        observed_status=f"HyperPod {found['ClusterStatus']}",
     )
 
 
@@ -455,7 +501,9 @@ def check_hyperpod_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, 
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {hyperpod_cluster_name(tag)} does not exist")
     _record_hyperpod(rt, tag, generation, found, cluster.get("request", {}).get("instanceGroups", []))
     if found["ClusterStatus"] == "Failed":
-        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed"))
+        raise StageFailed(
+            "HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed")
+        )
     return {"done": found["ClusterStatus"] == "InService", "status": found["ClusterStatus"]}
 
 
@@ -483,16 +531,26 @@ def ensure_storage(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     s3.put_public_access_block(
         Bucket=bucket,
         PublicAccessBlockConfiguration={
-            "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
         },
     )
     dyn = connect(eks_cluster_name(tag), rt.region)
     apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
     apply(dyn, objects.s3_persistent_volume_claim())
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.STORAGE,
-        resources={"bucketName": bucket, "persistentVolume": objects.S3_VOLUME,
-                   "persistentVolumeClaim": objects.S3_CLAIM, "namespace": objects.STORAGE_NAMESPACE},
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.STORAGE,
+        resources={
+            "bucketName": bucket,
+            "persistentVolume": objects.S3_VOLUME,
+            "persistentVolumeClaim": objects.S3_CLAIM,
+            "namespace": objects.STORAGE_NAMESPACE,
+        },
     )
     return {"bucketName": bucket}
 
@@ -501,7 +559,8 @@ def _pvc_phase(dyn: Any) -> str | None:
     from instantstart.kube.client import get
 
     pvc = get(dyn, "v1", "PersistentVolumeClaim", objects.S3_CLAIM, objects.STORAGE_NAMESPACE)
-    return (pvc or {}).get("status", {}).get("phase")
+    phase = (pvc or {}).get("status", {}).get("phase")
+    return str(phase) if phase else None
 
 
 def check_storage(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
@@ -511,12 +570,22 @@ def check_storage(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     phase = _pvc_phase(connect(eks_cluster_name(tag), rt.region))
     bucket = storage_bucket_name(tag, rt.account_id, rt.region)
     workflow.update_cluster_view(
-        rt, tag,
-        storage={"bucketName": bucket, "persistentVolumeClaim": objects.S3_CLAIM,
-                 "namespace": objects.STORAGE_NAMESPACE, "phase": phase},
+        rt,
+        tag,
+        storage={
+            "bucketName": bucket,
+            "persistentVolumeClaim": objects.S3_CLAIM,
+            "namespace": objects.STORAGE_NAMESPACE,
+            "phase": phase,
+        },
     )
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.STORAGE, resources={}, observed_status=f"PVC {phase}"
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.STORAGE,
+        resources={},
+        observed_status=f"PVC {phase}",
     )
     return {"done": phase == "Bound", "phase": phase}
 
@@ -554,8 +623,12 @@ def verify_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     workflow.update_cluster_view(rt, tag, nodes=nodes)
     observed = f"{len(healthy)}/{expected} nodes Ready and Schedulable, PVC {phase}"
     workflow.update_stage_resources(
-        rt, tag=tag, generation=generation, stage=StageName.VERIFY,
-        resources={"readyNodes": len(healthy), "expectedNodes": expected, "pvcPhase": phase}, observed_status=observed,
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.VERIFY,
+        resources={"readyNodes": len(healthy), "expectedNodes": expected, "pvcPhase": phase},
+        observed_status=observed,
     )
     return {"done": len(healthy) >= expected and phase == "Bound", "observed": observed}
 
@@ -563,5 +636,9 @@ def verify_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
 def complete_create(rt: Runtime, operation_id: str, tag: str) -> dict[str, Any]:
     """The create (or retry) operation SUCCEEDED and the cluster READY."""
     return workflow.finish_operation(
-        rt, operation_id=operation_id, tag=tag, status=OperationStatus.SUCCEEDED, cluster_status=ClusterStatus.READY
+        rt,
+        operation_id=operation_id,
+        tag=tag,
+        status=OperationStatus.SUCCEEDED,
+        cluster_status=ClusterStatus.READY,
     )

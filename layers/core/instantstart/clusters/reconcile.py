@@ -32,8 +32,11 @@ def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any]) -> dict[str, A
         return {"clusterTag": tag, "status": status, "action": "ignored"}
     generation = int(cluster["generation"])
     if detail.get("ClusterArn") and detail.get("InstanceGroups") is not None:
-        provision._record_hyperpod(  # noqa: SLF001 - one recorder shared by poll and event paths
-            rt, tag, generation, {**detail, "ClusterName": name, "ClusterStatus": status},
+        provision._record_hyperpod(
+            rt,
+            tag,
+            generation,
+            {**detail, "ClusterName": name, "ClusterStatus": status},
             cluster.get("request", {}).get("instanceGroups", []),
         )
     stage = rt.store.get_stage(tag, generation, StageName.HYPERPOD) or {}

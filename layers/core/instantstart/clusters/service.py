@@ -49,7 +49,13 @@ def new_operation_id() -> str:
 
 
 def _operation_item(
-    *, operation_id: str, op_type: OperationType, tag: str, generation: int, now: str, stage: StageName | None = None
+    *,
+    operation_id: str,
+    op_type: OperationType,
+    tag: str,
+    generation: int,
+    now: str,
+    stage: StageName | None = None,
 ) -> dict[str, Any]:
     return {
         "PK": keys.operation_pk(operation_id),
@@ -142,7 +148,8 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     existing = rt.store.get_cluster(tag)
     if existing and existing["status"] != ClusterStatus.DELETED.value:
         raise Conflict(
-            f"cluster '{tag}' already exists with status {existing['status']}; delete it first or choose another clusterTag",
+            f"cluster '{tag}' already exists with status {existing['status']}; "
+            "delete it first or choose another clusterTag",
             code="ClusterAlreadyExists",
             details=[{"field": "clusterTag", "status": existing["status"]}],
         )
@@ -167,14 +174,21 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     if existing:
         condition = "#s = :deleted AND #gen = :gen"
         cond_names = {"#s": "status", "#gen": "generation"}
-        cond_values: dict[str, Any] = {":deleted": ClusterStatus.DELETED.value, ":gen": existing["generation"]}
+        cond_values: dict[str, Any] = {
+            ":deleted": ClusterStatus.DELETED.value,
+            ":gen": existing["generation"],
+        }
     else:
         condition, cond_names, cond_values = "attribute_not_exists(PK)", {}, {}
     writes: list[dict[str, Any]] = [
         {"put": cluster_item, "condition": condition, "names": cond_names, "values": cond_values},
         {
             "put": _operation_item(
-                operation_id=operation_id, op_type=OperationType.CREATE_CLUSTER, tag=tag, generation=generation, now=now
+                operation_id=operation_id,
+                op_type=OperationType.CREATE_CLUSTER,
+                tag=tag,
+                generation=generation,
+                now=now,
             ),
             "condition": "attribute_not_exists(PK)",
         },
@@ -212,7 +226,10 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             "update": (keys.operation_pk(operation_id), keys.META),
             "set": {
                 "status": OperationStatus.FAILED.value,
-                "error": {"code": "ExecutionNotStarted", "message": "Step Functions did not start the workflow"},
+                "error": {
+                    "code": "ExecutionNotStarted",
+                    "message": "Step Functions did not start the workflow",
+                },
                 "updatedAt": now,
                 "endedAt": now,
             },
@@ -284,7 +301,11 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
         [
             {
                 "update": (keys.cluster_pk(tag), keys.META),
-                "set": {"status": ClusterStatus.DELETING.value, "currentOperationId": operation_id, "updatedAt": now},
+                "set": {
+                    "status": ClusterStatus.DELETING.value,
+                    "currentOperationId": operation_id,
+                    "updatedAt": now,
+                },
                 "expected_status": [previous_status],
                 "extra_condition": "#gen = :gen",
                 "extra_names": {"#gen": "generation"},
@@ -292,7 +313,11 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
             },
             {
                 "put": _operation_item(
-                    operation_id=operation_id, op_type=OperationType.DELETE_CLUSTER, tag=tag, generation=generation, now=now
+                    operation_id=operation_id,
+                    op_type=OperationType.DELETE_CLUSTER,
+                    tag=tag,
+                    generation=generation,
+                    now=now,
                 ),
                 "condition": "attribute_not_exists(PK)",
             },
@@ -301,13 +326,24 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
     rollback = [
         {
             "update": (keys.cluster_pk(tag), keys.META),
-            "set": {"status": previous_status, "currentOperationId": cluster.get("currentOperationId"), "updatedAt": now},
+            "set": {
+                "status": previous_status,
+                "currentOperationId": cluster.get("currentOperationId"),
+                "updatedAt": now,
+            },
             "expected_status": [ClusterStatus.DELETING.value],
         },
         {
             "update": (keys.operation_pk(operation_id), keys.META),
-            "set": {"status": OperationStatus.FAILED.value, "updatedAt": now, "endedAt": now,
-                    "error": {"code": "ExecutionNotStarted", "message": "Step Functions did not start the workflow"}},
+            "set": {
+                "status": OperationStatus.FAILED.value,
+                "updatedAt": now,
+                "endedAt": now,
+                "error": {
+                    "code": "ExecutionNotStarted",
+                    "message": "Step Functions did not start the workflow",
+                },
+            },
             "expected_status": [OperationStatus.PENDING.value],
         },
     ]
@@ -356,7 +392,8 @@ def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
         )
     if item.get("status") != StageStatus.FAILED.value or cluster["status"] != ClusterStatus.FAILED.value:
         raise Conflict(
-            f"stage '{stage.value}' is {item.get('status')} (cluster {cluster['status']}); only a FAILED stage can be retried",
+            f"stage '{stage.value}' is {item.get('status')} (cluster {cluster['status']}); "
+            "only a FAILED stage can be retried",
             code="StageNotFailed",
             details=[{"field": "stage", "status": item.get("status")}],
         )
@@ -366,7 +403,11 @@ def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
         [
             {
                 "update": (keys.cluster_pk(tag), keys.META),
-                "set": {"status": ClusterStatus.CREATING.value, "currentOperationId": operation_id, "updatedAt": now},
+                "set": {
+                    "status": ClusterStatus.CREATING.value,
+                    "currentOperationId": operation_id,
+                    "updatedAt": now,
+                },
                 "expected_status": [ClusterStatus.FAILED.value],
                 "extra_condition": "#gen = :gen",
                 "extra_names": {"#gen": "generation"},
@@ -393,18 +434,33 @@ def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
     rollback = [
         {
             "update": (keys.cluster_pk(tag), keys.META),
-            "set": {"status": ClusterStatus.FAILED.value, "currentOperationId": cluster.get("currentOperationId"), "updatedAt": now},
+            "set": {
+                "status": ClusterStatus.FAILED.value,
+                "currentOperationId": cluster.get("currentOperationId"),
+                "updatedAt": now,
+            },
             "expected_status": [ClusterStatus.CREATING.value],
         },
         {
             "update": (keys.operation_pk(operation_id), keys.META),
-            "set": {"status": OperationStatus.FAILED.value, "updatedAt": now, "endedAt": now,
-                    "error": {"code": "ExecutionNotStarted", "message": "Step Functions did not start the workflow"}},
+            "set": {
+                "status": OperationStatus.FAILED.value,
+                "updatedAt": now,
+                "endedAt": now,
+                "error": {
+                    "code": "ExecutionNotStarted",
+                    "message": "Step Functions did not start the workflow",
+                },
+            },
             "expected_status": [OperationStatus.PENDING.value],
         },
     ]
     payload = workflow.execution_input(
-        operation_id=operation_id, operation_type=OperationType.RETRY_STAGE, tag=tag, generation=generation, start_stage=stage
+        operation_id=operation_id,
+        operation_type=OperationType.RETRY_STAGE,
+        tag=tag,
+        generation=generation,
+        start_stage=stage,
     )
     _launch(
         rt,
@@ -424,8 +480,11 @@ def get_operation(rt: Runtime, operation_id: str) -> OperationView:
     """
     item = rt.store.get_operation(operation_id)
     if not item:
-        raise NotFound(f"operation '{operation_id}' does not exist", code="OperationNotFound",
-                       details=[{"field": "operationId"}])
+        raise NotFound(
+            f"operation '{operation_id}' does not exist",
+            code="OperationNotFound",
+            details=[{"field": "operationId"}],
+        )
     return operation_view(item)
 
 
@@ -525,7 +584,10 @@ def list_clusters(rt: Runtime, max_results: int, next_token: str | None) -> Clus
 def list_availability_zones(rt: Runtime) -> list[dict[str, str]]:
     """Available zones of the Region as ``[{"zoneName", "zoneId"}]`` (EC2 ``DescribeAvailabilityZones``)."""
     out = rt.client("ec2").describe_availability_zones(
-        Filters=[{"Name": "state", "Values": ["available"]}, {"Name": "zone-type", "Values": ["availability-zone"]}]
+        Filters=[
+            {"Name": "state", "Values": ["available"]},
+            {"Name": "zone-type", "Values": ["availability-zone"]},
+        ]
     )
     return [{"zoneName": z["ZoneName"], "zoneId": z["ZoneId"]} for z in out["AvailabilityZones"]]
 
@@ -544,8 +606,6 @@ def list_instance_types(rt: Runtime, zone: str) -> list[str]:
     ec2 = rt.client("ec2")
     offered: set[str] = set()
     paginator = ec2.get_paginator("describe_instance_type_offerings")
-    for page in paginator.paginate(
-        LocationType="availability-zone", Filters=[{"Name": "location", "Values": [zone]}]
-    ):
+    for page in paginator.paginate(LocationType="availability-zone", Filters=[{"Name": "location", "Values": [zone]}]):
         offered.update(o["InstanceType"] for o in page["InstanceTypeOfferings"])
     return sorted(t for t in hyperpod_instance_types() if t.removeprefix("ml.") in offered)

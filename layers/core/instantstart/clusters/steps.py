@@ -51,7 +51,9 @@ ACTIONS: dict[str, Step] = {
     "begin_stage": lambda rt, p: workflow.begin_stage(
         rt, operation_id=p.operation_id, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)
     ),
-    "complete_stage": lambda rt, p: workflow.complete_stage(rt, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)),
+    "complete_stage": lambda rt, p: workflow.complete_stage(
+        rt, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)
+    ),
     "record_failure": lambda rt, p: workflow.record_failure(
         rt,
         operation_id=p.operation_id,
@@ -70,7 +72,9 @@ ACTIONS: dict[str, Step] = {
     "plan_addons": lambda rt, p: provision.plan_addons(rt, p.cluster_tag, p.generation),
     "create_addon": lambda rt, p: provision.create_addon(rt, p.cluster_tag, p.generation, str(p.addon_name)),
     "check_addon": lambda rt, p: provision.check_addon(rt, p.cluster_tag, p.generation, str(p.addon_name)),
-    "apply_hyperpod_prerequisites": lambda rt, p: provision.apply_hyperpod_prerequisites(rt, p.cluster_tag, p.generation),
+    "apply_hyperpod_prerequisites": lambda rt, p: provision.apply_hyperpod_prerequisites(
+        rt, p.cluster_tag, p.generation
+    ),
     "ensure_compute_subnet": lambda rt, p: provision.ensure_compute_subnet(rt, p.cluster_tag, p.generation),
     "clear_failed_hyperpod_cluster": lambda rt, p: provision.clear_failed_hyperpod_cluster(
         rt, p.cluster_tag, p.generation

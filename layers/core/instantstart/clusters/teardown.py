@@ -36,7 +36,9 @@ def mark_teardown(rt: Runtime, tag: str, generation: int, stage: StageName, stat
     now = iso(utcnow())
     field = "teardownStartedAt" if status == "RUNNING" else "teardownEndedAt"
     rt.store.update(
-        keys.cluster_pk(tag), keys.stage_sk(generation, stage), {"teardownStatus": status, field: now, "updatedAt": now}
+        keys.cluster_pk(tag),
+        keys.stage_sk(generation, stage),
+        {"teardownStatus": status, field: now, "updatedAt": now},
     )
     if status == "RUNNING":
         from instantstart.clusters.workflow import mark_operation_running
@@ -183,7 +185,11 @@ def delete_network(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
 def complete_delete(rt: Runtime, operation_id: str, tag: str) -> dict[str, Any]:
     """The delete operation SUCCEEDED and the cluster DELETED (its tag can be created again)."""
     result = workflow.finish_operation(
-        rt, operation_id=operation_id, tag=tag, status=OperationStatus.SUCCEEDED, cluster_status=ClusterStatus.DELETED
+        rt,
+        operation_id=operation_id,
+        tag=tag,
+        status=OperationStatus.SUCCEEDED,
+        cluster_status=ClusterStatus.DELETED,
     )
     rt.store.update(keys.cluster_pk(tag), keys.META, {"nodes": []}, removes=["eks", "hyperPod", "storage"])
     return result

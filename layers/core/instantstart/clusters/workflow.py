@@ -144,7 +144,13 @@ def operation_event_detail(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def update_stage_resources(
-    rt: Runtime, *, tag: str, generation: int, stage: StageName, resources: dict[str, Any], observed_status: str | None = None
+    rt: Runtime,
+    *,
+    tag: str,
+    generation: int,
+    stage: StageName,
+    resources: dict[str, Any],
+    observed_status: str | None = None,
 ) -> dict[str, Any]:
     """Merge ``resources`` into the stage record (ids the stage produced) and its observed AWS status."""
     pk, sk = keys.cluster_pk(tag), keys.stage_sk(generation, stage)
@@ -234,8 +240,14 @@ def record_failure(
             publish(rt, "Stage State Change", stage_event_detail(item))
         except ConditionFailed:
             pass
-    finish_operation(rt, operation_id=operation_id, tag=tag, status=OperationStatus.FAILED, error=parsed,
-                     cluster_status=cluster_status)
+    finish_operation(
+        rt,
+        operation_id=operation_id,
+        tag=tag,
+        status=OperationStatus.FAILED,
+        error=parsed,
+        cluster_status=cluster_status,
+    )
     return {"error": parsed}
 
 

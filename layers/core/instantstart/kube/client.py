@@ -11,7 +11,7 @@ import base64
 import hashlib
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from instantstart.aws.clients import client
 from instantstart.aws.eks_token import get_token
@@ -62,7 +62,8 @@ def connect(cluster_name: str, region: str) -> DynamicClient:
     api = k8s.ApiClient(config)
     digest = hashlib.sha256(endpoint.encode()).hexdigest()[:16]
     cache = os.path.join(tempfile.gettempdir(), f"instantstart-discovery-{digest}.json")
-    return DynamicClient(api, cache_file=cache)
+    dynamic: Any = DynamicClient
+    return cast("DynamicClient", dynamic(api, cache_file=cache))
 
 
 def apply(dyn: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +72,8 @@ def apply(dyn: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
     Calls ``PATCH`` with ``application/apply-patch+yaml`` on the object's resource path.
     """
     resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-    result = dyn.server_side_apply(
+    client: Any = dyn
+    result = client.server_side_apply(
         resource,
         body=obj,
         namespace=obj["metadata"].get("namespace"),
@@ -81,7 +83,9 @@ def apply(dyn: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
     return dict(result.to_dict())
 
 
-def get(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+def get(
+    dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> dict[str, Any] | None:
     """One object as a dict, or None when the API answers 404."""
     from kubernetes.dynamic.exceptions import NotFoundError
 
@@ -93,7 +97,11 @@ def get(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: s
 
 
 def list_objects(
-    dyn: DynamicClient, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    dyn: DynamicClient,
+    api_version: str,
+    kind: str,
+    namespace: str | None = None,
+    label_selector: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of a kind (optionally in one namespace, filtered by a label selector)."""
     resource = dyn.resources.get(api_version=api_version, kind=kind)

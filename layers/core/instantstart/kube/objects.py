@@ -15,7 +15,11 @@ HYPERPOD_NODE_AFFINITY = {
             "nodeSelectorTerms": [
                 {
                     "matchExpressions": [
-                        {"key": "sagemaker.amazonaws.com/compute-type", "operator": "In", "values": ["hyperpod"]}
+                        {
+                            "key": "sagemaker.amazonaws.com/compute-type",
+                            "operator": "In",
+                            "values": ["hyperpod"],
+                        }
                     ]
                 }
             ]
@@ -33,8 +37,14 @@ def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None
 
 
 def _daemonset(
-    name: str, namespace: str, image: str, *, service_account: str | None = None, privileged: bool = False,
-    args: list[str] | None = None, host_paths: dict[str, str] | None = None,
+    name: str,
+    namespace: str,
+    image: str,
+    *,
+    service_account: str | None = None,
+    privileged: bool = False,
+    args: list[str] | None = None,
+    host_paths: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": name}
     container: dict[str, Any] = {
@@ -89,7 +99,11 @@ def hyperpod_prerequisites(region: str) -> list[dict[str, Any]]:
             "kind": "ClusterRole",
             "metadata": _meta(f"{HYPERPOD_NAMESPACE}:{agent}"),
             "rules": [
-                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch", "update"]},
+                {
+                    "apiGroups": [""],
+                    "resources": ["nodes"],
+                    "verbs": ["get", "list", "watch", "patch", "update"],
+                },
                 {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
                 {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
             ],
@@ -98,7 +112,11 @@ def hyperpod_prerequisites(region: str) -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": _meta(f"{HYPERPOD_NAMESPACE}:{agent}"),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{HYPERPOD_NAMESPACE}:{agent}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": f"{HYPERPOD_NAMESPACE}:{agent}",
+            },
             "subjects": [{"kind": "ServiceAccount", "name": agent, "namespace": HYPERPOD_NAMESPACE}],
         },
         _daemonset(
@@ -148,7 +166,11 @@ def s3_persistent_volume(bucket: str, region: str) -> dict[str, Any]:
             "storageClassName": "",
             "mountOptions": ["allow-delete", f"region {region}"],
             "claimRef": {"namespace": STORAGE_NAMESPACE, "name": S3_CLAIM},
-            "csi": {"driver": S3_CSI_DRIVER, "volumeHandle": f"s3-csi-{bucket}", "volumeAttributes": {"bucketName": bucket}},
+            "csi": {
+                "driver": S3_CSI_DRIVER,
+                "volumeHandle": f"s3-csi-{bucket}",
+                "volumeAttributes": {"bucketName": bucket},
+            },
         },
     }
 

@@ -34,7 +34,8 @@ def hyperpod_instance_types() -> frozenset[str]:
     import botocore.session
 
     model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("ClusterInstanceType").enum)
+    shape: Any = model.shape_for("ClusterInstanceType")
+    return frozenset(shape.enum)
 
 
 ClusterTag = Annotated[

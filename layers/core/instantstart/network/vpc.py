@@ -50,10 +50,13 @@ def control_plane_zones(ec2: Ec2, preferred: str) -> list[str]:
     zones = [
         z["ZoneName"]
         for z in ec2.describe_availability_zones(
-            Filters=[{"Name": "state", "Values": ["available"]}, {"Name": "zone-type", "Values": ["availability-zone"]}]
+            Filters=[
+                {"Name": "state", "Values": ["available"]},
+                {"Name": "zone-type", "Values": ["availability-zone"]},
+            ]
         )["AvailabilityZones"]
     ]
-    ordered = [preferred] + sorted(z for z in zones if z != preferred)
+    ordered = [preferred, *sorted(z for z in zones if z != preferred)]
     if len(ordered) < 2:
         raise StageFailed("InsufficientAvailabilityZones", "EKS needs subnets in at least two Availability Zones")
     return ordered[:2]
@@ -82,7 +85,11 @@ def ensure_vpc(ec2: Ec2, tag: str) -> dict[str, str]:
 
 def _ensure_subnet(ec2: Ec2, tag: str, vpc_id: str, cidr: str, az: str, name: str, role: str) -> str:
     found = ec2.describe_subnets(
-        Filters=[*_owned_filters(tag, role), {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "tag:Name", "Values": [name]}]
+        Filters=[
+            *_owned_filters(tag, role),
+            {"Name": "vpc-id", "Values": [vpc_id]},
+            {"Name": "tag:Name", "Values": [name]},
+        ]
     )["Subnets"]
     if found:
         return str(found[0]["SubnetId"])
@@ -94,7 +101,11 @@ def _ensure_subnet(ec2: Ec2, tag: str, vpc_id: str, cidr: str, az: str, name: st
 
 def _ensure_route_table(ec2: Ec2, tag: str, vpc_id: str, name: str, role: str) -> str:
     found = ec2.describe_route_tables(
-        Filters=[*_owned_filters(tag, role), {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "tag:Name", "Values": [name]}]
+        Filters=[
+            *_owned_filters(tag, role),
+            {"Name": "vpc-id", "Values": [vpc_id]},
+            {"Name": "tag:Name", "Values": [name]},
+        ]
     )["RouteTables"]
     if found:
         return str(found[0]["RouteTableId"])
@@ -268,7 +279,12 @@ def ensure_compute_subnet(
                 "InvalidSubnet",
                 f"subnet {subnet_id} is not a subnet of {vpc_id} in {availability_zone}",
             )
-        return {"subnetId": subnet_id, "routeTableId": None, "cidrBlock": subnets[0]["CidrBlock"], "source": "explicit"}
+        return {
+            "subnetId": subnet_id,
+            "routeTableId": None,
+            "cidrBlock": subnets[0]["CidrBlock"],
+            "source": "explicit",
+        }
 
     name = compute_subnet_name(availability_zone)
     found = ec2.describe_subnets(
@@ -284,7 +300,9 @@ def ensure_compute_subnet(
         subnet = found[0]
     else:
         vpc_cidr = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]["CidrBlock"]
-        used = [s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]]
+        used = [
+            s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
+        ]
         subnet = ec2.create_subnet(
             VpcId=vpc_id,
             CidrBlock=free_compute_cidr(vpc_cidr, used),
@@ -299,7 +317,12 @@ def ensure_compute_subnet(
     endpoint = ec2.describe_vpc_endpoints(VpcEndpointIds=[s3_endpoint_id])["VpcEndpoints"][0]
     if route_table_id not in endpoint.get("RouteTableIds", []):
         ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
-    return {"subnetId": sid, "routeTableId": route_table_id, "cidrBlock": subnet["CidrBlock"], "source": source}
+    return {
+        "subnetId": sid,
+        "routeTableId": route_table_id,
+        "cidrBlock": subnet["CidrBlock"],
+        "source": source,
+    }
 
 
 def delete_network(ec2: Ec2, tag: str) -> dict[str, Any]:

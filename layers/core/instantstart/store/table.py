@@ -13,7 +13,7 @@ import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
@@ -120,9 +120,7 @@ def decode_token(token: str | None, allowed_keys: set[str]) -> dict[str, Any] | 
         padded = token + "=" * (-len(token) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(
-            "nextToken is not a token returned by this API", details=[{"field": "nextToken"}]
-        ) from exc
+        raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}]) from exc
     if not isinstance(data, dict) or set(data) != allowed_keys or not all(isinstance(v, str) for v in data.values()):
         raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}])
     return serialize(data)
@@ -143,9 +141,7 @@ class Store:
     # -- reads -------------------------------------------------------------------------------
     def get(self, pk: str, sk: str = keys.META) -> Item | None:
         """One item by key, strongly consistent, or None."""
-        out = self._db.get_item(
-            TableName=self.table_name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True
-        )
+        out = self._db.get_item(TableName=self.table_name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True)
         return deserialize(out["Item"]) if "Item" in out else None
 
     def get_cluster(self, tag: str) -> Item | None:
@@ -267,7 +263,7 @@ class Store:
                     upd["ExpressionAttributeValues"] = values
                 items.append({"Update": upd})
         try:
-            self._db.transact_write_items(TransactItems=items)
+            self._db.transact_write_items(TransactItems=cast(Any, items))
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "TransactionCanceledException":
                 raise Conflict("the request conflicts with a concurrent change; read the state and retry") from exc

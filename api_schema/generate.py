@@ -1,0 +1,56 @@
+"""Generate ``api_schema/openapi.json`` from the API function's routes (Powertools OpenAPI).
+
+Usage: ``python api_schema/generate.py`` (writes) or ``--check`` (exit 1 when the committed file differs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ROOT / "api_schema" / "openapi.json"
+
+
+def generate() -> str:
+    """The OpenAPI 3.1 document of the HTTP API as committed (sorted keys, 2-space indent)."""
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-west-2")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    sys.path.insert(0, str(ROOT / "functions" / "api"))
+    import api_app
+    from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
+
+    schema = api_app.app.get_openapi_json_schema(
+        title="InstantStart Serverless API",
+        version="0.1.0",
+        description="Control plane for Amazon SageMaker HyperPod clusters orchestrated by Amazon EKS. "
+        "Every request is SigV4-signed for the execute-api service (API Gateway AWS_IAM authorization). "
+        "Long-running requests answer 202 with an operation to poll.",
+        security_schemes={
+            "sigv4": APIKey(
+                name="Authorization",
+                in_=APIKeyIn.header,
+                description="AWS Signature Version 4 (service execute-api)",
+            )
+        },
+        security=[{"sigv4": []}],
+    )
+    return json.dumps(json.loads(schema), indent=2, sort_keys=True) + "\n"
+
+
+def main() -> int:
+    """Write the document, or with ``--check`` compare it with the committed one."""
+    text = generate()
+    if "--check" in sys.argv:
+        if not TARGET.exists() or TARGET.read_text() != text:
+            print("api_schema/openapi.json is stale: run python api_schema/generate.py")
+            return 1
+        return 0
+    TARGET.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

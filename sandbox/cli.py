@@ -1,0 +1,93 @@
+"""``instantstart-sandbox``: run the control plane offline (``demo`` runs the main job end to end)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from sandbox.runner import DEFAULT_TIME_SCALE, Sandbox
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="The InstantStart offline sandbox.")
+console = Console()
+
+TimeScale = Annotated[
+    float,
+    typer.Option("--time-scale", min=1.0, max=100000.0, help="Simulated seconds per wall second (1 = real time)."),
+]
+
+
+def _start(time_scale: float) -> Sandbox:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    started = time.monotonic()
+    with console.status("Starting the sandbox: emulated AWS, Kubernetes API, template deployment..."):
+        sandbox = Sandbox(time_scale=time_scale).start()
+    console.print(
+        f"[green]Sandbox ready[/green] in {time.monotonic() - started:.1f}s: API {sandbox.api_url}, "
+        f"time scale {time_scale:g}x"
+    )
+    return sandbox
+
+
+@app.command()
+def demo(
+    time_scale: TimeScale = DEFAULT_TIME_SCALE,
+    cluster_tag: Annotated[str, typer.Option("--tag", help="Cluster tag.")] = "demo",
+    availability_zone: Annotated[str, typer.Option("--az", help="Availability Zone.")] = "us-west-2c",
+    instance_type: Annotated[str, typer.Option("--instance-type")] = "ml.g6.4xlarge",
+    instance_count: Annotated[int, typer.Option("--count", min=1)] = 1,
+) -> None:
+    """Start the sandbox and create a HyperPod cluster through the HTTP API, as the article's agent does."""
+    from client.api import InstantStartClient
+    from client.demo import run_demo
+
+    sandbox = _start(time_scale)
+    started = time.monotonic()
+    try:
+        os.environ.update(sandbox.client_environment())
+        client = InstantStartClient(sandbox.api_url, region=sandbox.region)
+        code = run_demo(
+            client,
+            console,
+            cluster_tag=cluster_tag,
+            availability_zone=availability_zone,
+            instance_type=instance_type,
+            instance_count=instance_count,
+            poll_interval=1.0,
+        )
+        console.print(f"Demo finished in {time.monotonic() - started:.1f}s of wall time.")
+    finally:
+        sandbox.stop()
+    raise typer.Exit(code)
+
+
+@app.command()
+def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE) -> None:
+    """Start the sandbox and keep it running; prints the environment a client needs."""
+    sandbox = _start(time_scale)
+    console.print("Point the CLI or the MCP proxy at it:")
+    for key, value in sandbox.client_environment().items():
+        console.print(f"  export {key}={value}")
+    console.print("Ctrl-C stops the sandbox.")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sandbox.stop()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="instantstart-sandbox")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
