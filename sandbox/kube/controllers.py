@@ -17,7 +17,6 @@ With a :class:`~sandbox.clock.SimClock` each step happens after a small simulate
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
@@ -27,6 +26,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from sandbox.kube.errors import KubeError
+from sandbox.kube.patches import clone
 from sandbox.kube.quantity import parse_quantity
 from sandbox.kube.resources import ResourceType
 from sandbox.kube.selectors import Requirement, match_labels, requirements_from_label_selector
@@ -173,9 +173,7 @@ def _terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def _conditions(
-    old: list[Obj] | None, new: list[tuple[str, str, str, str]], now: str, update_time: bool
-) -> list[Obj]:
+def _conditions(old: list[Obj] | None, new: list[tuple[str, str, str, str]], now: str, update_time: bool) -> list[Obj]:
     """Conditions keeping ``lastTransitionTime`` (and ``lastUpdateTime``) when nothing changed."""
     prev = {c["type"]: c for c in old or []}
     out = []
@@ -322,31 +320,25 @@ class SimulatedControllers:
             self._later("finish", ns, name, self._run_seconds(pod) or 0.0, self.finish_pod)
 
     def _on_node(self, node: Obj, deleted: bool) -> None:
-        for ds in self.cluster.list("apps/v1", "DaemonSet"):
+        for ds in self.cluster.peek_list("apps/v1", "DaemonSet"):
             m = ds["metadata"]
-            self._later(
-                "daemonset", m["namespace"], m["name"], self.delays["reconcile"], self.reconcile_daemonset
-            )
+            self._later("daemonset", m["namespace"], m["name"], self.delays["reconcile"], self.reconcile_daemonset)
         if deleted:
             # pod GC: pods bound to a node that no longer exists are deleted
-            for pod in self.cluster.list(
-                "v1", "Pod", field_selector=f"spec.nodeName={node['metadata']['name']}"
-            ):
-                self.cluster.delete(
-                    "v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], missing_ok=True
-                )
+            for pod in self.cluster.peek_list("v1", "Pod", field_selector=f"spec.nodeName={node['metadata']['name']}"):
+                self.cluster.delete("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], missing_ok=True)
         else:
             self._reschedule_pending()
             name = node["metadata"]["name"]
             if node_ready(node):
-                for pod in self.cluster.list(
+                for pod in self.cluster.peek_list(
                     "v1", "Pod", field_selector=f"spec.nodeName={name},status.phase=Pending"
                 ):
                     m = pod["metadata"]
                     self._later("start", m["namespace"], m["name"], self.delays["start"], self.start_pod)
 
     def _reschedule_pending(self) -> None:
-        for pod in self.cluster.list("v1", "Pod", field_selector="spec.nodeName=,status.phase=Pending"):
+        for pod in self.cluster.peek_list("v1", "Pod", field_selector="spec.nodeName=,status.phase=Pending"):
             m = pod["metadata"]
             if not m.get("deletionTimestamp"):
                 self._later("schedule", m["namespace"], m["name"], self.delays["schedule"], self.schedule_pod)
@@ -379,7 +371,7 @@ class SimulatedControllers:
     # -- scheduler and kubelet ----------------------------------------------------------------
     def _node_usage(self) -> dict[str, dict[str, Decimal]]:
         usage: dict[str, dict[str, Decimal]] = {}
-        for pod in self.cluster.list("v1", "Pod"):
+        for pod in self.cluster.peek_list("v1", "Pod"):
             node = (pod.get("spec") or {}).get("nodeName")
             if not node or _terminal(pod):
                 continue
@@ -390,16 +382,14 @@ class SimulatedControllers:
 
     def pick_node(self, pod: Obj) -> tuple[str | None, str]:
         """The node the scheduler would choose for ``pod`` and, when none fits, the reason text."""
-        nodes = self.cluster.list("v1", "Node")
+        nodes = self.cluster.peek_list("v1", "Node")
         usage = self._node_usage()
         spec = pod.get("spec") or {}
         wanted = pod_requests(spec)
         reasons: dict[str, int] = {}
         fits: list[tuple[Decimal, str]] = []
         for node in nodes:
-            reason = (
-                None if node_ready(node) else "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
-            )
+            reason = None if node_ready(node) else "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
             reason = reason or node_matches(spec, node)
             if reason is None:
                 alloc = (node.get("status") or {}).get("allocatable") or {}
@@ -432,7 +422,7 @@ class SimulatedControllers:
         return None, f"0/{len(nodes)} nodes are available: {detail}".strip()
 
     def _unschedulable(self, pod: Obj, message: str) -> None:
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         status["phase"] = "Pending"
         status["conditions"] = _conditions(
             status.get("conditions"),
@@ -444,7 +434,7 @@ class SimulatedControllers:
 
     def schedule_pod(self, ns: str, name: str) -> None:
         """Bind a pending pod to a fitting node, or mark it Unschedulable with the reason."""
-        pod = self.cluster.get("v1", "Pod", name, ns)
+        pod = self.cluster.peek("v1", "Pod", name, ns)
         if pod is None or pod["metadata"].get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName"):
             return
         if _terminal(pod):
@@ -457,7 +447,7 @@ class SimulatedControllers:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
             if not claim:
                 continue
-            pvc = self.cluster.get("v1", "PersistentVolumeClaim", claim, ns)
+            pvc = self.cluster.peek("v1", "PersistentVolumeClaim", claim, ns)
             if pvc is None:
                 self._unschedulable(pod, f'persistentvolumeclaim "{claim}" not found')
                 return
@@ -478,10 +468,8 @@ class SimulatedControllers:
                     return
                 self._unschedulable(pod, "pod has unbound immediate PersistentVolumeClaims")
                 return
-        pod = self.cluster.patch(
-            "v1", "Pod", name, ns, {"spec": {"nodeName": node}}, field_manager="kube-scheduler"
-        )
-        status = copy.deepcopy(pod.get("status") or {})
+        pod = self.cluster.patch("v1", "Pod", name, ns, {"spec": {"nodeName": node}}, field_manager="kube-scheduler")
+        status = clone(pod.get("status") or {})
         status["conditions"] = _conditions(
             status.get("conditions"), [("PodScheduled", "True", "", "")], self.cluster.timestamp(), False
         )
@@ -498,13 +486,13 @@ class SimulatedControllers:
 
     def start_pod(self, ns: str, name: str) -> None:
         """The kubelet starts a scheduled pod: Running, Ready, container statuses, IPs."""
-        pod = self.cluster.get("v1", "Pod", name, ns)
+        pod = self.cluster.peek("v1", "Pod", name, ns)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
-        spec, status = pod.get("spec") or {}, copy.deepcopy(pod.get("status") or {})
+        spec, status = pod.get("spec") or {}, clone(pod.get("status") or {})
         if not spec.get("nodeName") or status.get("phase") not in (None, "Pending"):
             return
-        node = self.cluster.get("v1", "Node", spec["nodeName"])
+        node = self.cluster.peek("v1", "Node", spec["nodeName"])
         if node is None or not node_ready(node):
             return
         now = self.cluster.timestamp()
@@ -574,7 +562,7 @@ class SimulatedControllers:
 
     def finish_pod(self, ns: str, name: str) -> None:
         """A run-to-completion pod ends: Succeeded (exit 0) or Failed (the exit-code annotation)."""
-        pod = self.cluster.get("v1", "Pod", name, ns)
+        pod = self.cluster.peek("v1", "Pod", name, ns)
         if pod is None or (pod.get("status") or {}).get("phase") != "Running":
             return
         try:
@@ -582,7 +570,7 @@ class SimulatedControllers:
         except ValueError:
             code = 1
         now = self.cluster.timestamp()
-        status = copy.deepcopy(pod["status"])
+        status = clone(pod["status"])
         status["phase"] = "Succeeded" if code == 0 else "Failed"
         for cs in status.get("containerStatuses") or []:
             started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
@@ -614,7 +602,7 @@ class SimulatedControllers:
         uid = owner["metadata"]["uid"]
         return [
             o
-            for o in self.cluster.list(api_version, kind, owner["metadata"].get("namespace"))
+            for o in self.cluster.peek_list(api_version, kind, owner["metadata"].get("namespace"))
             if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
         ]
 
@@ -630,8 +618,8 @@ class SimulatedControllers:
         node_name: str | None = None,
         extra_tolerations: list[Obj] | None = None,
     ) -> Obj:
-        tmeta = copy.deepcopy(template.get("metadata") or {})
-        spec = copy.deepcopy(template.get("spec") or {})
+        tmeta = clone(template.get("metadata") or {})
+        spec = clone(template.get("spec") or {})
         meta: Obj = {
             "namespace": owner["metadata"]["namespace"],
             "labels": {**(tmeta.get("labels") or {}), **(labels or {})},
@@ -651,14 +639,12 @@ class SimulatedControllers:
 
     def reconcile_replicaset(self, ns: str, name: str) -> None:
         """Keep ``spec.replicas`` live pods; report replicas/ready/available."""
-        rs = self.cluster.get("apps/v1", "ReplicaSet", name, ns)
+        rs = self.cluster.peek("apps/v1", "ReplicaSet", name, ns)
         if rs is None or rs["metadata"].get("deletionTimestamp"):
             return
         want = int(rs["spec"].get("replicas", 1))
         pods = [
-            p
-            for p in self._owned("Pod", "v1", rs)
-            if not p["metadata"].get("deletionTimestamp") and not _terminal(p)
+            p for p in self._owned("Pod", "v1", rs) if not p["metadata"].get("deletionTimestamp") and not _terminal(p)
         ]
         for _ in range(want - len(pods)):
             pods.append(self._new_pod(rs, rs["spec"]["template"], generate_name=f"{name}-"))
@@ -690,7 +676,7 @@ class SimulatedControllers:
 
     def reconcile_deployment(self, ns: str, name: str) -> None:
         """Roll the pod template out through a ReplicaSet per template; report status and conditions."""
-        dep = self.cluster.get("apps/v1", "Deployment", name, ns)
+        dep = self.cluster.peek("apps/v1", "Deployment", name, ns)
         if dep is None or dep["metadata"].get("deletionTimestamp"):
             return
         spec = dep["spec"]
@@ -700,14 +686,13 @@ class SimulatedControllers:
         owned = self._owned("ReplicaSet", "apps/v1", dep)
         current = next((rs for rs in owned if rs["metadata"]["name"] == f"{name}-{h}"), None)
         revisions = [
-            int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "0"))
-            for rs in owned
+            int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "0")) for rs in owned
         ]
         if not spec.get("paused"):
             if current is None:
-                tmpl = copy.deepcopy(template)
+                tmpl = clone(template)
                 tmpl.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = h
-                selector = copy.deepcopy(spec["selector"])
+                selector = clone(spec["selector"])
                 selector.setdefault("matchLabels", {})["pod-template-hash"] = h
                 current = self.cluster.create(
                     {
@@ -811,7 +796,7 @@ class SimulatedControllers:
 
     def reconcile_statefulset(self, ns: str, name: str) -> None:
         """Ordinal pods ``<name>-<i>`` (OrderedReady: one at a time), their PVCs, and status."""
-        sts = self.cluster.get("apps/v1", "StatefulSet", name, ns)
+        sts = self.cluster.peek("apps/v1", "StatefulSet", name, ns)
         if sts is None or sts["metadata"].get("deletionTimestamp"):
             return
         spec = sts["spec"]
@@ -829,14 +814,14 @@ class SimulatedControllers:
                 if ordered and not _pod_ready(pods[pod_name]):
                     break
                 continue
-            template = copy.deepcopy(spec["template"])
+            template = clone(spec["template"])
             tspec = template.setdefault("spec", {})
             tspec["hostname"] = pod_name
             if spec.get("serviceName"):
                 tspec["subdomain"] = spec["serviceName"]
             for vct in spec.get("volumeClaimTemplates") or []:
                 claim = f"{vct['metadata']['name']}-{pod_name}"
-                if self.cluster.get("v1", "PersistentVolumeClaim", claim, ns) is None:
+                if self.cluster.peek("v1", "PersistentVolumeClaim", claim, ns) is None:
                     self.cluster.create(
                         {
                             "apiVersion": "v1",
@@ -846,15 +831,13 @@ class SimulatedControllers:
                                 "namespace": ns,
                                 "labels": dict((spec.get("selector") or {}).get("matchLabels") or {}),
                             },
-                            "spec": copy.deepcopy(vct.get("spec") or {}),
+                            "spec": clone(vct.get("spec") or {}),
                         },
                         _KCM,
                     )
                 vols = tspec.setdefault("volumes", [])
                 if not any(v.get("name") == vct["metadata"]["name"] for v in vols):
-                    vols.append(
-                        {"name": vct["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim}}
-                    )
+                    vols.append({"name": vct["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim}})
             pods[pod_name] = self._new_pod(
                 sts,
                 template,
@@ -893,7 +876,7 @@ class SimulatedControllers:
 
     def reconcile_daemonset(self, ns: str, name: str) -> None:
         """One pod per eligible Ready node (selector, affinity, taints); status counts."""
-        ds = self.cluster.get("apps/v1", "DaemonSet", name, ns)
+        ds = self.cluster.peek("apps/v1", "DaemonSet", name, ns)
         if ds is None or ds["metadata"].get("deletionTimestamp"):
             return
         template = ds["spec"]["template"]
@@ -901,7 +884,7 @@ class SimulatedControllers:
         tspec["tolerations"] = [*(tspec.get("tolerations") or []), *_DS_TOLERATIONS]
         eligible = {
             n["metadata"]["name"]
-            for n in self.cluster.list("v1", "Node")
+            for n in self.cluster.peek_list("v1", "Node")
             if node_ready(n) and node_matches(tspec, n) is None
         }
         pods = [p for p in self._owned("Pod", "v1", ds) if not p["metadata"].get("deletionTimestamp")]
@@ -944,13 +927,12 @@ class SimulatedControllers:
 
     def reconcile_job(self, ns: str, name: str) -> None:
         """Run pods until ``completions`` succeed (Complete) or ``backoffLimit`` is exceeded (Failed)."""
-        job = self.cluster.get("batch/v1", "Job", name, ns)
+        job = self.cluster.peek("batch/v1", "Job", name, ns)
         if job is None or job["metadata"].get("deletionTimestamp"):
             return
         spec, old = job["spec"], job.get("status") or {}
         if any(
-            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-            for c in old.get("conditions") or []
+            c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in old.get("conditions") or []
         ):
             return
         now = self.cluster.timestamp()
@@ -1036,16 +1018,14 @@ class SimulatedControllers:
     # -- volumes ------------------------------------------------------------------------------
     def _storage_class(self, pvc: Obj) -> Obj | None:
         name = self._class_of(pvc)
-        return self.cluster.get("storage.k8s.io/v1", "StorageClass", name) if name else None
+        return self.cluster.peek("storage.k8s.io/v1", "StorageClass", name) if name else None
 
     def _class_of(self, pvc: Obj) -> str:
         cls = (pvc.get("spec") or {}).get("storageClassName")
         if cls is not None:
             return str(cls)
-        for sc in self.cluster.list("storage.k8s.io/v1", "StorageClass"):
-            if (sc["metadata"].get("annotations") or {}).get(
-                "storageclass.kubernetes.io/is-default-class"
-            ) == "true":
+        for sc in self.cluster.peek_list("storage.k8s.io/v1", "StorageClass"):
+            if (sc["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true":
                 return str(sc["metadata"]["name"])
         return ""
 
@@ -1062,9 +1042,7 @@ class SimulatedControllers:
         if sel is not None and not match_labels(sel, pv["metadata"].get("labels")):
             return False
         try:
-            want = parse_quantity(
-                ((pvc_spec.get("resources") or {}).get("requests") or {}).get("storage", "0")
-            )
+            want = parse_quantity(((pvc_spec.get("resources") or {}).get("requests") or {}).get("storage", "0"))
             have = parse_quantity((pv_spec.get("capacity") or {}).get("storage", "0"))
         except ValueError:
             return False
@@ -1077,10 +1055,7 @@ class SimulatedControllers:
             return (pv.get("status") or {}).get("phase") == "Available"
         if ref.get("uid") and ref["uid"] != pvc["metadata"]["uid"]:
             return False
-        return bool(
-            ref.get("name") == pvc["metadata"]["name"]
-            and ref.get("namespace") == pvc["metadata"]["namespace"]
-        )
+        return bool(ref.get("name") == pvc["metadata"]["name"] and ref.get("namespace") == pvc["metadata"]["namespace"])
 
     def _bind(self, pv: Obj, pvc: Obj, chosen_by_controller: bool) -> None:
         meta = pvc["metadata"]
@@ -1123,7 +1098,7 @@ class SimulatedControllers:
     def _provision(self, pvc: Obj, sc: Obj) -> None:
         meta = pvc["metadata"]
         pv_name = f"pvc-{meta['uid']}"
-        if self.cluster.get("v1", "PersistentVolume", pv_name) is not None:
+        if self.cluster.peek("v1", "PersistentVolume", pv_name) is not None:
             return
         spec = pvc.get("spec") or {}
         driver = sc.get("provisioner", "")
@@ -1161,8 +1136,8 @@ class SimulatedControllers:
 
     def reconcile_volumes(self, _ns: str = "", _name: str = "") -> None:
         """Bind claims to volumes, provision for StorageClasses, release volumes of deleted claims."""
-        pvs = {pv["metadata"]["name"]: pv for pv in self.cluster.list("v1", "PersistentVolume")}
-        pvcs = self.cluster.list("v1", "PersistentVolumeClaim")
+        pvs = {pv["metadata"]["name"]: pv for pv in self.cluster.peek_list("v1", "PersistentVolume")}
+        pvcs = self.cluster.peek_list("v1", "PersistentVolumeClaim")
         claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in pvcs}
         for pvc in sorted(pvcs, key=lambda c: c["metadata"]["creationTimestamp"]):
             meta, spec = pvc["metadata"], pvc.get("spec") or {}
@@ -1184,22 +1159,16 @@ class SimulatedControllers:
                 if (bound_here or self._claimable(pv, pvc)) and self._pv_fits(pv, pvc, cls):
                     self._bind(pv, pvc, False)
                 continue
-            candidates = [
-                pv for pv in pvs.values() if self._claimable(pv, pvc) and self._pv_fits(pv, pvc, cls)
-            ]
+            candidates = [pv for pv in pvs.values() if self._claimable(pv, pvc) and self._pv_fits(pv, pvc, cls)]
             if candidates:
                 best = min(candidates, key=lambda pv: parse_quantity(pv["spec"]["capacity"]["storage"]))
                 self._bind(best, pvc, True)
                 pvs[best["metadata"]["name"]] = (
-                    self.cluster.get("v1", "PersistentVolume", best["metadata"]["name"]) or best
+                    self.cluster.peek("v1", "PersistentVolume", best["metadata"]["name"]) or best
                 )
                 continue
             sc = self._storage_class(pvc) if cls else None
-            if (
-                sc is not None
-                and sc.get("provisioner")
-                and sc["provisioner"] != "kubernetes.io/no-provisioner"
-            ):
+            if sc is not None and sc.get("provisioner") and sc["provisioner"] != "kubernetes.io/no-provisioner":
                 wait = sc.get("volumeBindingMode") == "WaitForFirstConsumer"
                 if not wait or "volume.kubernetes.io/selected-node" in (meta.get("annotations") or {}):
                     self._provision(pvc, sc)

@@ -194,9 +194,7 @@ def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocat
 def _daemonset(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> Causes:
     spec = obj.setdefault("spec", {})
     spec.setdefault("revisionHistoryLimit", 10)
-    spec.setdefault(
-        "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
-    )
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     return _template_workload(obj, old, True)
 
 
@@ -228,8 +226,7 @@ def _job(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> C
         causes.append(
             _cause(
                 "spec.template.spec.restartPolicy",
-                f'Unsupported value: "{template["spec"].get("restartPolicy")}": supported values: '
-                '"OnFailure", "Never"',
+                f'Unsupported value: "{template["spec"].get("restartPolicy")}": supported values: "OnFailure", "Never"',
                 "FieldValueNotSupported",
             )
         )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import jsonschema
+
+from sandbox.kube.patches import clone
 
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 
@@ -45,9 +46,7 @@ def to_json_schema(node: Any) -> Any:
     return out
 
 
-def prune(
-    value: Any, schema: dict[str, Any] | None, path: str, pruned: list[str], root: bool = False
-) -> None:
+def prune(value: Any, schema: dict[str, Any] | None, path: str, pruned: list[str], root: bool = False) -> None:
     """Remove fields not specified by ``schema`` (in place); record their dotted paths in ``pruned``."""
     if not isinstance(schema, dict):
         return
@@ -86,7 +85,7 @@ def apply_defaults(value: Any, schema: dict[str, Any] | None) -> None:
         props = schema.get("properties") or {}
         for key, sub in props.items():
             if key not in value and isinstance(sub, dict) and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = clone(sub["default"])
             if key in value:
                 apply_defaults(value[key], sub)
         addl = schema.get("additionalProperties")

@@ -115,9 +115,7 @@ def label_selector_to_string(selector: dict[str, Any] | None) -> str:
     parts = [f"{k}={v}" for k, v in sorted((selector or {}).get("matchLabels", {}).items())]
     for expr in (selector or {}).get("matchExpressions") or []:
         op, key, vals = expr["operator"], expr["key"], ",".join(expr.get("values") or ())
-        parts.append(
-            {"In": f"{key} in ({vals})", "NotIn": f"{key} notin ({vals})", "Exists": key}.get(op, f"!{key}")
-        )
+        parts.append({"In": f"{key} in ({vals})", "NotIn": f"{key} notin ({vals})", "Exists": key}.get(op, f"!{key}"))
     return ",".join(parts)
 
 

@@ -162,9 +162,7 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(
-        self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: KubeApiServer
-    ) -> None:
+    def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: KubeApiServer) -> None:
         self.api = api
         self.stopping = threading.Event()
         self._conns: set[socket.socket] = set()
@@ -303,8 +301,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         for w in warnings or []:
             self.send_header("Warning", f'299 - "{w}"'.replace("\n", " "))
-        self.end_headers()
-        self.wfile.write(payload)
+        # one TLS record for headers and body (end_headers flushes the buffer)
+        buffer: list[bytes] = self.__dict__.setdefault("_headers_buffer", [])
+        buffer.append(b"\r\n" + payload)
+        self.wfile.write(b"".join(buffer))
+        buffer.clear()
 
     def _json(self, code: int, obj: Any, warnings: list[str] | None = None) -> None:
         self._send(code, json.dumps(obj, separators=(",", ":")).encode(), "application/json", warnings)
@@ -371,9 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     # -- routing ------------------------------------------------------------------------------
-    def _route(
-        self, method: str, cluster: KubeCluster, rest: list[str], params: dict[str, str], body: bytes
-    ) -> None:
+    def _route(self, method: str, cluster: KubeCluster, rest: list[str], params: dict[str, str], body: bytes) -> None:
         reg = cluster.registry
         if rest == ["version"]:
             self._json(200, self._version(cluster))
@@ -381,13 +380,9 @@ class _Handler(BaseHTTPRequestHandler):
         if rest in (["healthz"], ["livez"], ["readyz"]):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
-        discovery = (
-            len(rest) <= 1 or (rest[0] == "api" and len(rest) == 2) or (rest[0] == "apis" and len(rest) <= 3)
-        )
+        discovery = len(rest) <= 1 or (rest[0] == "api" and len(rest) == 2) or (rest[0] == "apis" and len(rest) <= 3)
         if discovery and method != "GET":
-            raise KubeError(
-                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
-            )
+            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
         if rest == ["api"]:
             api = self.server.api
             self._json(
@@ -418,9 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
             if len(rest) == 2:
                 if rest[1] not in groups:
                     raise KubeError(404, "the server could not find the requested resource", "NotFound")
-                self._json(
-                    200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(rest[1], groups[rest[1]])}
-                )
+                self._json(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(rest[1], groups[rest[1]])})
                 return
             group, version, tail = rest[1], rest[2], rest[3:]
         else:
@@ -519,9 +512,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._json(201, obj, warnings)
         elif method == "DELETE":
-            count = cluster.delete_collection(
-                rt, namespace, params.get("labelSelector"), params.get("fieldSelector")
-            )
+            count = cluster.delete_collection(rt, namespace, params.get("labelSelector"), params.get("fieldSelector"))
             self._json(
                 200,
                 {
@@ -534,9 +525,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
         else:
-            raise KubeError(
-                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
-            )
+            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
     def _item(
         self,
@@ -648,9 +637,7 @@ class _Handler(BaseHTTPRequestHandler):
                     },
                 )
         else:
-            raise KubeError(
-                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
-            )
+            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
     def _scale(
         self,
@@ -670,9 +657,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, cluster.get_scale(rt, namespace, name))
         elif method == "PUT":
             scale = self._decode(body)
-            self._json(
-                200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run)
-            )
+            self._json(200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run))
         elif method == "PATCH":
             current = cluster.get_scale(rt, namespace, name)
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -685,17 +670,11 @@ class _Handler(BaseHTTPRequestHandler):
                 scale["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             else:
                 raise KubeError(415, "unsupported patch type", "UnsupportedMediaType")
-            self._json(
-                200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run)
-            )
+            self._json(200, cluster.update_scale(rt, namespace, name, scale, field_manager=manager, dry_run=dry_run))
         else:
-            raise KubeError(
-                405, "the server does not allow this method on the requested resource", "MethodNotAllowed"
-            )
+            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
-    def _watch(
-        self, cluster: KubeCluster, rt: ResourceType, namespace: str | None, params: dict[str, str]
-    ) -> None:
+    def _watch(self, cluster: KubeCluster, rt: ResourceType, namespace: str | None, params: dict[str, str]) -> None:
         try:
             timeout = float(params.get("timeoutSeconds") or _WATCH_DEFAULT_SECONDS)
         except ValueError:

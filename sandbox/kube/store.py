@@ -10,7 +10,6 @@ collection, CRD registration with schema pruning/defaulting/validation, and watc
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import logging
 import queue
@@ -28,6 +27,7 @@ import yaml
 from sandbox.kube import patches, schema
 from sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator, validate_name
 from sandbox.kube.errors import KubeError, already_exists, bad_request, conflict, invalid, not_found
+from sandbox.kube.patches import clone
 from sandbox.kube.resources import Registry, ResourceType, ScalePaths
 from sandbox.kube.selectors import (
     FieldRequirement,
@@ -215,7 +215,7 @@ class KubeCluster:
     @staticmethod
     def out(rt: ResourceType, obj: Obj) -> Obj:
         """A deep copy of a stored object as seen through ``rt`` (its apiVersion)."""
-        res = copy.deepcopy(obj)
+        res: Obj = clone(obj)
         res["apiVersion"] = rt.api_version
         res["kind"] = rt.kind
         return res
@@ -300,9 +300,7 @@ class KubeCluster:
             schema.prune(obj, rt.schema, "", pruned, root=True)
             if pruned:
                 if field_validation == "Strict":
-                    raise bad_request(
-                        "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in pruned)
-                    )
+                    raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in pruned))
                 if field_validation != "Ignore":
                     warnings += [f'unknown field "{p}"' for p in pruned]
             schema.apply_defaults(obj, rt.schema)
@@ -322,16 +320,13 @@ class KubeCluster:
             causes.append(
                 {
                     "reason": "FieldValueNotSupported",
-                    "message": f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", '
-                    '"Namespaced"',
+                    "message": f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
                     "field": "spec.scope",
                 }
             )
         versions = spec.get("versions") or []
         if not versions:
-            causes.append(
-                {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.versions"}
-            )
+            causes.append({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.versions"})
         elif sum(1 for v in versions if v.get("storage")) != 1:
             causes.append(
                 {
@@ -397,7 +392,7 @@ class KubeCluster:
             stored.append(storage)
         crd["status"] = {
             "conditions": conditions,
-            "acceptedNames": copy.deepcopy(names),
+            "acceptedNames": clone(names),
             "storedVersions": stored,
         }
         return []
@@ -495,9 +490,7 @@ class KubeCluster:
         else:
             obj["metadata"].pop("managedFields", None)
 
-    def _track_update(
-        self, rt: ResourceType, old: Obj | None, new: Obj, manager: str, subresource: str | None
-    ) -> None:
+    def _track_update(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str, subresource: str | None) -> None:
         typer = self._typer(rt)
         status_only = subresource == "status"
         entries = self._entries(old)
@@ -514,9 +507,7 @@ class KubeCluster:
                 (
                     e
                     for e in entries
-                    if e.manager == manager
-                    and e.operation == "Update"
-                    and e.subresource == (subresource or "")
+                    if e.manager == manager and e.operation == "Update" and e.subresource == (subresource or "")
                 ),
                 None,
             )
@@ -544,7 +535,7 @@ class KubeCluster:
         warnings: list[str],
         field_validation: str | None,
     ) -> Obj:
-        obj = self._check_kind(rt, copy.deepcopy(body))
+        obj = self._check_kind(rt, clone(body))
         meta = obj["metadata"]
         if rt.namespaced:
             body_ns = meta.get("namespace")
@@ -601,7 +592,7 @@ class KubeCluster:
             obj.pop("status", None)
             initial = INITIAL_STATUS.get(f"{rt.group}/{rt.kind}")
             if initial is not None:
-                obj["status"] = copy.deepcopy(initial)
+                obj["status"] = clone(initial)
         self._prepare_kind(rt, obj, None, warnings, field_validation)
         return obj
 
@@ -621,22 +612,19 @@ class KubeCluster:
         warnings: list[str],
         field_validation: str | None,
     ) -> Obj:
-        new = self._check_kind(rt, copy.deepcopy(body))
+        new = self._check_kind(rt, clone(body))
         meta, old_meta = new["metadata"], old["metadata"]
         if meta.get("name") and meta["name"] != old_meta["name"]:
             raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({old_meta['name']})"
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({old_meta['name']})"
             )
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != old_meta.get("namespace"):
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta.get("resourceVersion"):
             raise conflict(rt.plural, old_meta["name"], rt.group)
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            merged = clone(old)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -659,7 +647,7 @@ class KubeCluster:
                     meta.pop(k, None)
             if "status" in rt.subresources:
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = clone(old["status"])
                 else:
                     new.pop("status", None)
             if old_meta.get("deletionTimestamp"):
@@ -672,8 +660,7 @@ class KubeCluster:
                             {
                                 "reason": "FieldValueForbidden",
                                 "field": "metadata.finalizers",
-                                "message": "Forbidden: no new finalizers can be added if the object is "
-                                "being deleted",
+                                "message": "Forbidden: no new finalizers can be added if the object is being deleted",
                             }
                         ],
                         rt.group,
@@ -717,9 +704,7 @@ class KubeCluster:
                 (
                     e
                     for e in entries
-                    if e.manager == manager
-                    and e.operation == "Apply"
-                    and e.subresource == (subresource or "")
+                    if e.manager == manager and e.operation == "Apply" and e.subresource == (subresource or "")
                 ),
                 None,
             )
@@ -749,7 +734,7 @@ class KubeCluster:
         uid = obj["metadata"]["uid"]
         self._uids.discard(uid)
         self._rv += 1
-        gone = copy.deepcopy(obj)
+        gone = clone(obj)
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._emit("DELETED", rt, gone, None)
         if rt.storage_key == ("", "pods"):
@@ -793,7 +778,7 @@ class KubeCluster:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return obj, True
-            new = copy.deepcopy(obj)
+            new = clone(obj)
             new["metadata"]["deletionTimestamp"] = self.timestamp()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._commit(rt, obj, new), True
@@ -803,7 +788,7 @@ class KubeCluster:
     def _mark_terminating(self, rt: ResourceType, obj: Obj, mutate: Callable[[Obj], None]) -> Obj:
         if obj["metadata"].get("deletionTimestamp"):
             return obj
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         new["metadata"]["deletionTimestamp"] = self.timestamp()
         new["metadata"]["deletionGracePeriodSeconds"] = 0
         mutate(new)
@@ -1005,9 +990,7 @@ class KubeCluster:
                 with a malformed body, 404 when absent (apply creates instead), 409 apply conflicts.
         """
         if patch_type == "apply":
-            return self._apply(
-                rt, namespace, name, body, subresource, field_manager, force, dry_run, field_validation
-            )
+            return self._apply(rt, namespace, name, body, subresource, field_manager, force, dry_run, field_validation)
         parsed = self._parse_body(body, yaml_ok=False)
         if patch_type == "strategic" and rt.crd:
             raise KubeError(
@@ -1077,12 +1060,10 @@ class KubeCluster:
     ) -> tuple[Obj, list[str], bool]:
         if not manager:
             raise bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
-        applied = self._check_kind(rt, copy.deepcopy(self._parse_body(body, yaml_ok=True)), require=True)
+        applied = self._check_kind(rt, clone(self._parse_body(body, yaml_ok=True)), require=True)
         meta = applied["metadata"]
         if meta.get("name") and meta["name"] != name:
-            raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
+            raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
         meta["name"] = name
         if rt.namespaced:
             if meta.get("namespace") and namespace and meta["namespace"] != namespace:
@@ -1134,8 +1115,7 @@ class KubeCluster:
                         rt.plural,
                         name,
                         rt.group,
-                        f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: "
-                        + lines,
+                        f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: " + lines,
                     )
                     assert err.details is not None
                     err.details["causes"] = causes
@@ -1146,9 +1126,7 @@ class KubeCluster:
                     (
                         e.fields
                         for e in entries
-                        if e.manager == manager
-                        and e.operation == "Apply"
-                        and e.subresource == (subresource or "")
+                        if e.manager == manager and e.operation == "Apply" and e.subresource == (subresource or "")
                     ),
                     set(),
                 )
@@ -1250,9 +1228,7 @@ class KubeCluster:
                     raise bad_request(f"invalid resource version {resource_version!r}") from exc
                 oldest = self._history[0][0] if self._history else self._rv
                 if self._history and len(self._history) == self._history.maxlen and since < oldest - 1:
-                    w.put_error(
-                        KubeError(410, f"too old resource version: {since} ({oldest})", "Expired").status()
-                    )
+                    w.put_error(KubeError(410, f"too old resource version: {since} ({oldest})", "Expired").status())
                 else:
                     for rv, key, etype, old, new in self._history:
                         if rv > since:
@@ -1286,17 +1262,13 @@ class KubeCluster:
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": {
-                k: meta[k]
-                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                if k in meta
+                k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
             },
             "spec": {"replicas": int(_get_path(obj, rt.scale.spec_replicas) or 0)},
             "status": {"replicas": int(_get_path(obj, rt.scale.status_replicas) or 0)},
         }
         if sel:
-            scale["status"]["selector"] = (
-                sel if rt.scale.selector_is_string else label_selector_to_string(sel)
-            )
+            scale["status"]["selector"] = sel if rt.scale.selector_is_string else label_selector_to_string(sel)
         return scale
 
     def update_scale(
@@ -1384,16 +1356,13 @@ class KubeCluster:
             if container is None:
                 if len(names) != 1:
                     raise bad_request(
-                        f"a container name must be specified for pod {name}, "
-                        f"choose one of: [{' '.join(names)}]"
+                        f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
                     )
                 container = names[0]
             elif container not in names and container not in init_names:
                 raise bad_request(f"container {container} is not valid for pod {name}")
             if status.get("phase") in (None, "Pending"):
-                raise bad_request(
-                    f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
-                )
+                raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
             stored = self._logs.get((namespace, name, container))
             started = status.get("startTime") or pod["metadata"]["creationTimestamp"]
             if stored is None:
@@ -1412,9 +1381,7 @@ class KubeCluster:
                     f"[sandbox] container {container} is running",
                 ]
                 if status.get("phase") in ("Succeeded", "Failed"):
-                    cs: Obj = next(
-                        (c for c in status.get("containerStatuses") or [] if c.get("name") == container), {}
-                    )
+                    cs: Obj = next((c for c in status.get("containerStatuses") or [] if c.get("name") == container), {})
                     code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode", 0)
                     stored.append(f"[sandbox] container {container} exited with code {code}")
         lines = [f"{started} {line}" if timestamps else line for line in stored]
@@ -1448,17 +1415,15 @@ class KubeCluster:
         name = (obj.get("metadata") or {}).get("name")
         if not name:
             raise bad_request("apply needs metadata.name")
-        return self.patch_object(
-            rt, self._ns_of(rt, obj), name, "apply", obj, field_manager=field_manager, force=True
-        )[0]
+        return self.patch_object(rt, self._ns_of(rt, obj), name, "apply", obj, field_manager=field_manager, force=True)[
+            0
+        ]
 
     def replace(self, obj: Obj, field_manager: str = "sandbox") -> Obj:
         """Replace ``obj`` like a PUT (409 when ``metadata.resourceVersion`` is stale)."""
         rt = self._rt_of(obj)
         meta = obj.get("metadata") or {}
-        return self.replace_object(
-            rt, self._ns_of(rt, obj), meta.get("name", ""), obj, field_manager=field_manager
-        )[0]
+        return self.replace_object(rt, self._ns_of(rt, obj), meta.get("name", ""), obj, field_manager=field_manager)[0]
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """The object, or ``None`` when it does not exist."""
@@ -1469,6 +1434,34 @@ class KubeCluster:
             if exc.code == 404:
                 return None
             raise
+
+    def peek(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        """Like :meth:`get` but returns the stored object itself: a read-only snapshot that must not be
+        mutated (stored objects are replaced, never changed in place). For simulated controllers."""
+        rt = self.resource_type(api_version, kind)
+        with self._lock:
+            return self._raw(rt, namespace or ("default" if rt.namespaced else None), name)
+
+    def peek_list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
+        """Like :meth:`list` but returns read-only stored snapshots (no copies)."""
+        rt = self.resource_type(api_version, kind)
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, rt.field_selectors, rt.kind)
+        with self._lock:
+            return [
+                o
+                for k, o in sorted(self._objects.get(rt.storage_key, {}).items())
+                if (namespace is None or not rt.namespaced or k[0] == namespace)
+                and match_labels(labels, o["metadata"].get("labels"))
+                and match_fields(fields, o)
+            ]
 
     def list(
         self,
@@ -1497,9 +1490,9 @@ class KubeCluster:
         """Patch an object (``patch_type`` json | merge | strategic); KubeError 404 when absent."""
         rt = self.resource_type(api_version, kind)
         ns = namespace or ("default" if rt.namespaced else None)
-        return self.patch_object(
-            rt, ns, name, patch_type, patch, subresource=subresource, field_manager=field_manager
-        )[0]
+        return self.patch_object(rt, ns, name, patch_type, patch, subresource=subresource, field_manager=field_manager)[
+            0
+        ]
 
     def patch_status(
         self,

@@ -95,9 +95,7 @@ def ready_node(name: str, labels: dict[str, str] | None = None, **status: Any) -
     }
 
 
-def deployment(
-    name: str, replicas: int = 2, containers: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+def deployment(name: str, replicas: int = 2, containers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -145,9 +143,7 @@ def status_of(exc: ApiException) -> dict[str, Any]:
 # discovery, auth, errors
 
 
-def test_discovery_lists_groups_resources_and_subresources(
-    api: client.ApiClient, core: client.CoreV1Api
-) -> None:
+def test_discovery_lists_groups_resources_and_subresources(api: client.ApiClient, core: client.CoreV1Api) -> None:
     # Given a fresh cluster
     # When a client reads the version and discovery documents
     version = client.VersionApi(api).get_code()
@@ -158,9 +154,7 @@ def test_discovery_lists_groups_resources_and_subresources(
     # Then they describe an EKS-like server with built-in groups and their subresources
     assert version.git_version.startswith("v1.")
     by_name = {g.name: g for g in groups.groups}
-    assert {"apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "storage.k8s.io"} <= set(
-        by_name
-    )
+    assert {"apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "storage.k8s.io"} <= set(by_name)
     assert by_name["apps"].preferred_version.group_version == "apps/v1"
     names = {r.name: r for r in core_resources.resources}
     assert names["pods"].namespaced and names["pods"].short_names == ["po"] and "watch" in names["pods"].verbs
@@ -262,9 +256,7 @@ def test_create_read_replace_delete_round_trip(core: client.CoreV1Api) -> None:
 
 
 def test_create_errors_map_to_status_codes(core: client.CoreV1Api) -> None:
-    core.create_namespaced_secret(
-        "default", {"metadata": {"name": "s1"}, "stringData": {"password": "hunter2"}}
-    )
+    core.create_namespaced_secret("default", {"metadata": {"name": "s1"}, "stringData": {"password": "hunter2"}})
     with pytest.raises(ApiException) as err:
         core.create_namespaced_secret("default", {"metadata": {"name": "s1"}})
     assert err.value.status == 409 and status_of(err.value)["reason"] == "AlreadyExists"
@@ -305,9 +297,7 @@ def test_label_and_field_selectors_filter_lists(core: client.CoreV1Api) -> None:
 
     def names(**kw: Any) -> list[str]:
         return sorted(
-            c.metadata.name
-            for c in core.list_namespaced_config_map("default", **kw).items
-            if c.metadata.name in "abcd"
+            c.metadata.name for c in core.list_namespaced_config_map("default", **kw).items if c.metadata.name in "abcd"
         )
 
     assert names(label_selector="tier=web") == ["a", "b"]
@@ -341,9 +331,7 @@ def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
 
 
 def test_finalizers_keep_a_deleted_object_until_removed(core: client.CoreV1Api) -> None:
-    core.create_namespaced_config_map(
-        "default", {"metadata": {"name": "guarded", "finalizers": ["example.com/keep"]}}
-    )
+    core.create_namespaced_config_map("default", {"metadata": {"name": "guarded", "finalizers": ["example.com/keep"]}})
     core.delete_namespaced_config_map("guarded", "default")
     terminating = core.read_namespaced_config_map("guarded", "default")
     assert terminating.metadata.deletion_timestamp is not None
@@ -361,9 +349,7 @@ def test_namespace_deletion_removes_its_objects(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as err:
         core.read_namespace("team-a")
     assert err.value.status == 404
-    assert not [
-        c for c in core.list_config_map_for_all_namespaces().items if c.metadata.namespace == "team-a"
-    ]
+    assert not [c for c in core.list_config_map_for_all_namespaces().items if c.metadata.namespace == "team-a"]
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("team-a", {"metadata": {"name": "late"}})
     assert err.value.status == 404
@@ -385,9 +371,7 @@ def test_owner_references_cascade_deletion(core: client.CoreV1Api) -> None:
 def test_merge_strategic_and_json_patches(core: client.CoreV1Api, apps: client.AppsV1Api) -> None:
     apps.create_namespaced_deployment(
         "default",
-        deployment(
-            "patched", 1, [{"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "proxy:1"}]
-        ),
+        deployment("patched", 1, [{"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "proxy:1"}]),
     )
     # strategic merge: containers merge by name
     apps.patch_namespaced_deployment(
@@ -398,9 +382,7 @@ def test_merge_strategic_and_json_patches(core: client.CoreV1Api, apps: client.A
     containers = apps.read_namespaced_deployment("patched", "default").spec.template.spec.containers
     assert [(c.name, c.image) for c in containers] == [("app", "app:2"), ("sidecar", "proxy:1")]
     # json patch
-    apps.patch_namespaced_deployment(
-        "patched", "default", [{"op": "replace", "path": "/spec/replicas", "value": 3}]
-    )
+    apps.patch_namespaced_deployment("patched", "default", [{"op": "replace", "path": "/spec/replicas", "value": 3}])
     dep = apps.read_namespaced_deployment("patched", "default")
     assert dep.spec.replicas == 3 and dep.metadata.generation == 3
     # merge patch replaces lists wholesale
@@ -482,9 +464,7 @@ def test_dynamic_client_server_side_apply_owns_and_conflicts(dyn: DynamicClient)
     assert err.value.status == 400
 
 
-def test_apply_accepts_yaml_and_merges_containers_by_name(
-    api: client.ApiClient, apps: client.AppsV1Api
-) -> None:
+def test_apply_accepts_yaml_and_merges_containers_by_name(api: client.ApiClient, apps: client.AppsV1Api) -> None:
     doc = """
 apiVersion: apps/v1
 kind: Deployment
@@ -571,9 +551,7 @@ def test_crd_registers_a_validated_custom_resource(api: client.ApiClient, dyn: D
     custom = client.CustomObjectsApi(api)
     # Given a CRD created at runtime
     crd = ext.create_custom_resource_definition(CRD)
-    conditions = {
-        c.type: c.status for c in ext.read_custom_resource_definition(crd.metadata.name).status.conditions
-    }
+    conditions = {c.type: c.status for c in ext.read_custom_resource_definition(crd.metadata.name).status.conditions}
     assert conditions == {"NamesAccepted": "True", "Established": "True"}
     group = {g.name: g for g in client.ApisApi(api).get_api_versions().groups}["ml.example.com"]
     assert group.preferred_version.version == "v1"
@@ -655,9 +633,7 @@ def test_crd_registers_a_validated_custom_resource(api: client.ApiClient, dyn: D
     assert updated["spec"]["replicas"] == 4 and updated["status"] == {"phase": "Running"}
     assert updated["metadata"]["generation"] == 2
     # scale subresource
-    scale = custom.get_namespaced_custom_object_scale(
-        "ml.example.com", "v1", "default", "trainingjobs", "llama"
-    )
+    scale = custom.get_namespaced_custom_object_scale("ml.example.com", "v1", "default", "trainingjobs", "llama")
     assert scale["spec"]["replicas"] == 4
 
     # strategic merge patch is not supported for custom resources
@@ -787,21 +763,15 @@ def test_pods_wait_for_a_node_then_run(core: client.CoreV1Api, kube: KubeCluster
     assert pod.status.container_statuses[0].ready
 
 
-def test_scheduler_honours_gpu_requests_selectors_and_taints(
-    core: client.CoreV1Api, kube: KubeCluster
-) -> None:
+def test_scheduler_honours_gpu_requests_selectors_and_taints(core: client.CoreV1Api, kube: KubeCluster) -> None:
     kube.create(ready_node("cpu-node", {"pool": "cpu"}))
-    gpu = ready_node(
-        "gpu-node", {"pool": "gpu"}, allocatable={"cpu": "192", "memory": "2Ti", "nvidia.com/gpu": "8"}
-    )
+    gpu = ready_node("gpu-node", {"pool": "gpu"}, allocatable={"cpu": "192", "memory": "2Ti", "nvidia.com/gpu": "8"})
     gpu["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     kube.create(gpu)
 
     def pod(name: str, gpus: int, tolerate: bool) -> dict[str, Any]:
         spec: dict[str, Any] = {
-            "containers": [
-                {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
-            ]
+            "containers": [{"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]
         }
         if tolerate:
             spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -854,9 +824,7 @@ def test_multi_container_pod_log_needs_a_container_name(core: client.CoreV1Api, 
         "default",
         {
             "metadata": {"name": "two"},
-            "spec": {
-                "containers": [{"name": "app", "image": "app:1"}, {"name": "proxy", "image": "envoy:1"}]
-            },
+            "spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "proxy", "image": "envoy:1"}]},
         },
     )
     with pytest.raises(ApiException) as err:
@@ -865,9 +833,7 @@ def test_multi_container_pod_log_needs_a_container_name(core: client.CoreV1Api, 
     assert "envoy:1" in core.read_namespaced_pod_log("two", "default", container="proxy")
 
 
-def test_daemonset_follows_eligible_nodes(
-    apps: client.AppsV1Api, core: client.CoreV1Api, kube: KubeCluster
-) -> None:
+def test_daemonset_follows_eligible_nodes(apps: client.AppsV1Api, core: client.CoreV1Api, kube: KubeCluster) -> None:
     kube.create(ready_node("hp-1", {"sagemaker.amazonaws.com/compute-type": "hyperpod"}))
     kube.create(ready_node("other", {}))
     not_ready = ready_node("hp-down", {"sagemaker.amazonaws.com/compute-type": "hyperpod"})
@@ -893,8 +859,7 @@ def test_daemonset_follows_eligible_nodes(
     def state() -> tuple[int, int, list[str]]:
         ds = apps.read_namespaced_daemon_set("health-agent", "kube-system")
         nodes = sorted(
-            p.spec.node_name
-            for p in core.list_namespaced_pod("kube-system", label_selector="app=health").items
+            p.spec.node_name for p in core.list_namespaced_pod("kube-system", label_selector="app=health").items
         )
         return ds.status.desired_number_scheduled, ds.status.number_ready, nodes
 
@@ -905,9 +870,7 @@ def test_daemonset_follows_eligible_nodes(
     assert state() == (1, 1, ["hp-2"])
 
 
-def test_job_runs_a_pod_to_completion(
-    api: client.ApiClient, core: client.CoreV1Api, kube: KubeCluster
-) -> None:
+def test_job_runs_a_pod_to_completion(api: client.ApiClient, core: client.CoreV1Api, kube: KubeCluster) -> None:
     kube.create(ready_node("node-1"))
     batch = client.BatchV1Api(api)
     batch.create_namespaced_job(
@@ -915,9 +878,7 @@ def test_job_runs_a_pod_to_completion(
         {
             "metadata": {"name": "once"},
             "spec": {
-                "template": {
-                    "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
-                }
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
             },
         },
     )
@@ -998,9 +959,7 @@ def test_watch_without_resource_version_starts_with_current_objects(core: client
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 4:
             w.stop()
-    assert sorted(seen) == sorted(
-        ("ADDED", n) for n in ("default", "kube-system", "kube-public", "kube-node-lease")
-    )
+    assert sorted(seen) == sorted(("ADDED", n) for n in ("default", "kube-system", "kube-public", "kube-node-lease"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1067,3 +1026,65 @@ def test_server_with_eks_validator_accepts_client_tokens(tmp_path: Path) -> None
         assert err.value.status == 401
     finally:
         srv.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# odds and ends a client notices
+
+
+def test_dry_run_validates_without_persisting(core: client.CoreV1Api) -> None:
+    preview = core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")
+    assert preview.metadata.name == "dry"
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_config_map("dry", "default")
+    assert err.value.status == 404
+
+
+def test_delete_collection_by_label_and_pod_delete_returns_the_pod(core: client.CoreV1Api) -> None:
+    for name, team in (("x1", "a"), ("x2", "a"), ("x3", "b")):
+        core.create_namespaced_config_map("default", {"metadata": {"name": name, "labels": {"team": team}}})
+    core.delete_collection_namespaced_config_map("default", label_selector="team=a")
+    left = [c.metadata.name for c in core.list_namespaced_config_map("default", label_selector="team").items]
+    assert left == ["x3"]
+    core.create_namespaced_pod(
+        "default", {"metadata": {"name": "gone"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    )
+    deleted = core.delete_namespaced_pod("gone", "default")
+    assert deleted.metadata.name == "gone" and deleted.kind == "Pod"
+
+
+def test_dynamic_client_watches_custom_resources(api: client.ApiClient, dyn: DynamicClient) -> None:
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(CRD)
+    jobs = dyn.resources.get(api_version="ml.example.com/v1", kind="TrainingJob")
+    start = jobs.get(namespace="default").metadata.resourceVersion
+    jobs.create(
+        body={
+            "apiVersion": "ml.example.com/v1",
+            "kind": "TrainingJob",
+            "metadata": {"name": "w1"},
+            "spec": {"image": "x"},
+        },
+        namespace="default",
+    )
+    jobs.patch(
+        name="w1",
+        namespace="default",
+        body={"spec": {"replicas": 2}},
+        content_type="application/merge-patch+json",
+    )
+    seen = []
+    for event in jobs.watch(namespace="default", resource_version=start, timeout=5):
+        seen.append((event["type"], event["object"].spec.replicas))
+        if len(seen) == 2:
+            break
+    assert seen == [("ADDED", 1), ("MODIFIED", 2)]
+
+
+def test_unserved_paths_and_methods_answer_with_status(api: client.ApiClient) -> None:
+    assert raw(api, "GET", "/apis/nope.example.com/v1").status == 404
+    assert raw(api, "GET", "/api/v1/namespaces/default/widgets").status == 404
+    assert raw(api, "GET", "/openapi/v2").status == 404
+    response = raw(api, "POST", "/api/v1/pods", "{}")
+    assert response.status == 405 and json.loads(response.data)["reason"] == "MethodNotAllowed"
+    response = raw(api, "PUT", "/api/v1/namespaces/default/configmaps/none", '{"metadata": {"name": "none"}}')
+    assert response.status == 404 and json.loads(response.data)["kind"] == "Status"
