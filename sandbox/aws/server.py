@@ -40,6 +40,7 @@ class AwsSandboxServer:
         self.port = 0
         self._server: object | None = None
         self._thread: threading.Thread | None = None
+        self._previous_moto_port: str | None = None
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Serve on ``host:port`` (0 picks a free port) in a background thread; returns when listening.
@@ -77,12 +78,13 @@ class AwsSandboxServer:
         self._server = server
         self.port = int(server.server_address[1])
         self.endpoint_url = f"http://{host}:{self.port}"
+        self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop serving (moto's state stays in the process)."""
+        """Stop serving (moto's state stays in the process); restores a previous ``MOTO_PORT``."""
         server = self._server
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
@@ -91,3 +93,5 @@ class AwsSandboxServer:
             self._thread.join(timeout=5)
         self._server = None
         self._thread = None
+        if os.environ.get("MOTO_PORT") == str(self.port) and self._previous_moto_port:
+            os.environ["MOTO_PORT"] = self._previous_moto_port
