@@ -221,6 +221,7 @@ class SimulatedControllers:
         self._pending: set[tuple[str, str, str]] = set()
         self._stopped = False
         self._next_ip = 0
+        self._events: dict[tuple[str, str, str], str] = {}
         cluster.add_listener(self._on_event)
 
     def stop(self) -> None:
@@ -353,6 +354,54 @@ class SimulatedControllers:
         ref = _owner(pod)
         return self.delays["job_run"] if ref and ref.get("kind") == "Job" else None
 
+    def event(self, obj: Obj, reason: str, message: str, component: str, warning: bool = False) -> None:
+        """Record a core/v1 Event about ``obj`` (repeats of the same reason and message count up)."""
+        meta = obj["metadata"]
+        ns = meta.get("namespace") or "default"
+        now = self.cluster.timestamp()
+        key = (meta["uid"], reason, message)
+        existing = self._events.get(key)
+        if existing is not None:
+            current = self.cluster.peek("v1", "Event", existing, ns)
+            if current is not None:
+                self.cluster.patch(
+                    "v1",
+                    "Event",
+                    existing,
+                    ns,
+                    {"count": int(current.get("count", 1)) + 1, "lastTimestamp": now},
+                    field_manager=component,
+                )
+                return
+        involved = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        if meta.get("namespace"):
+            involved["namespace"] = meta["namespace"]
+        created = self.cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
+                "involvedObject": involved,
+                "reason": reason,
+                "message": message,
+                "type": "Warning" if warning else "Normal",
+                "source": {"component": component},
+                "reportingComponent": component,
+                "reportingInstance": "",
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            },
+            component,
+        )
+        self._events[key] = created["metadata"]["name"]
+
     def _set_status(self, obj: Obj, status: Obj, manager: str = _KCM) -> None:
         if obj.get("status") == status:
             return
@@ -430,6 +479,8 @@ class SimulatedControllers:
             self.cluster.timestamp(),
             False,
         )
+        if status != pod.get("status"):
+            self.event(pod, "FailedScheduling", message, "default-scheduler", warning=True)
         self._set_status(pod, status, "kube-scheduler")
 
     def schedule_pod(self, ns: str, name: str) -> None:
@@ -477,6 +528,7 @@ class SimulatedControllers:
             if not c["reason"]:
                 c.pop("reason")
                 c.pop("message")
+        self.event(pod, "Scheduled", f"Successfully assigned {ns}/{name} to {node}", "default-scheduler")
         self._set_status(pod, status, "kube-scheduler")
 
     def _pod_ip(self) -> str:
@@ -558,6 +610,9 @@ class SimulatedControllers:
         for c in status["conditions"]:
             c.pop("reason")
             c.pop("message")
+        for c in spec.get("containers") or []:
+            self.event(pod, "Pulled", f'Container image "{c.get("image", "")}" already present on machine', "kubelet")
+            self.event(pod, "Started", f"Started container {c['name']}", "kubelet")
         self._set_status(pod, status, "kubelet")
 
     def finish_pod(self, ns: str, name: str) -> None:
@@ -635,7 +690,15 @@ class SimulatedControllers:
             spec["nodeName"] = node_name
         if extra_tolerations:
             spec["tolerations"] = [*(spec.get("tolerations") or []), *extra_tolerations]
-        return self.cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, _KCM)
+        pod = self.cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, _KCM)
+        component = {
+            "ReplicaSet": "replicaset-controller",
+            "Job": "job-controller",
+            "DaemonSet": "daemonset-controller",
+            "StatefulSet": "statefulset-controller",
+        }.get(owner["kind"], _KCM)
+        self.event(owner, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", component)
+        return pod
 
     def reconcile_replicaset(self, ns: str, name: str) -> None:
         """Keep ``spec.replicas`` live pods; report replicas/ready/available."""
@@ -711,6 +774,12 @@ class SimulatedControllers:
                         "spec": {"replicas": want, "selector": selector, "template": tmpl},
                     },
                     _KCM,
+                )
+                self.event(
+                    dep,
+                    "ScalingReplicaSet",
+                    f"Scaled up replica set {name}-{h} from 0 to {want}",
+                    "deployment-controller",
                 )
                 owned.append(current)
             elif current["spec"].get("replicas") != want:
@@ -962,6 +1031,8 @@ class SimulatedControllers:
                 ("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
             ]
             status["completionTime"] = now
+            if not old.get("completionTime"):
+                self.event(job, "Completed", "Job completed", "job-controller")
         elif failed > int(spec.get("backoffLimit", 6)):
             conditions += [
                 (
@@ -975,6 +1046,13 @@ class SimulatedControllers:
             for pod in active:
                 self.cluster.delete("v1", "Pod", pod["metadata"]["name"], ns, missing_ok=True)
             active = []
+            self.event(
+                job,
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                "job-controller",
+                warning=True,
+            )
         else:
             parallelism = int(spec.get("parallelism", 1))
             missing = min(parallelism, target - succeeded) - len(active)

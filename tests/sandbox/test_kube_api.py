@@ -761,6 +761,12 @@ def test_pods_wait_for_a_node_then_run(core: client.CoreV1Api, kube: KubeCluster
     assert pod.status.host_ip == "10.0.1.17" and pod.status.pod_ip
     assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"
     assert pod.status.container_statuses[0].ready
+    events = sorted(
+        core.list_namespaced_event("default", field_selector="involvedObject.name=lonely").items,
+        key=lambda e: int(e.metadata.resource_version),
+    )
+    assert [e.reason for e in events] == ["FailedScheduling", "Scheduled", "Pulled", "Started"]
+    assert events[0].type == "Warning" and "0/0 nodes are available" in events[0].message
 
 
 def test_scheduler_honours_gpu_requests_selectors_and_taints(core: client.CoreV1Api, kube: KubeCluster) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import kubernetes_validate
 import pytest
 
 from sandbox.kube.controllers import EXIT_CODE_ANNOTATION, SimulatedControllers
@@ -252,3 +253,67 @@ def test_watch_replays_from_a_resource_version_and_filters(kube: KubeCluster) ->
         events.append((event[0], event[1]["metadata"]["name"]))
     assert events == [("ADDED", "a"), ("DELETED", "a")]  # label no longer matches: DELETED
     kube.stop_watch(w)
+
+
+def test_objects_the_controllers_produce_validate_against_the_real_schemas(kube: KubeCluster) -> None:
+    kube.create(node("n1"))
+    kube.create(workload("Deployment", "api", 2))
+    ds = workload("DaemonSet", "agent")
+    del ds["spec"]["replicas"]
+    kube.create(ds)
+    kube.create(workload("StatefulSet", "db", 1, serviceName="db"))
+    kube.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+        }
+    )
+    kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-1"},
+            },
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "pvc"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": "pv",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
+    kinds = [
+        ("v1", "Pod"),
+        ("apps/v1", "ReplicaSet"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "StatefulSet"),
+        ("batch/v1", "Job"),
+        ("v1", "Service"),
+        ("v1", "Namespace"),
+        ("v1", "Event"),
+        ("v1", "PersistentVolume"),
+        ("v1", "PersistentVolumeClaim"),
+        ("v1", "ServiceAccount"),
+    ]
+    checked = 0
+    for api_version, kind in kinds:
+        for obj in kube.list(api_version, kind):
+            kubernetes_validate.validate(obj, "1.32", strict=True)
+            checked += 1
+    assert checked > 20
