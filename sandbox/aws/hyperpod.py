@@ -100,6 +100,7 @@ class HpNode:
     zone_id: str
     ip: str
     status: str = "Running"
+    health: str = "Schedulable"
 
     @property
     def node_name(self) -> str:
@@ -415,7 +416,7 @@ class HyperPodEmulator:
             "sagemaker.amazonaws.com/cluster-name": cluster.name,
             "sagemaker.amazonaws.com/instance-group-name": group.name,
             "sagemaker.amazonaws.com/compute-type": "hyperpod",
-            "sagemaker.amazonaws.com/node-health-status": "Schedulable",
+            "sagemaker.amazonaws.com/node-health-status": node.health,
             "sagemaker.amazonaws.com/deep-health-check-status": "Passed"
             if group.spec.get("OnStartDeepHealthChecks")
             else "NotApplicable",
@@ -773,6 +774,57 @@ class HyperPodEmulator:
                             )
                         return {"NodeDetails": details}
         raise AwsError("ResourceNotFound", f"Node {node_id} not found in cluster {cluster.name}")
+
+    def report_node_health(
+        self,
+        cluster_name_or_arn: str,
+        instance_id: str,
+        health_status: str = "Unschedulable",
+        reason: str = "GPU health check failed",
+        repair_action: str = "Replace",
+        recommendation: str = "The node will be replaced automatically.",
+    ) -> None:
+        """Simulate a node health finding: relabel the Kubernetes node and emit the AWS event.
+
+        Sets ``sagemaker.amazonaws.com/node-health-status`` (e.g. ``Unschedulable``,
+        ``UnschedulablePendingReplacement``, ``UnschedulablePendingReboot``, ``Schedulable``) on the
+        node and emits "SageMaker HyperPod Cluster Node Health Event" with
+        ``detail{ClusterName, ClusterArn, InstanceId, HealthSummary{...}}``.
+
+        Raises:
+            AwsError: ResourceNotFound when the cluster or the instance is unknown.
+        """
+        cluster = self._find(cluster_name_or_arn)
+        with self._lock:
+            found = [(g, n) for g in cluster.groups.values() for n in g.nodes if n.instance_id == instance_id]
+            if not found:
+                raise AwsError("ResourceNotFound", f"Node {instance_id} not found in cluster {cluster.name}")
+            group, node = found[0]
+            node.health = health_status
+            obj = self._node_object(cluster, group, node)
+        kube = self._kube(cluster)
+        if kube is not None:
+            obj.pop("status")
+            try:
+                kube.apply(obj, field_manager="sagemaker")
+            except Exception:
+                log.exception("relabelling node %s failed", node.node_name)
+        self.emit(
+            "aws.sagemaker",
+            NODE_HEALTH_DETAIL_TYPE,
+            {
+                "ClusterName": cluster.name,
+                "ClusterArn": cluster.arn,
+                "InstanceId": instance_id,
+                "HealthSummary": {
+                    "HealthStatus": health_status,
+                    "HealthStatusReason": reason,
+                    "RepairAction": repair_action,
+                    "Recommendation": recommendation,
+                },
+            },
+            [cluster.arn],
+        )
 
     def batch_delete_cluster_nodes(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """BatchDeleteClusterNodes: remove instances now and lower their group's InstanceCount."""

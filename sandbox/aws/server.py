@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -9,6 +10,18 @@ from sandbox.aws import eks, eventbridge
 from sandbox.aws.extension import AwsExtension
 from sandbox.aws.kubetypes import KubeApiServerLike
 from sandbox.clock import SimClock
+
+log = logging.getLogger(__name__)
+
+_PREWARM = (
+    ("moto.ec2.models", "ec2_backends"),
+    ("moto.eks.models", "eks_backends"),
+    ("moto.events.models", "events_backends"),
+    ("moto.sqs.models", "sqs_backends"),
+    ("moto.awslambda.models", "lambda_backends"),
+    ("moto.dynamodb.models", "dynamodb_backends"),
+    ("moto.stepfunctions.parser.models", "stepfunctions_parser_backends"),
+)
 
 
 class AwsSandboxServer:
@@ -82,6 +95,18 @@ class AwsSandboxServer:
         os.environ["MOTO_PORT"] = str(self.port)
         self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._prewarm, name="aws-sandbox-prewarm", daemon=True).start()
+
+    def _prewarm(self) -> None:
+        """Import and build moto's backends the sandbox uses (EC2 alone takes seconds on first use)."""
+        import importlib
+
+        for module, attr in _PREWARM:
+            try:
+                backends = getattr(importlib.import_module(module), attr)
+                backends[self.account_id][self.region]
+            except Exception:  # best effort: the first request builds it anyway
+                log.debug("prewarming %s failed", module, exc_info=True)
 
     def stop(self) -> None:
         """Stop serving (moto's state stays in the process); restores a previous ``MOTO_PORT``."""

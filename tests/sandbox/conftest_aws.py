@@ -51,6 +51,9 @@ class FakeKubeCluster:
         # like a real API server, writes to the main resource do not set status
         stored = {k: v for k, v in obj.items() if k != "status"}
         with self.lock:
+            previous = self.objects.get(self._key(obj))
+            if previous is not None and "status" in previous:
+                stored["status"] = previous["status"]
             self.objects[self._key(obj)] = stored
             return stored
 

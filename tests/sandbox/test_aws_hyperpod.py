@@ -335,3 +335,60 @@ def test_given_an_in_service_cluster_when_a_group_is_scaled_then_it_updates_and_
     wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
     assert sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]["CurrentCount"] == 3
     assert len(_nodes(kube, eks_cluster, request["ClusterName"])) == 3
+
+
+def test_given_an_in_service_node_when_its_health_is_reported_then_node_label_changes_and_the_event_is_emitted(
+    aws: Any,
+    client: Client,
+    kube: FakeKube,
+    eks_cluster: str,
+    network: dict[str, Any],
+    role: str,
+    lifecycle: dict[str, str],
+) -> None:
+    sqs, events, sm = client("sqs"), client("events"), client("sagemaker")
+    queue_url = sqs.create_queue(QueueName=unique("hp-health"))["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
+    rule = unique("hp-health")
+    events.put_rule(
+        Name=rule,
+        EventPattern=json.dumps(
+            {
+                "source": ["aws.sagemaker"],
+                "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
+                "detail": {"ClusterName": [request["ClusterName"]]},
+            }
+        ),
+    )
+    events.put_targets(Rule=rule, Targets=[{"Id": "q", "Arn": queue_arn}])
+    arn = sm.create_cluster(**request)["ClusterArn"]
+    wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
+    [node] = sm.list_cluster_nodes(ClusterName=arn)["ClusterNodeSummaries"]
+
+    aws.extension.hyperpod.report_node_health(arn, node["InstanceId"], "UnschedulablePendingReplacement")
+
+    [k8s_node] = _nodes(kube, eks_cluster, request["ClusterName"])
+    assert k8s_node["metadata"]["labels"]["sagemaker.amazonaws.com/node-health-status"] == (
+        "UnschedulablePendingReplacement"
+    )
+    [message] = wait_for(lambda: sqs.receive_message(QueueUrl=queue_url).get("Messages"))
+    detail = json.loads(message["Body"])["detail"]
+    assert detail["InstanceId"] == node["InstanceId"]
+    assert detail["HealthSummary"]["HealthStatus"] == "UnschedulablePendingReplacement"
+
+
+def test_given_an_in_service_cluster_when_a_node_is_batch_deleted_then_its_group_shrinks(
+    client: Client, kube: FakeKube, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+) -> None:
+    sm = client("sagemaker")
+    request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 2})
+    arn = sm.create_cluster(**request)["ClusterArn"]
+    wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
+    victim = sm.list_cluster_nodes(ClusterName=arn)["ClusterNodeSummaries"][0]["InstanceId"]
+    result = sm.batch_delete_cluster_nodes(ClusterName=arn, NodeIds=[victim, "i-0000000000000000f"])
+    assert result["Successful"] == [victim]
+    assert [f["NodeId"] for f in result["Failed"]] == ["i-0000000000000000f"]
+    group = sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]
+    assert (group["CurrentCount"], group["TargetCount"]) == (1, 1)
+    assert len(_nodes(kube, eks_cluster, request["ClusterName"])) == 1
