@@ -221,6 +221,8 @@ def _job(obj: dict[str, Any], old: dict[str, Any] | None, alloc: Allocator) -> C
                 "job-name": meta["name"],
             }
         )
+    if old is not None and "selector" not in spec and "selector" in old.get("spec", {}):
+        spec["selector"] = old["spec"]["selector"]
     causes = default_pod_spec(template.setdefault("spec", {}), "spec.template.spec")
     if template["spec"].get("restartPolicy") not in ("OnFailure", "Never"):
         causes.append(

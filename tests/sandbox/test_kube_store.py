@@ -317,3 +317,12 @@ def test_objects_the_controllers_produce_validate_against_the_real_schemas(kube:
             kubernetes_validate.validate(obj, "1.32", strict=True)
             checked += 1
     assert checked > 20
+
+
+def test_shared_apply_ownership_keeps_a_field_another_manager_also_applied(kube: KubeCluster) -> None:
+    base = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}}
+    kube.apply({**base, "data": {"k": "v", "only-alice": "1"}}, field_manager="alice")
+    kube.apply({**base, "data": {"k": "v"}}, field_manager="bob")  # same value: shared, no change
+    result = kube.apply(base, field_manager="alice")  # alice stops managing data
+    assert result["data"] == {"k": "v"}
+    assert sorted(m["manager"] for m in result["metadata"]["managedFields"]) == ["bob"]
