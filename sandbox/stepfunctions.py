@@ -2,7 +2,7 @@
 
 Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
 committed ASL keeps realistic seconds. Also closes moto's StartExecution-without-a-name gap (AWS
-generates a UUID). The control plane's ASL uses only ``lambda:invoke`` tasks, so moto's
+generates a UUID) and passes SendTaskFailure's ``cause`` on (moto drops it). The control plane's ASL uses only ``lambda:invoke`` tasks, so moto's
 ``aws-sdk:*`` conversion is not needed and stays as moto ships it.
 """
 
@@ -50,6 +50,7 @@ def install(clock: SimClock) -> None:
     heartbeat.Heartbeat._eval_body = _timeout_eval_body  # type: ignore[method-assign]
 
     _allow_unnamed_executions()
+    _keep_task_failure_cause()
 
 
 def _allow_unnamed_executions() -> None:
@@ -65,3 +66,17 @@ def _allow_unnamed_executions() -> None:
 
     start_execution._instantstart_patched = True  # type: ignore[attr-defined]
     StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
+
+
+def _keep_task_failure_cause() -> None:
+    """moto's SendTaskFailure handler drops ``cause``; AWS passes it to the failed task's Catch."""
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return EmptyResult()
+
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
