@@ -7,6 +7,7 @@ runtime when a CustomResourceDefinition is created (see :mod:`sandbox.kube.store
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,6 +220,8 @@ class Registry:
     """Lookup of served resources by path (group, version, plural) and by kind (group, version, kind)."""
 
     def __init__(self) -> None:
+        # CRD registration happens on writer threads while request threads read: guard the maps.
+        self._lock = threading.Lock()
         self._by_path: dict[tuple[str, str, str], ResourceType] = {}
         self._by_kind: dict[tuple[str, str, str], ResourceType] = {}
         for rt in BUILTIN_RESOURCES:
@@ -226,15 +229,17 @@ class Registry:
 
     def add(self, rt: ResourceType) -> None:
         """Serve ``rt`` (replacing a previous registration of the same path)."""
-        self._by_path[(rt.group, rt.version, rt.plural)] = rt
-        self._by_kind[(rt.group, rt.version, rt.kind)] = rt
+        with self._lock:
+            self._by_path[(rt.group, rt.version, rt.plural)] = rt
+            self._by_kind[(rt.group, rt.version, rt.kind)] = rt
 
     def remove_crd(self, crd_name: str) -> None:
         """Stop serving every resource registered by the CRD ``crd_name``."""
-        for key, rt in list(self._by_path.items()):
-            if rt.crd == crd_name:
-                del self._by_path[key]
-                self._by_kind.pop((rt.group, rt.version, rt.kind), None)
+        with self._lock:
+            for key, rt in list(self._by_path.items()):
+                if rt.crd == crd_name:
+                    del self._by_path[key]
+                    self._by_kind.pop((rt.group, rt.version, rt.kind), None)
 
     def by_path(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The resource served at ``/apis/{group}/{version}/{plural}`` (or ``/api/v1/...``)."""
@@ -247,22 +252,23 @@ class Registry:
 
     def storage_types(self, storage_key: tuple[str, str]) -> list[ResourceType]:
         """All registrations sharing one storage (the versions of one group/resource)."""
-        return [rt for rt in self._by_path.values() if rt.storage_key == storage_key]
+        return [rt for rt in self.all() if rt.storage_key == storage_key]
 
     def all(self) -> list[ResourceType]:
         """Every served resource."""
-        return list(self._by_path.values())
+        with self._lock:
+            return list(self._by_path.values())
 
     def group_versions(self) -> dict[str, list[str]]:
         """``{group: [versions by priority]}`` (core group ``""`` included)."""
         out: dict[str, set[str]] = {}
-        for rt in self._by_path.values():
+        for rt in self.all():
             out.setdefault(rt.group, set()).add(rt.version)
         return {g: sorted(vs, key=version_priority) for g, vs in out.items()}
 
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         """Resources served under one group/version, sorted by plural."""
         return sorted(
-            (rt for rt in self._by_path.values() if rt.group == group and rt.version == version),
+            (rt for rt in self.all() if rt.group == group and rt.version == version),
             key=lambda r: r.plural,
         )

@@ -127,7 +127,10 @@ class KubeApiServer:
 
     def add_cluster(self, name: str) -> str:
         """Create the cluster ``name`` (idempotent) with its default namespaces and service accounts,
-        and start its simulated controllers; returns its endpoint URL."""
+        and start its simulated controllers; returns its endpoint URL (meaningful after :meth:`start`).
+
+        The reported Kubernetes version defaults to 1.32; set ``cluster(name).kubernetes_version``
+        to match the EKS cluster."""
         with self._lock:
             if name not in self._clusters:
                 cluster = KubeCluster(name, clock=self.clock)
