@@ -72,6 +72,7 @@ class ClusterMeta:
     access_config: dict[str, Any]
     upgrade_policy: dict[str, Any] = field(default_factory=lambda: {"supportType": "STANDARD"})
     generation: int = 0
+    moto_cluster: Any = None  # the moto object this meta describes (a re-created name is a new object)
 
 
 @dataclass
@@ -227,12 +228,14 @@ class EksEmulator:
         cluster = self._moto_cluster(name)
         with self._lock:
             meta = self._meta.get(name)
+            if meta is not None and meta.moto_cluster is not None and meta.moto_cluster is not cluster:
+                meta = None  # the name was deleted and created again behind our back (e.g. CloudFormation)
             if meta is None:
                 access = getattr(cluster, "access_config", None) or {
                     "authenticationMode": "API_AND_CONFIG_MAP",
                     "bootstrapClusterCreatorAdminPermissions": True,
                 }
-                meta = ClusterMeta(name, cluster.status, self.clock.now(), dict(access))
+                meta = ClusterMeta(name, cluster.status, self.clock.now(), dict(access), moto_cluster=cluster)
                 self._meta[name] = meta
             if meta.status == "ACTIVE" and not getattr(cluster, "_sandbox_endpoint", None):
                 self._attach_kube(cluster)
@@ -288,40 +291,41 @@ class EksEmulator:
         access = dict(params.get("accessConfig") or {})
         access.setdefault("authenticationMode", "CONFIG_MAP")
         access.setdefault("bootstrapClusterCreatorAdminPermissions", True)
-        response = forward()
-        if response.status >= 300:
-            return response
-        cluster = self._moto_cluster(name)
-        cluster.version = version
-        cluster.platformVersion = "eks.12"
-        cluster.status = "CREATING"
-        cluster.endpoint = None
-        cluster.certificate_authority = {}
-        cluster.access_config = access
-        vpc_id = next(iter(vpc_ids), None)
-        cluster.resources_vpc_config = {
-            "subnetIds": list(subnet_ids),
-            "securityGroupIds": list(vpc.get("securityGroupIds") or []),
-            "vpcId": vpc_id,
-            "endpointPublicAccess": vpc.get("endpointPublicAccess", True),
-            "endpointPrivateAccess": vpc.get("endpointPrivateAccess", False),
-            "publicAccessCidrs": vpc.get("publicAccessCidrs") or ["0.0.0.0/0"],
-        }
-        if vpc_id:
-            try:
-                group = backends.ec2(self.account_id, self.region).create_security_group(
-                    name=f"eks-cluster-sg-{name}-{_random_id(10)}",
-                    description="EKS created security group applied to ENI that is attached to EKS Control "
-                    "Plane master nodes, as well as any managed workloads.",
-                    vpc_id=vpc_id,
-                    tags={"aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"},
-                )
-                cluster.resources_vpc_config["clusterSecurityGroupId"] = group.id
-            except Exception:
-                log.exception("creating the cluster security group of %s failed", name)
-        now = self.clock.now()
+        # hold the lock until the cluster is CREATING, so no concurrent DescribeCluster adopts it ACTIVE
         with self._lock:
-            meta = ClusterMeta(name, "CREATING", now, access)
+            response = forward()
+            if response.status >= 300:
+                return response
+            cluster = self._moto_cluster(name)
+            cluster.version = version
+            cluster.platformVersion = "eks.12"
+            cluster.status = "CREATING"
+            cluster.endpoint = None
+            cluster.certificate_authority = {}
+            cluster.access_config = access
+            vpc_id = next(iter(vpc_ids), None)
+            cluster.resources_vpc_config = {
+                "subnetIds": list(subnet_ids),
+                "securityGroupIds": list(vpc.get("securityGroupIds") or []),
+                "vpcId": vpc_id,
+                "endpointPublicAccess": vpc.get("endpointPublicAccess", True),
+                "endpointPrivateAccess": vpc.get("endpointPrivateAccess", False),
+                "publicAccessCidrs": vpc.get("publicAccessCidrs") or ["0.0.0.0/0"],
+            }
+            if vpc_id:
+                try:
+                    group = backends.ec2(self.account_id, self.region).create_security_group(
+                        name=f"eks-cluster-sg-{name}-{_random_id(10)}",
+                        description="EKS created security group applied to ENI that is attached to EKS Control "
+                        "Plane master nodes, as well as any managed workloads.",
+                        vpc_id=vpc_id,
+                        tags={"aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"},
+                    )
+                    cluster.resources_vpc_config["clusterSecurityGroupId"] = group.id
+                except Exception:
+                    log.exception("creating the cluster security group of %s failed", name)
+            now = self.clock.now()
+            meta = ClusterMeta(name, "CREATING", now, access, moto_cluster=cluster)
             self._meta[name] = meta
             generation = meta.generation
         self.clock.call_at(now + CLUSTER_CREATE_SECONDS, lambda: self._cluster_active(name, generation))

@@ -308,7 +308,7 @@ class HyperPodEmulator:
             raise AwsError(
                 "ValidationException", "NodeProvisioningMode is supported only for EKS orchestrated clusters"
             )
-        failure = self.faults.take_capacity_failure([str(g.get("InstanceType")) for g in groups])
+        failure = self.faults.take_capacity_failure([_instance_type(g) for g in groups])
         now = self.clock.now()
         cluster = HpCluster(
             name=name,
@@ -336,7 +336,7 @@ class HyperPodEmulator:
 
     @staticmethod
     def _failing_type(group: dict[str, Any], message: str) -> bool:
-        return str(group.get("InstanceType")) in message
+        return _instance_type(group) in message
 
     def _fail(self, arn: str, generation: int, group_name: str | None, message: str) -> None:
         with self._lock:
@@ -392,7 +392,7 @@ class HyperPodEmulator:
         return HpNode(
             instance_id="i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17)),
             group=group.name,
-            instance_type=str(group.spec.get("InstanceType")),
+            instance_type=_instance_type(group.spec),
             launch_time=self.clock.now(),
             subnet_id=subnet_id,
             zone=zone,
@@ -596,7 +596,6 @@ class HyperPodEmulator:
     def _emit_state(self, cluster: HpCluster) -> None:
         detail = self.describe(cluster)
         detail["CreationTime"] = _iso(detail["CreationTime"])
-        detail["Tags"] = [{"Key": k, "Value": v} for k, v in cluster.tags.items()]
         self.emit("aws.sagemaker", EVENT_DETAIL_TYPE, detail, [cluster.arn])
 
     def describe_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
@@ -686,7 +685,7 @@ class HyperPodEmulator:
         for name in to_delete:
             if name not in cluster.groups:
                 raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}")
-        failure = self.faults.take_capacity_failure([str(s.get("InstanceType")) for s in specs])
+        failure = self.faults.take_capacity_failure([_instance_type(s) for s in specs])
         with self._lock:
             biggest_change = 0
             for spec in specs:
@@ -874,6 +873,14 @@ class HyperPodEmulator:
             for key in req.params.get("TagKeys") or []:
                 cluster.tags.pop(key, None)
         return {}
+
+
+def _instance_type(spec: dict[str, Any]) -> str:
+    """The instance type a group launches (the first of ``InstanceRequirements`` for flexible groups)."""
+    if spec.get("InstanceType"):
+        return str(spec["InstanceType"])
+    types = (spec.get("InstanceRequirements") or {}).get("InstanceTypes") or ["ml.m5.xlarge"]
+    return str(types[0])
 
 
 def _page(items: list[Any], params: dict[str, Any], default_max: int = 100) -> tuple[list[Any], str | None]:
