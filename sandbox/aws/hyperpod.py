@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 DELETE_SECONDS = 300.0
 UPDATE_BASE_SECONDS = 300.0
+SOFTWARE_UPDATE_SECONDS = 900.0
 EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
 SPEC_FIELDS = (
@@ -183,6 +184,7 @@ class HyperPodEmulator:
             "ListClusters": self.list_clusters,
             "DeleteCluster": self.delete_cluster,
             "UpdateCluster": self.update_cluster,
+            "UpdateClusterSoftware": self.update_cluster_software,
             "ListClusterNodes": self.list_cluster_nodes,
             "DescribeClusterNode": self.describe_cluster_node,
             "BatchDeleteClusterNodes": self.batch_delete_cluster_nodes,
@@ -355,7 +357,9 @@ class HyperPodEmulator:
     def _in_service(self, arn: str, generation: int) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
-            if cluster is None or cluster.generation != generation or cluster.status not in ("Creating", "Updating"):
+            if cluster is None or cluster.generation != generation:
+                return
+            if cluster.status not in ("Creating", "Updating", "SystemUpdating"):
                 return
             added: list[HpNode] = []
             removed: list[HpNode] = []
@@ -712,6 +716,33 @@ class HyperPodEmulator:
             self.clock.call_later(duration / 2, lambda: self._fail(cluster.arn, generation, name, failure))
         else:
             self.clock.call_later(duration, lambda: self._in_service(cluster.arn, generation))
+        return {"ClusterArn": cluster.arn}
+
+    def update_cluster_software(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """UpdateClusterSoftware: SystemUpdating for ~15 minutes, then InService (``ImageId`` recorded)."""
+        params = req.params
+        cluster = self._find(params["ClusterName"])
+        with self._lock:
+            if cluster.status != "InService":
+                raise AwsError(
+                    "ValidationException",
+                    f"Cluster {cluster.name} is in {cluster.status} status; software can be updated only when "
+                    "InService",
+                )
+            names = [g["InstanceGroupName"] for g in params.get("InstanceGroups") or []] or list(cluster.groups)
+            for name in names:
+                if name not in cluster.groups:
+                    raise AwsError("ValidationException", f"Instance group {name} does not exist")
+            for name in names:
+                group = cluster.groups[name]
+                group.status = "SystemUpdating"
+                if params.get("ImageId"):
+                    group.spec["ImageId"] = params["ImageId"]
+            cluster.status = "SystemUpdating"
+            cluster.generation += 1
+            generation = cluster.generation
+        self._emit_state(cluster)
+        self.clock.call_later(SOFTWARE_UPDATE_SECONDS, lambda: self._in_service(cluster.arn, generation))
         return {"ClusterArn": cluster.arn}
 
     def _node_summary(self, node: HpNode) -> dict[str, Any]:

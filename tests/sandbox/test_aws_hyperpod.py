@@ -392,3 +392,16 @@ def test_given_an_in_service_cluster_when_a_node_is_batch_deleted_then_its_group
     group = sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]
     assert (group["CurrentCount"], group["TargetCount"]) == (1, 1)
     assert len(_nodes(kube, eks_cluster, request["ClusterName"])) == 1
+
+
+def test_given_an_in_service_cluster_when_its_software_is_updated_then_system_updating_then_in_service(
+    client: Client, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+) -> None:
+    sm = client("sagemaker")
+    request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
+    arn = sm.create_cluster(**request)["ClusterArn"]
+    wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
+    assert sm.update_cluster_software(ClusterName=arn)["ClusterArn"] == arn
+    assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "SystemUpdating"
+    wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
+    assert sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]["Status"] == "InService"
