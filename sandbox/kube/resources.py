@@ -49,6 +49,7 @@ class ResourceType:
     name_rule: str = "subdomain"  # subdomain | label | path
     field_selectors: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
+    review: bool = False  # create-only: answered with a status, never stored
     crd: str | None = None
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     served: bool = True
@@ -198,6 +199,13 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
        "MutatingWebhookConfiguration", False),
     _r("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations",
        "ValidatingWebhookConfiguration", False),
+    # create-only reviews, answered and not stored (everyone authenticated is a cluster admin here)
+    _r("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+       verbs=("create",), review=True),
+    _r("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+       verbs=("create",), review=True),
+    _r("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", False,
+       verbs=("create",), review=True),
 )
 # fmt: on
 

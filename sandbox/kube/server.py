@@ -448,6 +448,8 @@ class _Handler(BaseHTTPRequestHandler):
         sub = tail[2] if len(tail) > 2 else None
         if sub is not None and sub not in rt.subresources:
             raise KubeError(404, "the server could not find the requested resource", "NotFound")
+        if rt.review and (method != "POST" or name is not None):
+            raise KubeError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
         if name is None:
             self._collection(method, cluster, rt, namespace, params, body, watch)
         else:

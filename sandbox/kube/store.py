@@ -877,6 +877,8 @@ class KubeCluster:
         """POST: create ``body``; returns ``(object, warnings)``. 409 when it exists, 404 when the
         namespace is missing, 422 when invalid."""
         warnings: list[str] = []
+        if rt.review:
+            return self._review(rt, body), warnings
         with self._lock:
             obj = self._prepare_create(rt, namespace, body, warnings, field_validation)
             self._track_update(rt, None, obj, field_manager, None)
@@ -885,6 +887,24 @@ class KubeCluster:
             result = self.out(rt, obj)
         self._drain()
         return result, warnings
+
+    def _review(self, rt: ResourceType, body: Any) -> Obj:
+        review = self._check_kind(rt, clone(body))
+        review["apiVersion"], review["kind"] = rt.api_version, rt.kind
+        review["metadata"].setdefault("creationTimestamp", None)
+        if rt.kind == "SelfSubjectAccessReview":
+            review["status"] = {"allowed": True, "reason": "sandbox: authenticated users are cluster admins"}
+        elif rt.kind == "SelfSubjectRulesReview":
+            review["status"] = {
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": False,
+            }
+        else:
+            review["status"] = {
+                "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+            }
+        return review
 
     def get_object(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
         """GET one object; KubeError 404 when absent."""

@@ -1094,3 +1094,11 @@ def test_unserved_paths_and_methods_answer_with_status(api: client.ApiClient) ->
     assert response.status == 405 and json.loads(response.data)["reason"] == "MethodNotAllowed"
     response = raw(api, "PUT", "/api/v1/namespaces/default/configmaps/none", '{"metadata": {"name": "none"}}')
     assert response.status == 404 and json.loads(response.data)["kind"] == "Status"
+
+
+def test_access_reviews_allow_the_authenticated_user(api: client.ApiClient) -> None:
+    review = client.AuthorizationV1Api(api).create_self_subject_access_review(
+        {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}}}
+    )
+    assert review.status.allowed is True
+    assert raw(api, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").status == 405
