@@ -122,9 +122,7 @@ class ApiError(InstantStartClientError):
     def from_response(cls, response: httpx2.Response) -> ApiError:
         """Build the error of a non-2xx ``response``, tolerating bodies that are not the API's shape."""
         status = response.status_code
-        fallback_code = httpx2.codes.get_reason_phrase(status).replace(" ", "").replace("-", "") or (
-            f"Http{status}"
-        )
+        fallback_code = httpx2.codes.get_reason_phrase(status).replace(" ", "").replace("-", "") or (f"Http{status}")
         body: Any
         try:
             body = response.json()
@@ -306,9 +304,7 @@ class InstantStartClient:
         aws_request = AWSRequest(method=method, url=url, data=data, headers=dict(headers))
         SigV4Auth(creds, SIGNING_SERVICE, self._region).add_auth(aws_request)
         try:
-            response = self._http.request(
-                method, url, headers=dict(aws_request.headers.items()), content=data or None
-            )
+            response = self._http.request(method, url, headers=dict(aws_request.headers.items()), content=data or None)
         except httpx2.TransportError as exc:
             raise ApiConnectionError(
                 f"cannot reach {url}: {type(exc).__name__}: {exc}", method=method, url=url
@@ -525,7 +521,5 @@ class InstantStartClient:
         Raises:
             ApiError: 422 for a malformed or unknown zone.
         """
-        answer = self.request(
-            "GET", "/catalog/instance-types", params={"availabilityZone": availability_zone}
-        )
+        answer = self.request("GET", "/catalog/instance-types", params={"availabilityZone": availability_zone})
         return cast(list[str], (answer or {}).get("instanceTypes") or [])

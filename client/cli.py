@@ -33,6 +33,7 @@ from client.progress import DEFAULT_POLL_INTERVAL, WatchResult, watch_operation
 from client.render import (
     cluster_overview_table,
     clusters_table,
+    esc,
     failed_stage,
     instance_types_table,
     operation_table,
@@ -114,9 +115,7 @@ PollOption = Annotated[
 ]
 WaitTimeoutOption = Annotated[
     float | None,
-    typer.Option(
-        "--wait-timeout", min=1, help="Stop waiting after this many seconds (the operation continues)."
-    ),
+    typer.Option("--wait-timeout", min=1, help="Stop waiting after this many seconds (the operation continues)."),
 ]
 
 
@@ -134,13 +133,15 @@ def _echo_json(value: Any) -> None:
 
 
 def _print_api_error(console: Console, exc: ApiError) -> None:
-    console.print(f"[bold red]Error[/] {exc.status} [bold]{exc.code}[/]: {exc.message}", highlight=False)
+    console.print(
+        f"[bold red]Error[/] {exc.status} [bold]{esc(exc.code)}[/]: {esc(exc.message)}", highlight=False, soft_wrap=True
+    )
     for detail in exc.details:
         where = detail.get("field") or "-"
-        line = f"  - {where}: {detail.get('message', '')}"
+        line = f"  - {where}: {detail['message']}" if detail.get("message") else f"  - {where}"
         if detail.get("allowedValues"):
             line += f" (allowed: {detail['allowedValues']})"
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -155,10 +156,10 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             _print_api_error(err, exc)
             raise typer.Exit(EXIT_CLIENT_ERROR if 400 <= exc.status < 500 else EXIT_SERVER_ERROR) from exc
         except ApiConnectionError as exc:
-            err.print(f"[bold red]Error[/] cannot reach the API: {exc.message}", highlight=False)
+            err.print(f"[bold red]Error[/] cannot reach the API: {esc(exc.message)}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_SERVER_ERROR) from exc
         except ConfigurationError as exc:
-            err.print(f"[bold red]Error[/] {exc}", highlight=False)
+            err.print(f"[bold red]Error[/] {esc(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_CLIENT_ERROR) from exc
 
     return wrapper
@@ -175,9 +176,7 @@ def _global_options(
     ctx: typer.Context,
     api_url: Annotated[
         str | None,
-        typer.Option(
-            "--api-url", envvar=API_URL_ENV, help="Base URL of the InstantStart API.", show_default=False
-        ),
+        typer.Option("--api-url", envvar=API_URL_ENV, help="Base URL of the InstantStart API.", show_default=False),
     ] = None,
     region: Annotated[
         str | None,
@@ -238,23 +237,28 @@ def _follow(
 def _print_failure(console: Console, result: WatchResult) -> None:
     operation = result.operation
     console.print(
-        f"[bold red]Operation {operation.get('operationId')} {operation.get('status')}[/]", highlight=False
+        f"[bold red]Operation {esc(operation.get('operationId'))} {esc(operation.get('status'))}[/]", highlight=False
     )
     stage = result.failed_stage
     if stage is not None:
         error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
         console.print(
-            f"Stage [bold]{stage['name']}[/] failed: [bold]{error.get('code')}[/]: {error.get('message')}",
+            f"Stage [bold]{esc(stage['name'])}[/] failed: "
+            f"[bold]{esc(error.get('code'))}[/]: {esc(error.get('message'))}",
             highlight=False,
+            soft_wrap=True,
         )
         tag = operation.get("clusterTag")
         console.print(
             f"Retry it with: instantstart clusters retry {tag} {stage['name']} --wait",
+            markup=False,
             highlight=False,
         )
     elif operation.get("error"):
         error = operation["error"] or {"code": "", "message": ""}
-        console.print(f"[bold]{error.get('code')}[/]: {error.get('message')}", highlight=False)
+        console.print(
+            f"[bold]{esc(error.get('code'))}[/]: {esc(error.get('message'))}", highlight=False, soft_wrap=True
+        )
 
 
 def _print_outcome(state: CliState, result: WatchResult) -> None:
@@ -264,6 +268,7 @@ def _print_outcome(state: CliState, result: WatchResult) -> None:
         state.err_console.print(
             f"Still {operation.get('status')} when --wait-timeout passed; the operation continues. "
             f"Follow it with: instantstart operations get {operation.get('operationId')} --wait",
+            markup=False,
             highlight=False,
         )
         return
@@ -271,11 +276,11 @@ def _print_outcome(state: CliState, result: WatchResult) -> None:
         _print_failure(state.err_console, result)
         return
     if operation.get("type") == "DELETE_CLUSTER":
-        state.console.print(f"Cluster [bold]{tag}[/] deleted.", highlight=False)
+        state.console.print(f"Cluster [bold]{esc(tag)}[/] deleted.", highlight=False)
         return
     if result.cluster is not None:
         state.console.print(
-            f"Cluster [bold]{tag}[/] is [green]{result.cluster.get('status')}[/]. Summary:", highlight=False
+            f"Cluster [bold]{esc(tag)}[/] is [green]{esc(result.cluster.get('status'))}[/]. Summary:", highlight=False
         )
         print_summary(state.console, result.cluster)
 
@@ -283,12 +288,12 @@ def _print_outcome(state: CliState, result: WatchResult) -> None:
 def _print_started(state: CliState, operation: Operation) -> None:
     op_id = operation.get("operationId")
     state.console.print(
-        f"{operation.get('type')} [bold]{operation.get('clusterTag')}[/]: operation {op_id} "
-        f"{operation.get('status')}",
+        f"{esc(operation.get('type'))} [bold]{esc(operation.get('clusterTag'))}[/]: operation {esc(op_id)} "
+        f"{esc(operation.get('status'))}",
         highlight=False,
     )
     state.console.print(
-        f"Follow it with: instantstart operations get {op_id} --wait  (or add --wait)", highlight=False
+        f"Follow it with: instantstart operations get {op_id} --wait  (or add --wait)", markup=False, highlight=False
     )
 
 
@@ -302,9 +307,7 @@ def clusters_list(
     max_results: Annotated[
         int | None, typer.Option("--max-results", min=1, help="Page size; prints one page and its token.")
     ] = None,
-    next_token: Annotated[
-        str | None, typer.Option("--next-token", help="Token of the page to print.")
-    ] = None,
+    next_token: Annotated[str | None, typer.Option("--next-token", help="Token of the page to print.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List clusters (every page, unless --max-results or --next-token asks for one page)."""
@@ -321,26 +324,20 @@ def clusters_list(
         return
     state.console.print(clusters_table(clusters))
     if token:
-        state.console.print(f"More clusters: --next-token {token}", highlight=False, soft_wrap=True)
+        state.console.print(f"More clusters: --next-token {token}", markup=False, highlight=False, soft_wrap=True)
 
 
 @clusters_app.command("create")
 @handle_errors
 def clusters_create(
     ctx: typer.Context,
-    tag: Annotated[
-        str, typer.Option("--tag", help="Cluster tag (names eks-cluster-<tag>, hp-cluster-<tag>).")
-    ],
+    tag: Annotated[str, typer.Option("--tag", help="Cluster tag (names eks-cluster-<tag>, hp-cluster-<tag>).")],
     az: Annotated[str, typer.Option("--az", help="Availability Zone of the HyperPod compute subnet.")],
-    instance_type: Annotated[
-        str, typer.Option("--instance-type", help="HyperPod instance type, e.g. ml.g6.4xlarge.")
-    ],
+    instance_type: Annotated[str, typer.Option("--instance-type", help="HyperPod instance type, e.g. ml.g6.4xlarge.")],
     count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
     capacity_type: Annotated[
         str,
-        typer.Option(
-            "--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."
-        ),
+        typer.Option("--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."),
     ] = "OnDemand",
     group_name: Annotated[str, typer.Option("--group-name", help="Instance group name.")] = "accel",
     kubernetes_version: Annotated[
@@ -391,8 +388,10 @@ def clusters_get(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = Fal
     if stage is not None:
         error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
         console.print(
-            f"[red]Stage [bold]{stage['name']}[/bold] failed: {error.get('code')}: {error.get('message')}[/]",
+            f"[red]Stage [bold]{esc(stage['name'])}[/bold] failed: "
+            f"{esc(error.get('code'))}: {esc(error.get('message'))}[/]",
             highlight=False,
+            soft_wrap=True,
         )
     if cluster.get("status") == "READY":
         print_summary(console, cluster)
@@ -449,9 +448,7 @@ def clusters_delete(
     """Delete a cluster and the AWS and Kubernetes resources it created (asks you to type the tag)."""
     state = _state(ctx)
     if not yes:
-        typed = typer.prompt(
-            f"This deletes cluster '{tag}' and its resources. Type the cluster tag to confirm"
-        )
+        typed = typer.prompt(f"This deletes cluster '{tag}' and its resources. Type the cluster tag to confirm")
         if typed.strip() != tag:
             state.err_console.print("Aborted: the tag you typed does not match; nothing was deleted.")
             raise typer.Exit(EXIT_OPERATION_FAILED)
@@ -530,13 +527,9 @@ def demo(
     ctx: typer.Context,
     tag: Annotated[str, typer.Option("--tag", help="Cluster tag.")] = "demo",
     az: Annotated[str, typer.Option("--az", help="Availability Zone.")] = "us-west-2c",
-    instance_type: Annotated[
-        str, typer.Option("--instance-type", help="HyperPod instance type.")
-    ] = "ml.g6.4xlarge",
+    instance_type: Annotated[str, typer.Option("--instance-type", help="HyperPod instance type.")] = "ml.g6.4xlarge",
     count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
-    poll_interval: Annotated[
-        float, typer.Option("--poll-interval", min=0.1, help="Seconds between polls.")
-    ] = 1.0,
+    poll_interval: Annotated[float, typer.Option("--poll-interval", min=0.1, help="Seconds between polls.")] = 1.0,
 ) -> None:
     """The article's walkthrough: inspect clusters and catalog, create a cluster, follow it, summarise."""
     from client.demo import run_demo

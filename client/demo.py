@@ -13,7 +13,7 @@ from rich.console import Console
 
 from client.api import ApiError, InstantStartClient
 from client.progress import watch_operation
-from client.render import clusters_table, failed_stage, print_summary
+from client.render import clusters_table, esc, failed_stage, print_summary
 from client.shapes import Cluster, InstanceGroupSpec, Operation
 
 PLAN = (
@@ -32,23 +32,26 @@ def _print_failed(console: Console, cluster: Cluster, operation: Operation | Non
     if stage is not None:
         error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
         console.print(
-            f"[red]Cluster [bold]{tag}[/bold] FAILED at stage [bold]{stage['name']}[/bold] "
-            f"(attempt {stage.get('attempts', 0)}): {error.get('code')}: {error.get('message')}[/]",
+            f"[red]Cluster [bold]{esc(tag)}[/bold] FAILED at stage [bold]{esc(stage['name'])}[/bold] "
+            f"(attempt {stage.get('attempts', 0)}): {esc(error.get('code'))}: {esc(error.get('message'))}[/]",
             highlight=False,
+            soft_wrap=True,
         )
         console.print(
             f"Earlier stages are kept. Retry with: instantstart clusters retry {tag} {stage['name']} --wait",
+            markup=False,
             highlight=False,
         )
     elif operation is not None and operation.get("error"):
         error = operation["error"] or {"code": "", "message": ""}
         console.print(
-            f"[red]Operation {operation.get('operationId')} {operation.get('status')}: "
-            f"{error.get('code')}: {error.get('message')}[/]",
+            f"[red]Operation {esc(operation.get('operationId'))} {esc(operation.get('status'))}: "
+            f"{esc(error.get('code'))}: {esc(error.get('message'))}[/]",
             highlight=False,
+            soft_wrap=True,
         )
     else:
-        console.print(f"[red]Cluster [bold]{tag}[/bold] is {cluster.get('status')}.[/]", highlight=False)
+        console.print(f"[red]Cluster [bold]{esc(tag)}[/bold] is {esc(cluster.get('status'))}.[/]", highlight=False)
 
 
 def _follow(client: InstantStartClient, console: Console, operation: Operation, poll_interval: float) -> int:
@@ -113,22 +116,24 @@ def run_demo(
         else:
             return _existing_cluster(client, console, cluster, poll_interval)
 
-    console.print(f"\nChecking that Availability Zone {availability_zone} is offered:", style="bold")
+    console.print(f"\nChecking that Availability Zone {esc(availability_zone)} is offered:", style="bold")
     zones = client.list_availability_zones()
     zone = next((z for z in zones if z.get("zoneName") == availability_zone), None)
     if zone is None:
         offered = ", ".join(z.get("zoneName", "") for z in zones) or "none"
-        console.print(f"[red]{availability_zone} is not offered in this Region. Offered: {offered}[/]")
+        console.print(f"[red]{esc(availability_zone)} is not offered in this Region. Offered: {esc(offered)}[/]")
         return 1
-    console.print(f"{availability_zone} ({zone.get('zoneId')}) is offered.", highlight=False)
+    console.print(f"{esc(availability_zone)} ({esc(zone.get('zoneId'))}) is offered.", highlight=False)
 
-    console.print(f"\nChecking that {instance_type} is offered in {availability_zone}:", style="bold")
+    console.print(f"\nChecking that {esc(instance_type)} is offered in {esc(availability_zone)}:", style="bold")
     instance_types = client.list_instance_types(availability_zone)
     if instance_type not in instance_types:
         offered = ", ".join(instance_types) or "none"
-        console.print(f"[red]{instance_type} is not offered in {availability_zone}. Offered: {offered}[/]")
+        console.print(
+            f"[red]{esc(instance_type)} is not offered in {esc(availability_zone)}. Offered: {esc(offered)}[/]"
+        )
         return 1
-    console.print(f"{instance_type} is offered ({len(instance_types)} types in {availability_zone}).")
+    console.print(f"{esc(instance_type)} is offered ({len(instance_types)} types in {esc(availability_zone)}).")
 
     group: InstanceGroupSpec = {
         "instanceGroupName": "accel",
@@ -137,29 +142,25 @@ def run_demo(
         "capacityType": "OnDemand",
     }
     console.print(
-        f"\nCreating cluster [bold]{cluster_tag}[/] in {availability_zone} with {instance_count}x "
-        f"{instance_type} (On-Demand):",
+        f"\nCreating cluster [bold]{esc(cluster_tag)}[/] in {esc(availability_zone)} with {instance_count}x "
+        f"{esc(instance_type)} (On-Demand):",
         highlight=False,
     )
     operation = client.create_cluster(cluster_tag, availability_zone, [group])
     console.print(
-        f"Cluster creation has started (operation {operation['operationId']}). "
+        f"Cluster creation has started (operation {esc(operation['operationId'])}). "
         f"Polling every {poll_interval:g}s until it completes.",
         highlight=False,
     )
     return _follow(client, console, operation, poll_interval)
 
 
-def _existing_cluster(
-    client: InstantStartClient, console: Console, cluster: Cluster, poll_interval: float
-) -> int:
+def _existing_cluster(client: InstantStartClient, console: Console, cluster: Cluster, poll_interval: float) -> int:
     """Report on a cluster that already has the demo's tag; follow it if it is being created."""
     tag = cluster.get("clusterTag")
     status = cluster.get("status")
     if status == "READY":
-        console.print(
-            f"Cluster [bold]{tag}[/] already exists and is [green]READY[/]. Summary:", highlight=False
-        )
+        console.print(f"Cluster [bold]{esc(tag)}[/] already exists and is [green]READY[/]. Summary:", highlight=False)
         print_summary(console, cluster)
         return 0
     if status == "FAILED":
@@ -168,12 +169,12 @@ def _existing_cluster(
     operation_id = cluster.get("currentOperationId")
     if status == "CREATING" and operation_id:
         console.print(
-            f"Cluster [bold]{tag}[/] is being created (operation {operation_id}); following it.",
+            f"Cluster [bold]{esc(tag)}[/] is being created (operation {esc(operation_id)}); following it.",
             highlight=False,
         )
         return _follow(client, console, client.get_operation(operation_id), poll_interval)
     console.print(
-        f"[red]Cluster [bold]{tag}[/bold] is {status}; wait for it to finish or choose another tag.[/]",
+        f"[red]Cluster [bold]{esc(tag)}[/bold] is {esc(status)}; wait for it to finish or choose another tag.[/]",
         highlight=False,
     )
     return 1

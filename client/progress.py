@@ -58,39 +58,54 @@ class _TransitionPrinter:
         self._operation_status: str | None = None
 
     def __call__(self, operation: Operation, cluster: Cluster | None) -> None:
-        status = operation.get("status", "")
-        if status != self._operation_status:
-            self._operation_status = status
-            line = styled_status(status)
-            line.stylize("bold")
-            self._console.print(
-                f"{format_time(operation.get('updatedAt'))}  operation {operation.get('operationId')} ",
-                line,
-                sep="",
-                highlight=False,
-            )
+        terminal = operation.get("status") in TERMINAL_OPERATION_STATUSES
+        if not terminal:
+            self._print_operation(operation)
         stages: list[Stage] = cluster.get("stages", []) if cluster else []
         for stage in sorted(stages, key=lambda s: s.get("order", 0)):
-            key = (stage.get("status", ""), stage.get("attempts", 0))
-            if self._seen.get(stage["name"]) == key:
-                continue
-            self._seen[stage["name"]] = key
-            if key[0] == "PENDING":
-                continue  # not started (or reset for a retry): its RUNNING line follows
-            detail = ""
-            if stage.get("error"):
-                error = stage["error"] or {"code": "", "message": ""}
-                detail = f" {error.get('code')}: {error.get('message')}"
-            elif stage.get("observedStatus"):
-                detail = f" ({stage.get('observedStatus')})"
-            stamp = stage.get("endedAt") or stage.get("startedAt")
-            self._console.print(
-                f"{format_time(stamp)}  stage {stage.get('order')} {stage['name']} ",
-                styled_status(key[0]),
-                f" attempt {key[1]}{detail}",
-                sep="",
-                highlight=False,
-            )
+            self._print_stage(stage)
+        if terminal:  # after the stages, so the log ends with the outcome
+            self._print_operation(operation)
+
+    def _print_operation(self, operation: Operation) -> None:
+        status = operation.get("status", "")
+        if status == self._operation_status:
+            return
+        self._operation_status = status
+        line = styled_status(status)
+        line.stylize("bold")
+        self._console.print(
+            f"{format_time(operation.get('updatedAt'))}  operation {operation.get('operationId')} ",
+            line,
+            sep="",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    def _print_stage(self, stage: Stage) -> None:
+        key = (stage.get("status", ""), stage.get("attempts", 0))
+        if self._seen.get(stage["name"]) == key:
+            return
+        self._seen[stage["name"]] = key
+        if key[0] == "PENDING":
+            return  # not started (or reset for a retry): its RUNNING line follows
+        detail = ""
+        if stage.get("error"):
+            error = stage["error"] or {"code": "", "message": ""}
+            detail = f" {error.get('code')}: {error.get('message')}"
+        elif stage.get("observedStatus"):
+            detail = f" ({stage.get('observedStatus')})"
+        stamp = stage.get("endedAt") or stage.get("startedAt")
+        self._console.print(
+            f"{format_time(stamp)}  stage {stage.get('order')} {stage['name']} ",
+            styled_status(key[0]),
+            f" attempt {key[1]}{detail}",
+            sep="",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def watch_operation(

@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
 from client.shapes import (
+    TERMINAL_OPERATION_STATUSES,
     AvailabilityZone,
     Cluster,
     ClusterSummary,
@@ -39,6 +41,21 @@ STATUS_STYLES = {
 STATUS_ICONS = {"PENDING": "·", "SUCCEEDED": "✓", "FAILED": "✗", "CANCELLED": "✗"}
 CAPACITY_LABELS = {"OnDemand": "On-Demand", "Spot": "Spot", "TrainingPlan": "Training Plan"}
 MISSING = "—"
+
+
+def esc(value: object) -> str:
+    """``value`` as text safe to interpolate into rich markup (API messages may contain ``[...]``)."""
+    return escape(str(value))
+
+
+def cell(value: object) -> Text:
+    """A table cell showing ``value`` verbatim (never parsed as markup)."""
+    return value if isinstance(value, Text) else Text("" if value is None else str(value))
+
+
+def add_row(table: Table, *cells: object) -> None:
+    """Add a row whose plain-string cells are shown verbatim."""
+    table.add_row(*(c if isinstance(c, Spinner) else cell(c) for c in cells))
 
 
 def utcnow() -> datetime:
@@ -127,7 +144,8 @@ def stages_table(stages: Sequence[Stage], *, now: datetime | None = None, live: 
         else:
             icon = STATUS_ICONS.get(status, "…" if status == "RUNNING" else " ")
             status_cell = Text.assemble((icon + " ", STATUS_STYLES.get(status, "")), styled_status(status))
-        table.add_row(
+        add_row(
+            table,
             str(stage.get("order", "")),
             stage.get("name", ""),
             status_cell,
@@ -162,20 +180,23 @@ class StageBoard:
         return self.render(live=True)
 
     def render(self, *, live: bool = False) -> RenderableType:
-        """Header and stage table; ``live`` puts a spinner on the RUNNING stage."""
+        """Header and stage table; ``live`` adds spinners while the operation and a stage run."""
         header = Text.assemble(("Cluster ", "bold"), (self.cluster_tag, "bold cyan"))
         if self.cluster is not None:
             header.append("  ")
             header.append_text(styled_status(self.cluster.get("status")))
+        operation_status = None
         if self.operation is not None:
-            header.append(
-                f"   operation {self.operation.get('type', '')} {self.operation.get('operationId')} "
-            )
-            header.append_text(styled_status(self.operation.get("status")))
+            operation_status = self.operation.get("status")
+            header.append(f"   operation {self.operation.get('type', '')} {self.operation.get('operationId')} ")
+            header.append_text(styled_status(operation_status))
+        top: RenderableType = header
+        if live and operation_status not in TERMINAL_OPERATION_STATUSES:
+            top = Spinner("dots", text=header, style="yellow")
         stages = self.cluster.get("stages", []) if self.cluster else []
         if not stages:
-            return Group(header, Text("waiting for the first stage…", style="dim"))
-        return Group(header, stages_table(stages, now=self._clock(), live=live))
+            return Group(top, Text("waiting for the first status…", style="dim"))
+        return Group(top, stages_table(stages, now=self._clock(), live=live))
 
 
 # -- the summary table of the article ---------------------------------------------------------------
@@ -193,8 +214,7 @@ def _node_status(nodes: Sequence[NodeInfo]) -> str:
     if not nodes:
         return "No nodes"
     states = Counter(
-        f"{'Ready' if node.get('ready') else 'NotReady'} / {node.get('healthStatus') or 'Unknown'}"
-        for node in nodes
+        f"{'Ready' if node.get('ready') else 'NotReady'} / {node.get('healthStatus') or 'Unknown'}" for node in nodes
     )
     if len(states) == 1:
         return next(iter(states))
@@ -264,7 +284,8 @@ def clusters_table(clusters: Sequence[ClusterSummary]) -> Table:
     for column in ("Tag", "Status", "Zone", "EKS cluster", "HyperPod cluster", "Created", "Updated"):
         table.add_column(column)
     for c in clusters:
-        table.add_row(
+        add_row(
+            table,
             c.get("clusterTag", ""),
             styled_status(c.get("status")),
             c.get("availabilityZone") or MISSING,
@@ -281,7 +302,7 @@ def _key_value_table(title: str, rows: Iterable[tuple[str, str | Text]]) -> Tabl
     table.add_column("Field", style="bold")
     table.add_column("Value", overflow="fold")
     for key, value in rows:
-        table.add_row(key, value)
+        add_row(table, key, value)
     return table
 
 
@@ -310,7 +331,8 @@ def resources_table(cluster: Cluster) -> Table:
     table.add_column("Detail", overflow="fold")
     eks = cluster.get("eks")
     if eks:
-        table.add_row(
+        add_row(
+            table,
             "EKS cluster",
             eks.get("clusterName", ""),
             styled_status(eks.get("status")),
@@ -318,18 +340,18 @@ def resources_table(cluster: Cluster) -> Table:
         )
     hyperpod = cluster.get("hyperPod")
     if hyperpod:
-        table.add_row(
-            "HyperPod cluster", hyperpod.get("clusterName", ""), styled_status(hyperpod.get("status")), ""
-        )
+        add_row(table, "HyperPod cluster", hyperpod.get("clusterName", ""), styled_status(hyperpod.get("status")), "")
         for group in hyperpod.get("instanceGroups") or []:
-            table.add_row(
+            add_row(
+                table,
                 "  instance group",
                 group.get("instanceGroupName", ""),
                 styled_status(group.get("status")),
                 _group_label(group),
             )
     for node in cluster.get("nodes") or []:
-        table.add_row(
+        add_row(
+            table,
             "Node",
             node.get("nodeName", ""),
             Text("Ready", style="green") if node.get("ready") else Text("NotReady", style="red"),
@@ -338,7 +360,8 @@ def resources_table(cluster: Cluster) -> Table:
         )
     storage = cluster.get("storage")
     if storage:
-        table.add_row(
+        add_row(
+            table,
             "S3 storage",
             storage.get("persistentVolumeClaim", ""),
             Text(storage.get("phase") or "Unknown", style="green" if storage.get("phase") == "Bound" else ""),
@@ -372,7 +395,7 @@ def zones_table(zones: Sequence[AvailabilityZone]) -> Table:
     table.add_column(f"Availability Zone ({len(zones)})")
     table.add_column("Zone ID")
     for zone in zones:
-        table.add_row(zone.get("zoneName", ""), zone.get("zoneId", ""))
+        add_row(table, zone.get("zoneName", ""), zone.get("zoneId", ""))
     return table
 
 
@@ -381,5 +404,5 @@ def instance_types_table(instance_types: Sequence[str], availability_zone: str) 
     table = Table()
     table.add_column(f"HyperPod instance types in {availability_zone} ({len(instance_types)})")
     for instance_type in instance_types:
-        table.add_row(instance_type)
+        add_row(table, instance_type)
     return table

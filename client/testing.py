@@ -346,9 +346,7 @@ class FakeInstantStartApi:
             if self.credentials is not None:
                 access_key, secret_key, token = self.credentials
                 try:
-                    verify_sigv4(
-                        request, access_key=access_key, secret_key=secret_key, token=token, region=self.region
-                    )
+                    verify_sigv4(request, access_key=access_key, secret_key=secret_key, token=token, region=self.region)
                 except SignatureMismatch as exc:
                     return CannedResponse(403, {"message": f"Forbidden: {str(exc).splitlines()[0]}"})
             queue = self._injected.get((request.method, request.path))
@@ -389,9 +387,7 @@ class FakeInstantStartApi:
         if len(parts) == 2 and parts[0] == "operations" and method == "GET":
             return self._get_operation(parts[1])
         if parts == ["catalog", "availability-zones"] and method == "GET":
-            return CannedResponse(
-                200, {"availabilityZones": [{"zoneName": n, "zoneId": i} for n, i in self.zones]}
-            )
+            return CannedResponse(200, {"availabilityZones": [{"zoneName": n, "zoneId": i} for n, i in self.zones]})
         if parts == ["catalog", "instance-types"] and method == "GET":
             zone = request.query.get("availabilityZone")
             if zone not in {n for n, _ in self.zones}:
@@ -490,9 +486,7 @@ class FakeInstantStartApi:
             if not isinstance(group.get("instanceCount"), int) or group["instanceCount"] < 1:
                 details.append({"field": f"instanceGroups[{index}].instanceCount", "message": "must be >= 1"})
         if details:
-            return CannedResponse(
-                422, error_body("ValidationError", "the request has invalid fields", details)
-            )
+            return CannedResponse(422, error_body("ValidationError", "the request has invalid fields", details))
 
         def create() -> CannedResponse:
             tag = body["clusterTag"]
@@ -533,9 +527,7 @@ class FakeInstantStartApi:
         if stage is None:
             return CannedResponse(404, error_body("NotFound", f"cluster '{tag}' has no stage '{stage_name}'"))
         if stage["status"] != "FAILED":
-            return CannedResponse(
-                409, error_body("Conflict", f"stage '{stage_name}' is {stage['status']}, not FAILED")
-            )
+            return CannedResponse(409, error_body("Conflict", f"stage '{stage_name}' is {stage['status']}, not FAILED"))
         names = list(STAGE_NAMES[STAGE_NAMES.index(stage_name) :])
         for other in found["stages"]:
             if other["name"] in names:
@@ -567,9 +559,7 @@ class FakeInstantStartApi:
             return CannedResponse(404, error_body("NotFound", f"cluster '{tag}' does not exist"))
         return cluster
 
-    def _new_cluster(
-        self, tag: str, zone: str, instance_type: str, count: int, capacity_type: str
-    ) -> dict[str, Any]:
+    def _new_cluster(self, tag: str, zone: str, instance_type: str, count: int, capacity_type: str) -> dict[str, Any]:
         now = _now()
         return {
             "clusterTag": tag,
@@ -629,9 +619,7 @@ class FakeInstantStartApi:
 
     def _finish_stage(self, cluster: dict[str, Any], stage: dict[str, Any]) -> None:
         tag, spec = cluster["clusterTag"], cluster["_spec"]
-        stage.update(
-            status="SUCCEEDED", endedAt=_now(), observedStatus=OBSERVED_DONE[stage["name"]], error=None
-        )
+        stage.update(status="SUCCEEDED", endedAt=_now(), observedStatus=OBSERVED_DONE[stage["name"]], error=None)
         name = stage["name"]
         if name == "network":
             cluster["eks"] = {
@@ -686,9 +674,7 @@ class FakeInstantStartApi:
             record["status"] = "RUNNING"
             return
         if op.kind == "DELETE_CLUSTER":
-            cluster.update(
-                status="DELETED", currentOperationId=None, eks=None, hyperPod=None, nodes=[], storage=None
-            )
+            cluster.update(status="DELETED", currentOperationId=None, eks=None, hyperPod=None, nodes=[], storage=None)
             record.update(status="SUCCEEDED", endedAt=now)
             return
         for stage in cluster["stages"]:

@@ -50,9 +50,7 @@ def fake() -> Iterator[FakeInstantStartApi]:
 
 def no_backoff_client(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the CLI's client skip the real backoff sleeps between retries."""
-    monkeypatch.setattr(
-        client.cli, "InstantStartClient", functools.partial(InstantStartClient, sleep=lambda s: None)
-    )
+    monkeypatch.setattr(client.cli, "InstantStartClient", functools.partial(InstantStartClient, sleep=lambda s: None))
 
 
 def run(fake_url: str, *args: str, input: str | None = None) -> Result:
@@ -296,9 +294,7 @@ def test_a_validation_error_prints_code_message_and_fields_and_exits_2(fake: Fak
     """Given an instance type the API rejects,
     when `clusters create` runs,
     then stderr shows 422, the code, the message and the field detail; exit code 2."""
-    result = run(
-        fake.url, "clusters", "create", "--tag", "demo", "--az", "us-west-2c", "--instance-type", "ml.nope.x"
-    )
+    result = run(fake.url, "clusters", "create", "--tag", "demo", "--az", "us-west-2c", "--instance-type", "ml.nope.x")
     assert result.exit_code == 2
     assert "422 ValidationError: the request has invalid fields" in result.stderr
     assert "instanceGroups[0].instanceType: allowed values: ml.g5.8xlarge" in result.stderr
@@ -313,9 +309,7 @@ def test_retrying_a_stage_that_did_not_fail_exits_2_with_the_conflict(fake: Fake
     assert "409 Conflict: stage 'network' is SUCCEEDED, not FAILED" in result.stderr
 
 
-def test_a_persistent_503_exits_3_after_retries(
-    fake: FakeInstantStartApi, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_persistent_503_exits_3_after_retries(fake: FakeInstantStartApi, monkeypatch: pytest.MonkeyPatch) -> None:
     """Given an API answering 503 to every attempt (no real sleeping),
     when a command runs,
     then it retries 5 times, prints the error, and exits 3."""
@@ -343,3 +337,43 @@ def test_a_missing_api_url_exits_2_naming_the_setting() -> None:
     result = CliRunner().invoke(app, ["clusters", "list"])
     assert result.exit_code == 2
     assert "INSTANTSTART_API_URL" in result.stderr
+
+
+def test_error_text_from_the_api_is_printed_verbatim_even_with_brackets(fake: FakeInstantStartApi) -> None:
+    """Given a 422 whose message and details hold a regex with [...] and allowed values,
+    when the command fails,
+    then stderr shows the message, the pattern and the allowed values exactly (not read as markup)."""
+    pattern = r"'^ml\.[a-z0-9-]+\.[a-z0-9-]+$'"
+    fake.inject(
+        "POST",
+        "/clusters",
+        CannedResponse(
+            422,
+            error_body(
+                "ValidationError",
+                f"invalid request: instanceGroups[0].instanceType: String should match pattern {pattern}",
+                [
+                    {"field": "instanceGroups[0].instanceType", "message": f"should match pattern {pattern}"},
+                    {"field": "availabilityZone", "message": "not in this Region", "allowedValues": "[us-west-2a]"},
+                ],
+            ),
+        ),
+    )
+    result = run(fake.url, *CREATE)
+    assert result.exit_code == 2
+    assert f"String should match pattern {pattern}" in result.stderr
+    assert f"  - instanceGroups[0].instanceType: should match pattern {pattern}" in result.stderr
+    assert "  - availabilityZone: not in this Region (allowed: [us-west-2a])" in result.stderr
+
+
+def test_a_stage_error_with_brackets_is_shown_verbatim_when_waiting(fake: FakeInstantStartApi) -> None:
+    """Given a stage failing with a message that contains [bold] and [/],
+    when `create --wait` runs,
+    then the progress line and the failure report show the message as sent."""
+    fake.fail_stage, fake.fail_remaining = "access", 1
+    fake.fail_error = ("AccessDeniedException", "principal [bold]arn:aws:iam::1:role/x[/] is not authorized")
+    result = run(fake.url, *CREATE, "--wait", "--poll-interval", "0.1")
+    assert result.exit_code == 1
+    message = "AccessDeniedException: principal [bold]arn:aws:iam::1:role/x[/] is not authorized"
+    assert f"stage 2 access FAILED attempt 1 {message}" in result.stdout
+    assert f"Stage access failed: {message}" in result.stderr

@@ -78,9 +78,7 @@ def test_the_demo_inspects_then_creates_walks_every_stage_and_prints_the_summary
     stage_lines = [line.split()[3:6] for line in out.splitlines() if " stage " in line]
     assert stage_lines == [
         [str(order), name, status]
-        for order, name in enumerate(
-            ("network", "access", "dependencies", "hyperpod", "storage", "verify"), 1
-        )
+        for order, name in enumerate(("network", "access", "dependencies", "hyperpod", "storage", "verify"), 1)
         for status in ("RUNNING", "SUCCEEDED")
     ]
     assert out.rstrip().endswith(SUMMARY)

@@ -42,9 +42,7 @@ def instantstart(fake: FakeInstantStartApi, tmp_path: Path, *args: str) -> subpr
         INSTANTSTART_API_URL=fake.url,
         COLUMNS="160",
     )
-    return subprocess.run(
-        [str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_the_console_script_lists_clusters_as_a_table(fake: FakeInstantStartApi, tmp_path: Path) -> None:
@@ -67,9 +65,7 @@ def test_the_console_script_prints_json(fake: FakeInstantStartApi, tmp_path: Pat
     assert {"zoneName": "us-west-2c", "zoneId": "usw2-az3"} in zones
 
 
-def test_the_console_script_creates_and_waits_to_the_summary(
-    fake: FakeInstantStartApi, tmp_path: Path
-) -> None:
+def test_the_console_script_creates_and_waits_to_the_summary(fake: FakeInstantStartApi, tmp_path: Path) -> None:
     """Given a create that succeeds,
     when `instantstart clusters create ... --wait` runs,
     then stdout ends with the article's summary table and the exit code is 0."""
@@ -98,9 +94,7 @@ def test_the_console_script_creates_and_waits_to_the_summary(
     ]
 
 
-def test_the_console_script_exits_1_when_the_operation_fails(
-    fake: FakeInstantStartApi, tmp_path: Path
-) -> None:
+def test_the_console_script_exits_1_when_the_operation_fails(fake: FakeInstantStartApi, tmp_path: Path) -> None:
     """Given a storage stage that fails,
     when `instantstart clusters create ... --wait` runs,
     then it exits 1 with the stage's error on stderr."""
@@ -114,9 +108,7 @@ def test_the_console_script_exits_1_when_the_operation_fails(
     assert "Stage storage failed: AccessDenied: s3:ListBucket is not allowed" in done.stderr
 
 
-def test_the_console_script_exits_2_on_a_404_with_the_message(
-    fake: FakeInstantStartApi, tmp_path: Path
-) -> None:
+def test_the_console_script_exits_2_on_a_404_with_the_message(fake: FakeInstantStartApi, tmp_path: Path) -> None:
     """Given no cluster named nope, when `instantstart clusters get nope` runs, then it exits 2."""
     done = instantstart(fake, tmp_path, "clusters", "get", "nope")
     assert done.returncode == 2

@@ -174,9 +174,7 @@ def test_the_live_stage_table_spins_only_on_the_running_stage() -> None:
         stage("dependencies", 3, "PENDING"),
     ]
     out = io.StringIO()
-    Console(file=out, width=120, force_terminal=True, color_system=None).print(
-        stages_table(stages, now=now, live=True)
-    )
+    Console(file=out, width=120, force_terminal=True, color_system=None).print(stages_table(stages, now=now, live=True))
     rows = {line.split("│")[2].strip(): line for line in out.getvalue().splitlines() if line.count("│") > 3}
     assert SPINNER_FRAMES & set(rows["access"])
     assert not SPINNER_FRAMES & set(rows["network"] + rows["dependencies"])
@@ -210,11 +208,11 @@ def test_durations_read_like_a_clock(seconds: float | None, text: str) -> None:
     assert format_duration(seconds) == text
 
 
-def test_the_board_waits_for_the_first_stage() -> None:
-    """Given no cluster answer yet, when the board renders, then it says it waits for the first stage."""
+def test_the_board_waits_for_the_first_status() -> None:
+    """Given no answer yet, when the board renders, then it says it waits for the first status."""
     out = io.StringIO()
     Console(file=out, width=100).print(StageBoard("demo"))
-    assert "waiting for the first stage" in out.getvalue()
+    assert "waiting for the first status" in out.getvalue()
 
 
 # -- watching an operation ----------------------------------------------------------------------------
@@ -286,9 +284,7 @@ def test_on_a_terminal_the_live_display_ends_with_the_final_stage_table(fake: Fa
     op = client.create_cluster("demo", "us-west-2c", [GROUP])  # type: ignore[list-item]
     out = io.StringIO()
 
-    result = watch_operation(
-        client, Console(file=out, width=160, force_terminal=True), op, poll_interval=0.05
-    )
+    result = watch_operation(client, Console(file=out, width=160, force_terminal=True), op, poll_interval=0.05)
 
     assert not result.succeeded and result.operation["status"] == "FAILED"
     assert result.failed_stage is not None and result.failed_stage["name"] == "storage"
