@@ -182,7 +182,8 @@ class InstantStartClient:
         session: botocore session whose credential chain signs requests (default: a new session,
             honouring ``AWS_PROFILE`` and the usual environment variables).
         timeout: seconds for connect/read/write of one attempt.
-        max_attempts: attempts per request for 429, 503 and connection errors (1 disables retries).
+        max_attempts: attempts per request for 429, 503, 409 IdempotencyKeyInProgress and connection
+            errors (1 disables retries).
         backoff_initial: seconds of the first backoff window; windows double per attempt (full jitter).
         backoff_max: ceiling of one backoff wait in seconds (also caps ``Retry-After``).
         transport: an ``httpx2`` transport (tests, proxies); default: the standard HTTP transport.
