@@ -147,3 +147,28 @@ def test_given_a_disabled_rule_when_an_event_is_put_then_its_lambda_is_not_invok
     wait_for(lambda: invocations)
     time.sleep(0.2)  # give a wrongly delivered invocation the time to show up
     assert [n for n, _ in invocations] == [enabled_function.rsplit(":", 1)[-1]]
+
+
+def test_given_the_step_functions_engine_when_a_task_invokes_lambda_then_it_calls_back_through_moto_port(
+    client: Client, role: str, invocations: list[tuple[str, Any]]
+) -> None:
+    function_arn = _function(client, role)
+    sfn = client("stepfunctions")
+    definition = {
+        "StartAt": "Invoke",
+        "States": {
+            "Invoke": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": function_arn, "Payload.$": "$"},
+                "End": True,
+            }
+        },
+    }
+    machine = sfn.create_state_machine(name=unique("sm"), definition=json.dumps(definition), roleArn=role)
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps({"n": 1}))
+    status = wait_for(
+        lambda: (s := sfn.describe_execution(executionArn=execution["executionArn"])["status"]) != "RUNNING" and s
+    )
+    assert status == "SUCCEEDED"
+    assert (function_arn.rsplit(":", 1)[-1], {"n": 1}) in invocations
