@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 try:
     from tests.sandbox.conftest_aws import (
         FakeKube,
+        _no_leftover_faults,
         aws,
         client,
         clock,
@@ -27,6 +28,7 @@ try:
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
         FakeKube,
+        _no_leftover_faults,
         aws,
         client,
         clock,

@@ -9,9 +9,16 @@ import pytest
 from botocore.exceptions import ClientError
 
 try:
-    from tests.sandbox.conftest_aws import aws, client, clock, kube, unique
+    from tests.sandbox.conftest_aws import _no_leftover_faults, aws, client, clock, kube, unique
 except ImportError:  # rootdir not on sys.path
-    from conftest_aws import aws, client, clock, kube, unique  # type: ignore[no-redef]  # noqa: F401
+    from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
+        _no_leftover_faults,
+        aws,
+        client,
+        clock,
+        kube,
+        unique,
+    )
 
 Client = Callable[[str], Any]
 
