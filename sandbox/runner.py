@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sandbox import lambdas, stepfunctions
+from sandbox import lambdas, moto_fixes, stepfunctions
 from sandbox.clock import SimClock
 from sandbox.deploy import Deployer, Deployment
 from sandbox.httpapi import HttpApiServer
@@ -95,6 +95,7 @@ class Sandbox:
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
+        moto_fixes.install()
         stepfunctions.install(self.clock)
         deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id)
         self.deployment = deployer.deploy(TEMPLATE)

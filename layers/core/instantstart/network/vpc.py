@@ -169,15 +169,23 @@ def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> d
     for subnet_id in private:
         _associate(ec2, private_rt, subnet_id)
 
+    # Ownership is re-checked on the answer: a filter an EC2 implementation ignores must not hand us
+    # another cluster's NAT gateway (moto ignores tag filters on DescribeNatGateways).
     nats = [
         n
-        for n in ec2.describe_nat_gateways(Filters=_owned_filters(tag, "nat-gateway"))["NatGateways"]
-        if n["State"] in ("pending", "available")
+        for n in ec2.describe_nat_gateways(
+            Filters=[*_owned_filters(tag, "nat-gateway"), {"Name": "vpc-id", "Values": [vpc_id]}]
+        )["NatGateways"]
+        if n["State"] in ("pending", "available") and n.get("VpcId") == vpc_id and owned_by(n.get("Tags", []), tag)
     ]
     if nats:
         nat = nats[0]
     else:
-        addresses = ec2.describe_addresses(Filters=_owned_filters(tag, "nat-eip"))["Addresses"]
+        addresses = [
+            a
+            for a in ec2.describe_addresses(Filters=_owned_filters(tag, "nat-eip"))["Addresses"]
+            if not a.get("AssociationId")
+        ]
         allocation_id = (
             addresses[0]["AllocationId"]
             if addresses
@@ -332,7 +340,11 @@ def delete_network(ec2: Ec2, tag: str) -> dict[str, Any]:
     the caller polls and calls again (the function is idempotent). Resources without the ownership
     tags are never touched.
     """
-    nats = ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]
+    nats = [
+        n
+        for n in ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]
+        if owned_by(n.get("Tags", []), tag)
+    ]
     deleting = []
     for nat in nats:
         if nat["State"] in ("pending", "available"):
@@ -343,7 +355,7 @@ def delete_network(ec2: Ec2, tag: str) -> dict[str, Any]:
     if deleting:
         return {"done": False, "natGatewaysDeleting": deleting}
     for address in ec2.describe_addresses(Filters=_owned_filters(tag))["Addresses"]:
-        if not address.get("AssociationId"):
+        if owned_by(address.get("Tags", []), tag) and not address.get("AssociationId"):
             ec2.release_address(AllocationId=address["AllocationId"])
     vpcs = ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]
     for vpc in vpcs:
