@@ -1,0 +1,57 @@
+"""Fixtures shared by the suites that run against the offline sandbox (integration, MCP).
+
+One sandbox per test process: moto's backends are process-global, so the Makefile runs the sandbox
+suites in their own pytest process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "120"))
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Iterator[Any]:
+    """The running sandbox (emulated AWS + Kubernetes, template deployed, HTTP API up)."""
+    from sandbox.runner import Sandbox
+
+    sb = Sandbox(time_scale=TIME_SCALE).start()
+    os.environ.update(sb.client_environment())
+    yield sb
+    sb.stop()
+
+
+@pytest.fixture(scope="session")
+def api(sandbox: Any) -> Any:
+    """A SigV4-signing client of the sandbox API (``client.api.InstantStartClient``)."""
+    from client.api import InstantStartClient
+
+    return InstantStartClient(sandbox.api_url, region=sandbox.region)
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., dict[str, Any]]:
+    """Poll ``GET /clusters/{tag}`` until ``predicate(cluster)`` holds (bounded: 240 s wall)."""
+
+    def _wait(
+        api: Any, tag: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 240
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        cluster: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            cluster = dict(api.get_cluster(tag))
+            if predicate(cluster):
+                return cluster
+            time.sleep(0.5)
+        raise AssertionError(
+            f"cluster {tag} did not reach the expected state; last: {cluster.get('status')} "
+            f"{[(s['name'], s['status']) for s in cluster.get('stages', [])]}"
+        )
+
+    return _wait
