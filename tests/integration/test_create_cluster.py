@@ -29,7 +29,14 @@ def ready_cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
 def test_when_created_then_every_stage_succeeds_and_the_cluster_is_ready(ready_cluster: dict[str, Any]) -> None:
     cluster = ready_cluster["cluster"]
     assert cluster["status"] == "READY", cluster["stages"]
-    assert [s["name"] for s in cluster["stages"]] == ["network", "access", "dependencies", "hyperpod", "storage", "verify"]
+    assert [s["name"] for s in cluster["stages"]] == [
+        "network",
+        "access",
+        "dependencies",
+        "hyperpod",
+        "storage",
+        "verify",
+    ]
     assert all(s["status"] == "SUCCEEDED" and s["attempts"] == 1 for s in cluster["stages"])
 
 
@@ -68,8 +75,12 @@ def test_when_created_then_the_compute_subnet_is_a_tagged_20_routed_through_the_
     ec2 = boto3.client("ec2", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
     vpcs = ec2.describe_vpcs(Filters=[{"Name": "tag:instantstart:cluster-tag", "Values": ["itest"]}])["Vpcs"]
     assert len(vpcs) == 1 and vpcs[0]["CidrBlock"].endswith("/16")
-    subnets = ec2.describe_subnets(Filters=[{"Name": "tag:Name", "Values": ["hp-compute-us-west-2c"]},
-                                            {"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]}])["Subnets"]
+    subnets = ec2.describe_subnets(
+        Filters=[
+            {"Name": "tag:Name", "Values": ["hp-compute-us-west-2c"]},
+            {"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]},
+        ]
+    )["Subnets"]
     assert len(subnets) == 1
     subnet = subnets[0]
     assert subnet["CidrBlock"].endswith("/20") and subnet["AvailabilityZone"] == "us-west-2c"
