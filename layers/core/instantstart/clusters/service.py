@@ -499,6 +499,7 @@ def _stage_view(item: dict[str, Any]) -> StageView:
         observed_status=item.get("observedStatus"),
         resources=item.get("resources", {}),
         error=item.get("error"),
+        teardown_status=item.get("teardownStatus"),
     )
 
 

@@ -138,6 +138,9 @@ class StageView(ApiModel):
     observed_status: str | None = None
     resources: dict[str, Any] = Field(default_factory=dict)
     error: StageError | None = None
+    teardown_status: StageStatus | None = Field(
+        default=None, description="Progress of this stage's teardown while the cluster is deleted."
+    )
 
 
 class EksView(ApiModel):
