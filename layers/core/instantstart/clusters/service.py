@@ -130,7 +130,8 @@ def _launch(
         rt.store.transact(rollback)
         code = error_code(exc) or type(exc).__name__
         raise UpstreamUnavailable(
-            f"Step Functions did not start the workflow ({code}: {error_message(exc)}); nothing was changed, retry later"
+            f"Step Functions did not start the workflow ({code}: {error_message(exc)}); "
+            "nothing was changed, retry later"
         ) from exc
     rt.store.update(keys.operation_pk(operation_id), keys.META, {"executionArn": arn})
 
