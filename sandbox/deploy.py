@@ -218,7 +218,8 @@ class Deployer:
     # -- resource creators (one per CloudFormation type the template uses) ------------------------
     def _create_AWS_DynamoDB_Table(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
         name = p.get("TableName") or self._name(lid)
-        kwargs: dict[str, Any] = {k: p[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes") if k in p
+        kwargs: dict[str, Any] = {
+            k: p[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes") if k in p
         }
         if p.get("SSESpecification"):
             kwargs["SSESpecification"] = {"Enabled": bool(p["SSESpecification"].get("SSEEnabled"))}

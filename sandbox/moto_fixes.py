@@ -24,12 +24,30 @@ def _gateway_endpoint_routes_follow_route_tables() -> None:
     if getattr(original, "_instantstart_patched", False):
         return
 
-    def modify_vpc_endpoint(self: Any, vpc_id: str, policy_doc: str, add_subnets: Any, remove_subnets: Any,
-                            remove_route_tables: Any, add_route_tables: Any, *args: Any, **kwargs: Any) -> None:
+    def modify_vpc_endpoint(
+        self: Any,
+        vpc_id: str,
+        policy_doc: str,
+        add_subnets: Any,
+        remove_subnets: Any,
+        remove_route_tables: Any,
+        add_route_tables: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         endpoint = self.describe_vpc_endpoints(vpc_end_point_ids=[vpc_id])[0]
         before = set(endpoint.route_table_ids or [])
-        original(self, vpc_id, policy_doc, add_subnets, remove_subnets, remove_route_tables, add_route_tables,
-                 *args, **kwargs)
+        original(
+            self,
+            vpc_id,
+            policy_doc,
+            add_subnets,
+            remove_subnets,
+            remove_route_tables,
+            add_route_tables,
+            *args,
+            **kwargs,
+        )
         prefix_list = endpoint.destination_prefix_list_id
         if not prefix_list:
             return

@@ -2,8 +2,9 @@
 
 Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
 committed ASL keeps realistic seconds. Also closes moto's StartExecution-without-a-name gap (AWS
-generates a UUID) and passes SendTaskFailure's ``cause`` on (moto drops it). The control plane's ASL uses only ``lambda:invoke`` tasks, so moto's
-``aws-sdk:*`` conversion is not needed and stays as moto ships it.
+generates a UUID) and passes SendTaskFailure's ``cause`` on (moto drops it). The control plane's
+ASL uses only ``lambda:invoke`` tasks, so moto's ``aws-sdk:*`` conversion is not needed and stays
+as moto ships it.
 """
 
 from __future__ import annotations
