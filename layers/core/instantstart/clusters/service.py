@@ -223,19 +223,7 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             details=[{"field": "clusterTag", "status": current.get("status")}],
         ) from exc
     rollback: list[dict[str, Any]] = [
-        {
-            "update": (keys.operation_pk(operation_id), keys.META),
-            "set": {
-                "status": OperationStatus.FAILED.value,
-                "error": {
-                    "code": "ExecutionNotStarted",
-                    "message": "Step Functions did not start the workflow",
-                },
-                "updatedAt": now,
-                "endedAt": now,
-            },
-            "expected_status": [OperationStatus.PENDING.value],
-        },
+        _not_started(operation_id, now),
         {
             "update": (keys.cluster_pk(tag), keys.META),
             "set": {"status": ClusterStatus.DELETED.value, "updatedAt": now},
@@ -294,75 +282,14 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
             code="OperationInProgress",
             details=[{"field": "clusterTag", "status": cluster["status"], "operationStatus": status}],
         )
-    generation = int(cluster["generation"])
-    operation_id = new_operation_id()
-    now = iso(utcnow()) or ""
-    previous_status = cluster["status"]
-    rt.store.transact(
-        [
-            {
-                "update": (keys.cluster_pk(tag), keys.META),
-                "set": {
-                    "status": ClusterStatus.DELETING.value,
-                    "currentOperationId": operation_id,
-                    "updatedAt": now,
-                },
-                "expected_status": [previous_status],
-                "extra_condition": "#gen = :gen",
-                "extra_names": {"#gen": "generation"},
-                "extra_values": {":gen": generation},
-            },
-            {
-                "put": _operation_item(
-                    operation_id=operation_id,
-                    op_type=OperationType.DELETE_CLUSTER,
-                    tag=tag,
-                    generation=generation,
-                    now=now,
-                ),
-                "condition": "attribute_not_exists(PK)",
-            },
-        ]
-    )
-    rollback = [
-        {
-            "update": (keys.cluster_pk(tag), keys.META),
-            "set": {
-                "status": previous_status,
-                "currentOperationId": cluster.get("currentOperationId"),
-                "updatedAt": now,
-            },
-            "expected_status": [ClusterStatus.DELETING.value],
-        },
-        {
-            "update": (keys.operation_pk(operation_id), keys.META),
-            "set": {
-                "status": OperationStatus.FAILED.value,
-                "updatedAt": now,
-                "endedAt": now,
-                "error": {
-                    "code": "ExecutionNotStarted",
-                    "message": "Step Functions did not start the workflow",
-                },
-            },
-            "expected_status": [OperationStatus.PENDING.value],
-        },
-    ]
-    payload = workflow.execution_input(
-        operation_id=operation_id,
-        operation_type=OperationType.DELETE_CLUSTER,
-        tag=tag,
-        generation=generation,
+    return _start_on_live_cluster(
+        rt,
+        cluster,
+        op_type=OperationType.DELETE_CLUSTER,
+        new_status=ClusterStatus.DELETING,
+        state_machine_arn=rt.settings.DELETE_CLUSTER_STATE_MACHINE_ARN,
         start_stage=StageName.VERIFY,
     )
-    _launch(
-        rt,
-        state_machine_arn=rt.settings.DELETE_CLUSTER_STATE_MACHINE_ARN,
-        operation_id=operation_id,
-        payload=payload,
-        rollback=rollback,
-    )
-    return get_operation(rt, operation_id)
 
 
 def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
@@ -398,78 +325,93 @@ def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
             code="StageNotFailed",
             details=[{"field": "stage", "status": item.get("status")}],
         )
+    return _start_on_live_cluster(
+        rt,
+        cluster,
+        op_type=OperationType.RETRY_STAGE,
+        new_status=ClusterStatus.CREATING,
+        state_machine_arn=rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN,
+        start_stage=stage,
+        failed_stage=stage,
+    )
+
+
+def _not_started(operation_id: str, now: str) -> dict[str, Any]:
+    """Rollback write: the operation FAILED because its execution never started."""
+    return {
+        "update": (keys.operation_pk(operation_id), keys.META),
+        "set": {
+            "status": OperationStatus.FAILED.value,
+            "updatedAt": now,
+            "endedAt": now,
+            "error": {"code": "ExecutionNotStarted", "message": "Step Functions did not start the workflow"},
+        },
+        "expected_status": [OperationStatus.PENDING.value],
+    }
+
+
+def _start_on_live_cluster(
+    rt: Runtime,
+    cluster: dict[str, Any],
+    *,
+    op_type: OperationType,
+    new_status: ClusterStatus,
+    state_machine_arn: str,
+    start_stage: StageName,
+    failed_stage: StageName | None = None,
+) -> OperationView:
+    """Start an operation on an existing cluster: one transaction, then the execution (or a rollback).
+
+    The transaction moves the cluster from its current status to ``new_status`` (conditional on that
+    status and the generation, so a concurrent request loses with 409), checks that ``failed_stage``
+    is still FAILED when given, and writes the PENDING operation.
+    """
+    tag = cluster["clusterTag"]
+    generation = int(cluster["generation"])
+    previous_status = cluster["status"]
     operation_id = new_operation_id()
     now = iso(utcnow()) or ""
-    rt.store.transact(
-        [
+    writes: list[dict[str, Any]] = [
+        {
+            "update": (keys.cluster_pk(tag), keys.META),
+            "set": {"status": new_status.value, "currentOperationId": operation_id, "updatedAt": now},
+            "expected_status": [previous_status],
+            "extra_condition": "#gen = :gen",
+            "extra_names": {"#gen": "generation"},
+            "extra_values": {":gen": generation},
+        },
+        {
+            "put": _operation_item(
+                operation_id=operation_id, op_type=op_type, tag=tag, generation=generation, now=now, stage=failed_stage
+            ),
+            "condition": "attribute_not_exists(PK)",
+        },
+    ]
+    if failed_stage is not None:
+        writes.append(
             {
-                "update": (keys.cluster_pk(tag), keys.META),
-                "set": {
-                    "status": ClusterStatus.CREATING.value,
-                    "currentOperationId": operation_id,
-                    "updatedAt": now,
-                },
-                "expected_status": [ClusterStatus.FAILED.value],
-                "extra_condition": "#gen = :gen",
-                "extra_names": {"#gen": "generation"},
-                "extra_values": {":gen": generation},
-            },
-            {
-                "update": (keys.cluster_pk(tag), keys.stage_sk(generation, stage)),
+                "update": (keys.cluster_pk(tag), keys.stage_sk(generation, failed_stage)),
                 "set": {"retryRequestedAt": now},
                 "expected_status": [StageStatus.FAILED.value],
-            },
-            {
-                "put": _operation_item(
-                    operation_id=operation_id,
-                    op_type=OperationType.RETRY_STAGE,
-                    tag=tag,
-                    generation=generation,
-                    now=now,
-                    stage=stage,
-                ),
-                "condition": "attribute_not_exists(PK)",
-            },
-        ]
-    )
+            }
+        )
+    rt.store.transact(writes)
     rollback = [
         {
             "update": (keys.cluster_pk(tag), keys.META),
             "set": {
-                "status": ClusterStatus.FAILED.value,
+                "status": previous_status,
                 "currentOperationId": cluster.get("currentOperationId"),
                 "updatedAt": now,
             },
-            "expected_status": [ClusterStatus.CREATING.value],
+            "expected_status": [new_status.value],
         },
-        {
-            "update": (keys.operation_pk(operation_id), keys.META),
-            "set": {
-                "status": OperationStatus.FAILED.value,
-                "updatedAt": now,
-                "endedAt": now,
-                "error": {
-                    "code": "ExecutionNotStarted",
-                    "message": "Step Functions did not start the workflow",
-                },
-            },
-            "expected_status": [OperationStatus.PENDING.value],
-        },
+        _not_started(operation_id, now),
     ]
     payload = workflow.execution_input(
-        operation_id=operation_id,
-        operation_type=OperationType.RETRY_STAGE,
-        tag=tag,
-        generation=generation,
-        start_stage=stage,
+        operation_id=operation_id, operation_type=op_type, tag=tag, generation=generation, start_stage=start_stage
     )
-    _launch(
-        rt,
-        state_machine_arn=rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN,
-        operation_id=operation_id,
-        payload=payload,
-        rollback=rollback,
-    )
+    _launch(rt, state_machine_arn=state_machine_arn, operation_id=operation_id, payload=payload, rollback=rollback)
     return get_operation(rt, operation_id)
 
 
