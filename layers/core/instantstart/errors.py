@@ -83,11 +83,11 @@ def aws_error(code: str, message: str) -> StageFailed:
 
     Step Functions matches ``Retry.ErrorEquals`` on the Lambda ``errorType``, which is the exception's
     class name, so transient AWS codes can be retried by name and every other code caught verbatim.
+    A code that is not an identifier (S3's ``403``) names the class ``AwsError`` but is recorded verbatim.
     """
-    if not code.isidentifier():
-        code = "AwsError"
-    cls = _AWS_ERROR_TYPES.get(code)
+    name = code if code.isidentifier() else "AwsError"
+    cls = _AWS_ERROR_TYPES.get(name)
     if cls is None:
-        cls = type(code, (StageFailed,), {"__module__": __name__})
-        _AWS_ERROR_TYPES[code] = cls
+        cls = type(name, (StageFailed,), {"__module__": __name__})
+        _AWS_ERROR_TYPES[name] = cls
     return cls(code, message)

@@ -375,6 +375,39 @@ def instance_group_specs(
     return specs
 
 
+def hyperpod_create_request(
+    tag: str,
+    groups: list[dict[str, Any]],
+    *,
+    execution_role: str,
+    lifecycle_uri: str,
+    security_group_id: str,
+    subnet_id: str,
+    eks_cluster_arn: str,
+) -> dict[str, Any]:
+    """The SageMaker ``CreateCluster`` request (keyword arguments) of the cluster's HyperPod cluster.
+
+    ``hp-cluster-<tag>`` orchestrated by the EKS cluster ``eks_cluster_arn``, one instance group per
+    API group (:func:`instance_group_specs`), automatic node recovery, continuous provisioning, and
+    the ownership tags. Pure: builds the request, calls nothing.
+    """
+    return {
+        "ClusterName": hyperpod_cluster_name(tag),
+        "InstanceGroups": instance_group_specs(
+            groups,
+            execution_role=execution_role,
+            lifecycle_uri=lifecycle_uri,
+            security_group_id=security_group_id,
+            subnet_id=subnet_id,
+        ),
+        "VpcConfig": {"SecurityGroupIds": [security_group_id], "Subnets": [subnet_id]},
+        "Orchestrator": {"Eks": {"ClusterArn": eks_cluster_arn}},
+        "NodeRecovery": "Automatic",
+        "NodeProvisioningMode": "Continuous",
+        "Tags": tag_list(ownership_tags(tag)),
+    }
+
+
 def _describe_hyperpod(sm: Any, name: str) -> dict[str, Any] | None:
     try:
         return dict(sm.describe_cluster(ClusterName=name))
@@ -440,21 +473,16 @@ def create_hyperpod_cluster(rt: Runtime, tag: str, generation: int, task_token: 
     if found is None:
         net = workflow.stage_resources(rt, tag, generation, StageName.NETWORK)
         hp = workflow.stage_resources(rt, tag, generation, StageName.HYPERPOD)
-        eks_arn = net["eksClusterArn"]
         sm.create_cluster(
-            ClusterName=name,
-            InstanceGroups=instance_group_specs(
+            **hyperpod_create_request(
+                tag,
                 groups,
                 execution_role=rt.settings.HYPERPOD_EXECUTION_ROLE_ARN,
                 lifecycle_uri=_lifecycle_uri(rt, tag, generation),
                 security_group_id=net["securityGroupId"],
                 subnet_id=hp["computeSubnetId"],
-            ),
-            VpcConfig={"SecurityGroupIds": [net["securityGroupId"]], "Subnets": [hp["computeSubnetId"]]},
-            Orchestrator={"Eks": {"ClusterArn": eks_arn}},
-            NodeRecovery="Automatic",
-            NodeProvisioningMode="Continuous",
-            Tags=tag_list(ownership_tags(tag)),
+                eks_cluster_arn=net["eksClusterArn"],
+            )
         )
         found = _describe_hyperpod(sm, name)
     elif found.get("ClusterStatus") == "Failed":

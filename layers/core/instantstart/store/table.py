@@ -183,6 +183,10 @@ class Store:
         }
         start = decode_token(next_token, {"PK", "SK", "GSI1PK", "GSI1SK"})
         if start:
+            # DynamoDB rejects a start key outside the queried partition (a 500 for an edited token).
+            plain = deserialize(start)
+            if plain["GSI1PK"] != keys.CLUSTERS_INDEX_PK or plain["SK"] != keys.META or plain["PK"] != plain["GSI1SK"]:
+                raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}])
             kwargs["ExclusiveStartKey"] = start
         out = self._db.query(**kwargs)
         return [deserialize(i) for i in out.get("Items", [])], encode_token(out.get("LastEvaluatedKey"))

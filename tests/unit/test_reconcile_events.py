@@ -1,0 +1,108 @@
+"""Reconciliation of "SageMaker HyperPod Cluster State Change" events: only our clusters are touched."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instantstart.clusters import service
+from instantstart.clusters.reconcile import on_hyperpod_state_change
+from instantstart.config import Settings
+from instantstart.models.cluster import CreateClusterRequest
+from instantstart.models.common import StageName
+from instantstart.runtime import Runtime
+from instantstart.store import keys
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_state_change.json").read_text())
+
+
+def detail(name: str, status: str = "Creating") -> dict[str, Any]:
+    out = copy.deepcopy(SAMPLE["detail"])
+    out["ClusterName"] = name
+    out["ClusterArn"] = f"arn:aws:sagemaker:us-west-2:123456789012:cluster/{name}"
+    out["ClusterStatus"] = status
+    return dict(out)
+
+
+def all_items(session: Any, table: str) -> list[dict[str, Any]]:
+    return list(session.client("dynamodb").scan(TableName=table)["Items"])
+
+
+@pytest.fixture
+def runtime(aws: Any, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    sfn = aws.client("stepfunctions")
+    arn = sfn.create_state_machine(
+        name="create",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/workflows",
+    )["stateMachineArn"]
+    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
+    return Runtime(Settings())
+
+
+@pytest.fixture
+def demo(runtime: Runtime) -> Runtime:
+    """A cluster ``demo`` being created (records written by the real create path)."""
+    service.create_cluster(
+        runtime,
+        CreateClusterRequest.model_validate(
+            {
+                "clusterTag": "demo",
+                "availabilityZone": "us-west-2c",
+                "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
+            }
+        ),
+    )
+    return runtime
+
+
+@pytest.mark.parametrize("name", ["my-training-cluster", "hp-clusterdemo", "eks-cluster-demo", ""])
+def test_given_a_cluster_not_named_hp_cluster_when_its_event_arrives_then_it_is_ignored_and_nothing_is_written(
+    aws: Any, table: str, demo: Runtime, name: str
+) -> None:
+    before = all_items(aws, table)
+
+    result = on_hyperpod_state_change(demo, detail(name, "InService"))
+
+    assert result == {"clusterTag": None, "status": "InService", "action": "ignored"}
+    assert all_items(aws, table) == before
+
+
+def test_given_an_hp_cluster_with_an_unknown_tag_when_its_event_arrives_then_it_is_ignored_and_no_record_appears(
+    aws: Any, table: str, demo: Runtime
+) -> None:
+    before = all_items(aws, table)
+
+    result = on_hyperpod_state_change(demo, detail("hp-cluster-ghost", "Failed"))
+
+    assert result == {"clusterTag": "ghost", "status": "Failed", "action": "ignored"}
+    assert all_items(aws, table) == before
+    assert demo.store.get_cluster("ghost") is None
+
+
+def test_given_our_cluster_when_a_creating_event_arrives_then_the_observed_state_is_recorded(demo: Runtime) -> None:
+    result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "Creating"))
+
+    assert result == {"clusterTag": "demo", "status": "Creating", "action": "recorded"}
+    view = service.get_cluster(demo, "demo")
+    assert view.hyper_pod is not None
+    assert view.hyper_pod.status == "Creating"
+    assert view.hyper_pod.cluster_arn == "arn:aws:sagemaker:us-west-2:123456789012:cluster/hp-cluster-demo"
+    [group] = view.hyper_pod.instance_groups
+    assert (group.instance_group_name, group.instance_count, group.current_count) == ("accel", 1, 0)
+    stage = demo.store.get(keys.cluster_pk("demo"), keys.stage_sk(1, StageName.HYPERPOD)) or {}
+    assert stage["observedStatus"] == "HyperPod Creating"
+
+
+def test_given_our_cluster_without_a_stored_task_token_when_in_service_arrives_then_it_is_recorded_not_resumed(
+    demo: Runtime,
+) -> None:
+    result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"))
+
+    assert result["action"] == "recorded"
+    assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]
