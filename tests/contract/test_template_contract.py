@@ -27,25 +27,6 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSubnets",
     },
-    # The network of a cluster is created at run time: the ids (vpc-..., subnet-..., rtb-...) do not exist
-    # when the policy is written, so the only expressible resource is a wildcard of every such id.
-    "ec2-create-cluster-network": {
-        "ec2:CreateVpc",
-        "ec2:ModifyVpcAttribute",
-        "ec2:CreateSubnet",
-        "ec2:CreateInternetGateway",
-        "ec2:AttachInternetGateway",
-        "ec2:CreateRouteTable",
-        "ec2:CreateRoute",
-        "ec2:AssociateRouteTable",
-        "ec2:AllocateAddress",
-        "ec2:CreateNatGateway",
-        "ec2:CreateVpcEndpoint",
-        "ec2:ModifyVpcEndpoint",
-        "ec2:CreateSecurityGroup",
-        "ec2:AuthorizeSecurityGroupIngress",
-        "ec2:CreateTags",
-    },
     # HyperPod node agents (AWS's documented execution-role policy): ENIs the service creates on its own
     # instances, and image pulls from AWS-owned registries in other accounts; GetAuthorizationToken has no
     # resource at all; pod identity is requested by the node for whichever cluster it joined.
