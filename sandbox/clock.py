@@ -87,7 +87,7 @@ class SimClock:
                 _, _, fn = heapq.heappop(self._timers)
             try:
                 fn()
-            except Exception:  # noqa: BLE001 - a failing timer must not stop the clock
+            except Exception:
                 import logging
 
                 logging.getLogger(__name__).exception("sandbox timer failed")

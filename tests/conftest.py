@@ -39,9 +39,7 @@ def api(sandbox: Any) -> Any:
 def wait_for() -> Callable[..., dict[str, Any]]:
     """Poll ``GET /clusters/{tag}`` until ``predicate(cluster)`` holds (bounded: 240 s wall)."""
 
-    def _wait(
-        api: Any, tag: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 240
-    ) -> dict[str, Any]:
+    def _wait(api: Any, tag: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 240) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         cluster: dict[str, Any] = {}
         while time.monotonic() < deadline:
