@@ -154,3 +154,19 @@ def test_given_a_token_pointing_into_another_partition_when_listing_then_invalid
 
     with pytest.raises(InvalidRequest):
         store.list_clusters(2, forged)
+
+
+def test_given_parallel_writers_of_one_map_when_each_sets_its_key_then_no_key_is_lost(store: Any) -> None:
+    """Add-ons of the dependencies stage record their status in parallel: every key must survive."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store.transact([{"put": {"PK": "CLUSTER#par", "SK": "S", "status": "RUNNING", "resources": {}}}])
+
+    def write(i: int) -> None:
+        store.merge_map("CLUSTER#par", "S", "resources", {f"addon:{i}": {"status": "ACTIVE"}}, {"updatedAt": str(i)})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(write, range(16)))
+    item = store.get("CLUSTER#par", "S")
+    assert item is not None
+    assert set(item["resources"]) == {f"addon:{i}" for i in range(16)}

@@ -249,20 +249,12 @@ def create_addon(rt: Runtime, tag: str, generation: int, addon_name: str) -> dic
 
 
 def _record_addon(rt: Runtime, tag: str, generation: int, name: str, status: str, role_arn: str | None = None) -> None:
-    # Add-ons run in parallel: each writes its own key of the map, never the whole map.
-    from instantstart.store import keys
-
+    # Add-ons run in parallel: each writes its own key of the resources map.
     value: dict[str, Any] = {"status": status}
     if role_arn:
         value["roleArn"] = role_arn
-    pk, sk = keys.cluster_pk(tag), keys.stage_sk(generation, StageName.DEPENDENCIES)
-    rt.store._db.update_item(
-        TableName=rt.store.table_name,
-        Key={"PK": {"S": pk}, "SK": {"S": sk}},
-        UpdateExpression="SET #r.#a = :v",
-        ConditionExpression="attribute_exists(#r)",
-        ExpressionAttributeNames={"#r": "resources", "#a": f"addon:{name}"},
-        ExpressionAttributeValues={":v": {"M": {k: {"S": v} for k, v in value.items()}}},
+    workflow.update_stage_resources(
+        rt, tag=tag, generation=generation, stage=StageName.DEPENDENCIES, resources={f"addon:{name}": value}
     )
 
 

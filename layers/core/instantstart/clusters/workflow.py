@@ -153,13 +153,11 @@ def update_stage_resources(
     observed_status: str | None = None,
 ) -> dict[str, Any]:
     """Merge ``resources`` into the stage record (ids the stage produced) and its observed AWS status."""
-    pk, sk = keys.cluster_pk(tag), keys.stage_sk(generation, stage)
-    current = rt.store.get(pk, sk) or {}
-    merged = {**current.get("resources", {}), **resources}
-    updates: dict[str, Any] = {"resources": merged, "updatedAt": _now()}
+    updates: dict[str, Any] = {"updatedAt": _now()}
     if observed_status is not None:
         updates["observedStatus"] = observed_status
-    return rt.store.update(pk, sk, updates)
+    # Per-key writes: parallel steps of one stage (add-ons, Kubernetes objects) never lose each other's ids.
+    return rt.store.merge_map(keys.cluster_pk(tag), keys.stage_sk(generation, stage), "resources", resources, updates)
 
 
 def stage_resources(rt: Runtime, tag: str, generation: int, stage: StageName) -> dict[str, Any]:

@@ -228,6 +228,49 @@ class Store:
             raise
         return deserialize(out["Attributes"])
 
+    def merge_map(
+        self, pk: str, sk: str, attribute: str, entries: Mapping[str, Any], updates: Mapping[str, Any] | None = None
+    ) -> Item:
+        """Set ``entries`` as keys of the map ``attribute`` (other keys untouched), plus top-level ``updates``.
+
+        Each key is its own ``SET #map.#key`` clause, so parallel writers of different keys never lose
+        each other's writes (a read-modify-write of the whole map would).
+
+        Raises:
+            ConditionFailed: the item or its map does not exist.
+        """
+        names: dict[str, str] = {"#map": attribute}
+        values: dict[str, Any] = {}
+        clauses = []
+        for i, (key, value) in enumerate(entries.items()):
+            names[f"#k{i}"] = key
+            values[f":k{i}"] = _SER.serialize(_dynamo(value))
+            clauses.append(f"#map.#k{i} = :k{i}")
+        for j, (name, value) in enumerate((updates or {}).items()):
+            names[f"#u{j}"] = name
+            values[f":u{j}"] = _SER.serialize(_dynamo(value))
+            clauses.append(f"#u{j} = :u{j}")
+        if not clauses:
+            item = self.get(pk, sk)
+            if item is None:
+                raise ConditionFailed(f"{pk}/{sk} does not exist")
+            return item
+        try:
+            out = self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": pk, "SK": sk}),
+                UpdateExpression="SET " + ", ".join(clauses),
+                ConditionExpression="attribute_exists(#map)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"{pk}/{sk}: no map {attribute}") from exc
+            raise
+        return deserialize(out["Attributes"])
+
     def transact(self, writes: Sequence[dict[str, Any]]) -> None:
         """Run ``TransactWriteItems``: all writes or none.
 
