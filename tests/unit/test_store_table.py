@@ -156,17 +156,29 @@ def test_given_a_token_pointing_into_another_partition_when_listing_then_invalid
         store.list_clusters(2, forged)
 
 
-def test_given_parallel_writers_of_one_map_when_each_sets_its_key_then_no_key_is_lost(store: Any) -> None:
-    """Add-ons of the dependencies stage record their status in parallel: every key must survive."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def test_given_a_map_written_by_another_step_when_a_step_merges_its_key_then_both_survive_without_a_read(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parallel add-on steps record their keys without reading the item, so none can clobber another's."""
     store.transact([{"put": {"PK": "CLUSTER#par", "SK": "S", "status": "RUNNING", "resources": {}}}])
+    store.merge_map("CLUSTER#par", "S", "resources", {"addon:cert-manager": {"status": "ACTIVE"}})
 
-    def write(i: int) -> None:
-        store.merge_map("CLUSTER#par", "S", "resources", {f"addon:{i}": {"status": "ACTIVE"}}, {"updatedAt": str(i)})
+    def no_read(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("merge_map must not read the item (a read-modify-write loses parallel writes)")
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(write, range(16)))
-    item = store.get("CLUSTER#par", "S")
-    assert item is not None
-    assert set(item["resources"]) == {f"addon:{i}" for i in range(16)}
+    monkeypatch.setattr(store._db, "get_item", no_read)
+    after = store.merge_map(
+        "CLUSTER#par", "S", "resources", {"addon:metrics-server": {"status": "CREATING"}}, {"updatedAt": "t1"}
+    )
+    assert after["resources"] == {
+        "addon:cert-manager": {"status": "ACTIVE"},
+        "addon:metrics-server": {"status": "CREATING"},
+    }
+    assert after["updatedAt"] == "t1"
+
+
+def test_given_no_map_when_merging_then_condition_failed(store: Any) -> None:
+    from instantstart.store.table import ConditionFailed
+
+    with pytest.raises(ConditionFailed):
+        store.merge_map("CLUSTER#none", "S", "resources", {"k": "v"})
