@@ -5,6 +5,8 @@ Each fix names the AWS behaviour it restores. Applied once by :class:`sandbox.ru
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Any
 
 
@@ -12,6 +14,7 @@ def install() -> None:
     """Apply every fix (idempotent)."""
     _gateway_endpoint_routes_follow_route_tables()
     _deleted_nat_gateway_releases_its_address_association()
+    _dynamodb_item_operations_are_atomic()
 
 
 def _gateway_endpoint_routes_follow_route_tables() -> None:
@@ -82,3 +85,26 @@ def _deleted_nat_gateway_releases_its_address_association() -> None:
 
     delete_nat_gateway._instantstart_patched = True  # type: ignore[attr-defined]
     NatGatewayBackend.delete_nat_gateway = delete_nat_gateway  # type: ignore[method-assign]
+
+
+_DYNAMODB_LOCK = threading.RLock()
+
+
+def _dynamodb_item_operations_are_atomic() -> None:
+    """Each DynamoDB item operation is atomic, as in AWS. moto's in-memory tables are not thread-safe: two
+    concurrent UpdateItem calls on one item can fail with "dictionary changed size during iteration". The
+    sandbox serves requests on many threads (parallel Step Functions branches), so item operations are
+    serialised here."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend, "_instantstart_atomic", False):
+        return
+    for name in ("put_item", "get_item", "query", "scan", "update_item", "delete_item", "transact_write_items"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with _DYNAMODB_LOCK:
+                return __original(*args, **kwargs)
+
+        setattr(DynamoDBBackend, name, functools.wraps(original)(locked))
+    DynamoDBBackend._instantstart_atomic = True  # type: ignore[attr-defined]
