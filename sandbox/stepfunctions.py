@@ -2,7 +2,8 @@
 
 Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
 committed ASL keeps realistic seconds. Also closes moto's StartExecution-without-a-name gap (AWS
-generates a UUID) and passes SendTaskFailure's ``cause`` on (moto drops it). The control plane's
+generates a UUID), passes SendTaskFailure's ``cause`` on (moto drops it) and emits the
+"Step Functions Execution Status Change" EventBridge event when an execution ends (moto does not). The control plane's
 ASL uses only ``lambda:invoke`` tasks, so moto's ``aws-sdk:*`` conversion is not needed and stays
 as moto ships it.
 """
@@ -52,6 +53,7 @@ def install(clock: SimClock) -> None:
 
     _allow_unnamed_executions()
     _keep_task_failure_cause()
+    _emit_execution_status_change()
 
 
 def _allow_unnamed_executions() -> None:
@@ -81,3 +83,41 @@ def _keep_task_failure_cause() -> None:
         return EmptyResult()
 
     StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
+def _emit_execution_status_change() -> None:
+    """Emit "Step Functions Execution Status Change" (source ``aws.states``) when an execution ends, as AWS does."""
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
+    original = BaseExecutionWorkerCommunication.terminated
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def terminated(self: Any) -> None:
+        original(self)
+        execution = self.execution
+        from sandbox.aws.eventbridge import put_event
+
+        status = execution.exec_status.value if execution.exec_status else "FAILED"
+        detail = {
+            "executionArn": execution.exec_arn,
+            "stateMachineArn": execution.state_machine_arn,
+            "name": execution.name,
+            "status": status,
+            "startDate": int(execution.start_date.timestamp() * 1000) if execution.start_date else None,
+            "stopDate": int(execution.stop_date.timestamp() * 1000) if execution.stop_date else None,
+            "error": execution.error,
+            "cause": execution.cause,
+        }
+        put_event(
+            execution.account_id,
+            execution.region_name,
+            "aws.states",
+            "Step Functions Execution Status Change",
+            detail,
+            [execution.exec_arn],
+            time=_CLOCK.now() if _CLOCK else None,
+        )
+
+    terminated._instantstart_patched = True  # type: ignore[attr-defined]
+    BaseExecutionWorkerCommunication.terminated = terminated  # type: ignore[method-assign]
