@@ -1,0 +1,338 @@
+"""Tool parameter and result schemas, derived from the HTTP API's own pydantic models.
+
+The API (``layers/core/instantstart/models``) is the one authority on field names, patterns, ranges and
+allowed values. This module reads them from there so the tool schemas an agent sees cannot drift from
+what the API accepts:
+
+- Parameter schemas *advertise* the API's constraints (pattern, length, range, enum, default) so the
+  agent can choose valid values, but the proxy does not enforce them itself: a value the API rejects
+  comes back as the API's own ``{"error": ...}`` JSON, so a validation added once in the API protects
+  every entry point and reads the same everywhere. Only types are checked by the SDK.
+- Result schemas are the API's response models with ``additionalProperties: false`` removed, so a
+  newer API that adds a field does not break an older proxy's clients.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from instantstart.models.cluster import (
+    SUPPORTED_CAPACITY_TYPES,
+    ClusterSummary,
+    ClusterTag,
+    ClusterView,
+    CreateClusterRequest,
+    InstanceGroupRequest,
+    StageView,
+)
+from instantstart.models.common import ApiModel, StageName
+from instantstart.models.operation import OperationView
+
+_CONSTRAINT_KEYS = (
+    "type",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "enum",
+    "examples",
+)
+
+WAIT_MIN_SECONDS = 1
+"""Shortest ``wait_seconds`` wait."""
+WAIT_MAX_SECONDS = 300
+"""Longest ``wait_seconds`` wait (inclusive); longer waits are several calls with status checks between."""
+
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
+"""``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
+IDEMPOTENCY_KEY_MAX_LENGTH = 128
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of an ``anyOf: [X, {"type": "null"}]`` schema, else the schema itself."""
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        concrete = [b for b in branches if b.get("type") != "null"]
+        if len(concrete) == 1:
+            return {**{k: v for k, v in schema.items() if k != "anyOf"}, **concrete[0]}
+    return schema
+
+
+@cache
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(by_alias=True)
+
+
+def api_constraints(model: type[BaseModel], field: str) -> dict[str, Any]:
+    """The JSON-schema constraints of one field of an API model (by its camelCase name).
+
+    Args:
+        model: an API request model, e.g. ``CreateClusterRequest``.
+        field: the field's JSON name, e.g. ``availabilityZone``.
+
+    Returns:
+        The field's ``type``, ``pattern``, length/range/item limits, ``enum`` (resolving ``$ref`` to
+        an enum definition) and ``examples``, as present in the API model's schema.
+    """
+    schema = _model_schema(model)
+    prop = _without_null(dict(schema["properties"][field]))
+    ref = prop.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        prop = {**schema["$defs"][ref.removeprefix("#/$defs/")], **{k: v for k, v in prop.items() if k != "$ref"}}
+    return {key: copy.deepcopy(prop[key]) for key in _CONSTRAINT_KEYS if key in prop}
+
+
+def api_default(model: type[BaseModel], field: str) -> Any:
+    """The API's default for a field (by its camelCase name) of an API request model."""
+    return _model_schema(model)["properties"][field].get("default")
+
+
+def _type_constraints(annotation: Any) -> dict[str, Any]:
+    schema = TypeAdapter(annotation).json_schema()
+    return {key: schema[key] for key in _CONSTRAINT_KEYS if key in schema}
+
+
+def advertised(description: str, constraints: dict[str, Any], **overrides: Any) -> Any:
+    """A pydantic ``Field`` whose JSON schema carries ``constraints`` (not enforced locally).
+
+    Args:
+        description: what the agent reads about the parameter.
+        constraints: JSON-schema keywords (from :func:`api_constraints`).
+        overrides: extra or replacing JSON-schema keywords; ``default`` becomes the field default.
+    """
+    extra = {k: v for k, v in {**constraints, **overrides}.items() if k not in ("type", "default")}
+    if "default" in overrides:
+        return Field(default=overrides["default"], description=description, json_schema_extra=extra)
+    return Field(description=description, json_schema_extra=extra)
+
+
+def advertised_constraints(constraints: dict[str, Any]) -> Any:
+    """A pydantic ``Field`` that only adds ``constraints`` to the JSON schema (for one branch of a union)."""
+    return Field(json_schema_extra={k: v for k, v in constraints.items() if k != "type"})
+
+
+# -- parameters -----------------------------------------------------------------------------------------
+
+CLUSTER_TAG_CONSTRAINTS = _type_constraints(ClusterTag)
+STAGE_NAMES = [stage.value for stage in StageName]
+CAPACITY_TYPES = [capacity.value for capacity in SUPPORTED_CAPACITY_TYPES]
+DEFAULT_INSTANCE_GROUP_NAME = api_default(InstanceGroupRequest, "instanceGroupName")
+DEFAULT_CAPACITY_TYPE = api_default(InstanceGroupRequest, "capacityType")
+
+ClusterTagParam = Annotated[
+    str,
+    advertised(
+        "Cluster tag (required, no default): lowercase letter first, then lowercase letters, digits or "
+        "hyphens, ending with a letter or digit, 3-24 characters. Names the cluster's AWS and Kubernetes "
+        "resources (eks-cluster-<tag>, hp-cluster-<tag>). Get existing tags from cluster_list_all.",
+        CLUSTER_TAG_CONSTRAINTS,
+    ),
+]
+
+AvailabilityZoneParam = Annotated[
+    str,
+    advertised(
+        "Availability Zone name (required, no default), e.g. us-west-2c. Offer only zones returned by "
+        "catalog_list_availability_zones.",
+        api_constraints(CreateClusterRequest, "availabilityZone"),
+    ),
+]
+
+IdempotencyKeyParam = Annotated[
+    Annotated[
+        str,
+        advertised_constraints(
+            {"pattern": IDEMPOTENCY_KEY_PATTERN, "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX_LENGTH}
+        ),
+    ]
+    | None,
+    Field(
+        default=None,
+        description="Optional Idempotency-Key (default: none, a new key per call). Repeating the call with the "
+        "same key and the same arguments returns the same operation instead of starting a second one.",
+    ),
+]
+
+
+class InstanceGroupInput(BaseModel):
+    """One HyperPod instance group of ``cluster_create`` (the ``instanceGroups[]`` item of ``POST /clusters``).
+
+    Only the fields the agent gives are sent; the API fills its defaults and rejects unknown fields.
+    """
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+
+    instanceGroupName: str = advertised(
+        f"Instance group name (default '{DEFAULT_INSTANCE_GROUP_NAME}'): 1-63 letters, digits and hyphens, "
+        "unique within the cluster.",
+        api_constraints(InstanceGroupRequest, "instanceGroupName"),
+        default=DEFAULT_INSTANCE_GROUP_NAME,
+    )
+    instanceType: str = advertised(
+        "HyperPod instance type (required, no default), e.g. ml.g6.4xlarge. The user's decision: offer only "
+        "types returned by catalog_list_instance_types for the chosen zone.",
+        api_constraints(InstanceGroupRequest, "instanceType"),
+    )
+    instanceCount: int = advertised(
+        "Number of instances (required, no default). The user's decision: ask for it, never infer a GPU or "
+        "instance count from a tensor-parallel or similar flag.",
+        api_constraints(InstanceGroupRequest, "instanceCount"),
+    )
+    capacityType: str = advertised(
+        f"How the capacity is paid for (default '{DEFAULT_CAPACITY_TYPE}'); allowed values: "
+        f"{', '.join(CAPACITY_TYPES)}. The user's decision.",
+        {"enum": CAPACITY_TYPES},
+        default=DEFAULT_CAPACITY_TYPE,
+    )
+
+    def to_api(self) -> dict[str, Any]:
+        """The item as sent to the API: the fields the agent set (and any extra ones, for the API to judge)."""
+        return self.model_dump(exclude_unset=True)
+
+
+InstanceGroupsParam = Annotated[
+    list[InstanceGroupInput],
+    advertised(
+        "Instance groups of the HyperPod cluster (required, no default), usually one, e.g. "
+        '[{"instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}].',
+        api_constraints(CreateClusterRequest, "instanceGroups"),
+    ),
+]
+
+KubernetesVersionParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(CreateClusterRequest, "kubernetesVersion"))] | None,
+    Field(
+        default=None,
+        description="EKS Kubernetes version (default: none, the API's default version). Not a user decision: "
+        "leave it unset unless the user asked for a version.",
+    ),
+]
+
+StageParam = Annotated[
+    str,
+    advertised(
+        "The FAILED stage to run again (required, no default); it and every later stage run again, earlier "
+        f"stages are kept. Allowed values, in order: {', '.join(STAGE_NAMES)}.",
+        {"enum": STAGE_NAMES},
+    ),
+]
+
+OperationIdParam = Annotated[
+    str,
+    advertised(
+        "Operation id (required, no default): the operationId of a cluster_create, cluster_retry_stage or "
+        "cluster_delete result.",
+        {"minLength": 1, "maxLength": 64},
+    ),
+]
+
+WaitSecondsParam = Annotated[
+    int,
+    advertised(
+        f"Seconds to wait (required, no default), {WAIT_MIN_SECONDS}-{WAIT_MAX_SECONDS} inclusive. "
+        "Use 30-120 between status polls of a long-running operation.",
+        {"minimum": WAIT_MIN_SECONDS, "maximum": WAIT_MAX_SECONDS},
+    ),
+]
+
+
+# -- results --------------------------------------------------------------------------------------------
+
+
+class _Result(ApiModel):
+    """Base of the proxy's own result envelopes: camelCase, permissive."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ClusterListAllResult(_Result):
+    """Result of ``cluster_list_all``: every cluster (all pages)."""
+
+    clusters: list[ClusterSummary]
+    count: int = Field(description="Number of clusters.")
+
+
+class StagesResult(_Result):
+    """Result of ``cluster_get_stages``."""
+
+    cluster_tag: str
+    stages: list[StageView]
+
+
+class AvailabilityZoneItem(_Result):
+    """One Availability Zone of the API's Region."""
+
+    zone_name: str
+    zone_id: str
+
+
+class AvailabilityZonesResult(_Result):
+    """Result of ``catalog_list_availability_zones``."""
+
+    availability_zones: list[AvailabilityZoneItem]
+    region: str = Field(description="The Region of the API (and of every zone).")
+
+
+class InstanceTypesResult(_Result):
+    """Result of ``catalog_list_instance_types``."""
+
+    availability_zone: str
+    instance_types: list[str]
+
+
+class WaitResult(_Result):
+    """Result of ``wait_seconds``."""
+
+    waited_seconds: int
+
+
+def _permissive(schema: Any) -> Any:
+    """``schema`` without ``additionalProperties: false`` anywhere (answers may gain fields)."""
+    if isinstance(schema, dict):
+        return {
+            key: _permissive(value)
+            for key, value in schema.items()
+            if not (key == "additionalProperties" and value is False)
+        }
+    if isinstance(schema, list):
+        return [_permissive(item) for item in schema]
+    return schema
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The published ``outputSchema`` of a tool whose structured result is ``model``'s JSON."""
+    return dict(_permissive(model.model_json_schema(by_alias=True, mode="serialization")))
+
+
+OPERATION_SCHEMA = output_schema(OperationView)
+CLUSTER_SCHEMA = output_schema(ClusterView)
+CLUSTER_LIST_SCHEMA = output_schema(ClusterListAllResult)
+STAGES_SCHEMA = output_schema(StagesResult)
+ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
+INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
+WAIT_SCHEMA = output_schema(WaitResult)
+
+__all__ = [
+    "CAPACITY_TYPES",
+    "STAGE_NAMES",
+    "WAIT_MAX_SECONDS",
+    "WAIT_MIN_SECONDS",
+    "AvailabilityZoneParam",
+    "ClusterTagParam",
+    "IdempotencyKeyParam",
+    "InstanceGroupInput",
+    "InstanceGroupsParam",
+    "KubernetesVersionParam",
+    "OperationIdParam",
+    "StageParam",
+    "WaitSecondsParam",
+    "api_constraints",
+    "output_schema",
+]

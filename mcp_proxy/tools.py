@@ -1,0 +1,404 @@
+"""The MCP tools: one per HTTP API operation (plus ``wait_seconds``), each a call of ``InstantStartClient``.
+
+Rules every tool follows:
+
+- It calls the HTTP API through :class:`client.api.InstantStartClient` (SigV4, botocore credential
+  chain) and nothing else: no boto3 service calls, no kubectl, no logic the API lacks.
+- Its result is the API's JSON answer as structured content (and as JSON text), described by an
+  ``outputSchema`` derived from the API's response model.
+- An API answer of 4xx/5xx becomes a tool error (``isError``) whose text is the API's
+  ``{"error": {"code", "message", "details"}}`` JSON, verbatim.
+- A call the proxy refuses itself (read-only mode, a delete confirmation that does not match, a wait
+  outside 1-300 s, the API unreachable or unconfigured) raises the SDK's ``ToolError``, whose message
+  the agent reads and which says what to do next.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, cast
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
+from client.shapes import InstanceGroupSpec
+from mcp_proxy import schemas
+from mcp_proxy.schemas import (
+    AvailabilityZoneParam,
+    ClusterTagParam,
+    IdempotencyKeyParam,
+    InstanceGroupsParam,
+    KubernetesVersionParam,
+    OperationIdParam,
+    StageParam,
+    WaitSecondsParam,
+)
+
+ALLOW_WRITE_ENV = "INSTANTSTART_ALLOW_WRITE"
+"""Environment variable that enables write tools when set to ``true`` (or ``1``/``yes``/``on``)."""
+
+OPERATION_TOOLS: Mapping[str, str] = {
+    "list_clusters_clusters_get": "cluster_list_all",
+    "create_cluster_clusters_post": "cluster_create",
+    "get_cluster_clusters__clusterTag__get": "cluster_get_status",
+    "get_stages_clusters__clusterTag__stages_get": "cluster_get_stages",
+    "retry_stage_clusters__clusterTag__stages__stage__retry_post": "cluster_retry_stage",
+    "delete_cluster_clusters__clusterTag__delete": "cluster_delete",
+    "get_operation_operations__operationId__get": "operation_get",
+    "list_availability_zones_catalog_availability_zones_get": "catalog_list_availability_zones",
+    "list_instance_types_catalog_instance_types_get": "catalog_list_instance_types",
+}
+"""OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
+operation of the contract has no entry, so every new route gets its tool in the same change."""
+
+WRITE_TOOLS = frozenset({"cluster_create", "cluster_retry_stage", "cluster_delete"})
+"""Tools that change AWS resources: listed always, refused unless writes are enabled."""
+
+PROGRESS_INTERVAL_SECONDS = 10.0
+"""``wait_seconds`` reports progress this often (keeps clients with idle timeouts informed)."""
+
+Sleep = Callable[[float], Awaitable[None]]
+ClientFactory = Callable[[], InstantStartClient]
+
+
+def env_allows_write(environ: Mapping[str, str]) -> bool:
+    """True when ``INSTANTSTART_ALLOW_WRITE`` is ``true``, ``1``, ``yes`` or ``on`` (any case)."""
+    return environ.get(ALLOW_WRITE_ENV, "").strip().lower() in {"true", "1", "yes", "on"}
+
+
+def read_only_message(tool: str) -> str:
+    """The refusal of a write tool in read-only mode, saying exactly how to enable writes."""
+    return (
+        f"{tool} was refused: this InstantStart MCP server is read-only (the default), so write tools "
+        "(cluster_create, cluster_retry_stage, cluster_delete) do nothing and nothing was sent to the API. "
+        "To enable them, restart the server with --allow-write (`instantstart-mcp --allow-write`) or set "
+        f"{ALLOW_WRITE_ENV}=true in its environment (the `env` of its entry in your MCP client configuration), "
+        "then call the tool again."
+    )
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def ok(data: Mapping[str, Any]) -> CallToolResult:
+    """A successful result: ``data`` as structured content and as JSON text."""
+    payload = dict(data)
+    return CallToolResult(content=[TextContent(type="text", text=_json_text(payload))], structured_content=payload)
+
+
+def api_error_result(exc: ApiError) -> CallToolResult:
+    """The tool error of a 4xx/5xx answer: its text is the API's ``{"error": ...}`` JSON, verbatim.
+
+    Answers without the API's error shape (API Gateway's own ``{"message": "Forbidden"}``, a non-JSON
+    body) are given that shape from the status, code and message the client parsed.
+    """
+    body = exc.body
+    if not (isinstance(body, dict) and isinstance(body.get("error"), dict)):
+        body = {"error": {"code": exc.code, "message": exc.message, "details": exc.details, "status": exc.status}}
+    return CallToolResult(content=[TextContent(type="text", text=_json_text(body))], is_error=True)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How one tool is published: name, title, result schema and behaviour hints."""
+
+    name: str
+    title: str
+    output_schema: dict[str, Any]
+    annotations: ToolAnnotations
+
+
+def _read(name: str, title: str, schema: dict[str, Any], *, open_world: bool = True) -> ToolSpec:
+    return ToolSpec(name, title, schema, ToolAnnotations(title=title, read_only_hint=True, open_world_hint=open_world))
+
+
+def _write(name: str, title: str, schema: dict[str, Any], *, destructive: bool, idempotent: bool) -> ToolSpec:
+    hints = ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=True,
+    )
+    return ToolSpec(name, title, schema, hints)
+
+
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    _read("cluster_list_all", "List all clusters", schemas.CLUSTER_LIST_SCHEMA),
+    _write(
+        "cluster_create", "Create a HyperPod cluster", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
+    ),
+    _read("cluster_get_status", "Get a cluster's status", schemas.CLUSTER_SCHEMA),
+    _read("cluster_get_stages", "Get a cluster's stages", schemas.STAGES_SCHEMA),
+    _write(
+        "cluster_retry_stage", "Retry a failed stage", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
+    ),
+    _write("cluster_delete", "Delete a cluster", schemas.OPERATION_SCHEMA, destructive=True, idempotent=True),
+    _read("operation_get", "Get an operation", schemas.OPERATION_SCHEMA),
+    _read("catalog_list_availability_zones", "List Availability Zones", schemas.ZONES_SCHEMA),
+    _read("catalog_list_instance_types", "List instance types in a zone", schemas.INSTANCE_TYPES_SCHEMA),
+    _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
+)
+"""Every tool, in the order they are listed."""
+
+
+class InstantStartTools:
+    """The tool implementations, bound to one API client and one write policy.
+
+    Args:
+        client_factory: builds the API client on the first call (so a missing URL or missing
+            credentials become a readable tool error rather than a server that does not start).
+        allow_write: enable ``cluster_create``, ``cluster_retry_stage`` and ``cluster_delete``.
+        sleep: the awaitable sleep of ``wait_seconds`` (default ``anyio.sleep``: real seconds).
+        progress_interval: seconds between progress notifications of ``wait_seconds``.
+    """
+
+    def __init__(
+        self,
+        client_factory: ClientFactory,
+        *,
+        allow_write: bool,
+        sleep: Sleep | None = None,
+        progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+    ) -> None:
+        self._client_factory = client_factory
+        self._client: InstantStartClient | None = None
+        self._lock = threading.Lock()
+        self.allow_write = allow_write
+        self._sleep: Sleep = sleep or anyio.sleep
+        self._progress_interval = progress_interval
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def client(self) -> InstantStartClient:
+        """The API client, created on first use.
+
+        Raises:
+            ToolError: no API URL, no region (the message names the settings).
+        """
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = self._client_factory()
+                except ConfigurationError as exc:
+                    raise ToolError(f"the InstantStart API client is not configured: {exc}") from exc
+            return self._client
+
+    def _call(self, request: Callable[[InstantStartClient], Mapping[str, Any]]) -> CallToolResult:
+        """Run one API request; map its answer to a result and its failures to tool errors."""
+        client = self.client()
+        try:
+            return ok(request(client))
+        except ApiError as exc:
+            return api_error_result(exc)
+        except ApiConnectionError as exc:
+            raise ToolError(
+                f"the InstantStart API could not be reached after retries: {exc.message}. Check the API URL "
+                f"({client.api_url}) and the network, then call the tool again."
+            ) from exc
+        except ConfigurationError as exc:
+            raise ToolError(f"the InstantStart API client is not configured: {exc}") from exc
+
+    def _require_write(self, tool: str) -> None:
+        if not self.allow_write:
+            raise ToolError(read_only_message(tool))
+
+    # -- clusters -------------------------------------------------------------------------------------
+
+    def cluster_list_all(self) -> CallToolResult:
+        """List every cluster of the control plane (all pages): tag, status, zone, EKS and HyperPod names.
+
+        Call this first, before creating anything, to see which tags exist. Read-only.
+        """
+
+        def request(client: InstantStartClient) -> dict[str, Any]:
+            clusters = list(client.iter_clusters())
+            return {"clusters": clusters, "count": len(clusters)}
+
+        return self._call(request)
+
+    def cluster_create(
+        self,
+        clusterTag: ClusterTagParam,
+        availabilityZone: AvailabilityZoneParam,
+        instanceGroups: InstanceGroupsParam,
+        kubernetesVersion: KubernetesVersionParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Start creating a HyperPod cluster on a new EKS cluster (POST /clusters); returns the operation.
+
+        The control plane runs the stages network -> access -> dependencies -> hyperpod -> storage ->
+        verify (about 30-40 minutes): VPC and subnets, EKS, add-ons, HyperPod capacity with automatic
+        node recovery, S3 storage, node verification. Do not ask the user about CIDRs, subnets, route
+        tables or installation order. Before calling, use cluster_list_all, catalog_list_availability_zones
+        and catalog_list_instance_types and get the user's choice of tag, zone, instance type and count and
+        capacity type. After calling, poll to a terminal state: wait_seconds (60-120) then operation_get
+        with the returned operationId (or cluster_get_stages for stage progress), reporting progress,
+        until status is SUCCEEDED, FAILED or CANCELLED; never stop early. Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_create")
+
+        groups = cast(list[InstanceGroupSpec], [group.to_api() for group in instanceGroups])
+
+        def request(client: InstantStartClient) -> Mapping[str, Any]:
+            return client.create_cluster(
+                clusterTag,
+                availabilityZone,
+                groups,
+                kubernetes_version=kubernetesVersion,
+                idempotency_key=idempotencyKey,
+            )
+
+        return self._call(request)
+
+    def cluster_get_status(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Get one cluster (GET /clusters/{clusterTag}): status (CREATING, READY, FAILED, DELETING, DELETED),
+        every stage with its status and error, the current operation id, and the observed EKS cluster,
+        HyperPod cluster and instance groups, Kubernetes nodes and S3 storage.
+
+        Use it to verify a READY cluster and build the final summary for the user. Read-only.
+        """
+        return self._call(lambda client: client.get_cluster(clusterTag))
+
+    def cluster_get_stages(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Get the stages of a cluster in order (GET /clusters/{clusterTag}/stages): name, status (PENDING,
+        RUNNING, SUCCEEDED, FAILED), attempts, start/end times, the AWS status observed, resources and
+        the AWS error of a failed stage, verbatim.
+
+        Use it while polling to report which stage is running. Read-only.
+        """
+        return self._call(lambda client: {"clusterTag": clusterTag, "stages": client.get_stages(clusterTag)})
+
+    def cluster_retry_stage(
+        self,
+        clusterTag: ClusterTagParam,
+        stage: StageParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Run a FAILED stage again, and every stage after it (POST /clusters/{clusterTag}/stages/{stage}/retry).
+
+        Earlier stages are kept. Only a FAILED stage can be retried (the API answers 409 naming the
+        stage's status otherwise). Show the user the stage's error first; if it is a capacity or quota
+        problem, the user decides whether to retry. Returns the RETRY_STAGE operation: poll it to a
+        terminal state like cluster_create. Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_retry_stage")
+        return self._call(lambda client: client.retry_stage(clusterTag, stage, idempotency_key=idempotencyKey))
+
+    def cluster_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again (required, no default), exactly as the user typed it to "
+                "confirm the deletion; the call is refused unless it equals clusterTag. Never fill it in "
+                "without the user's explicit confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete a cluster and every AWS and Kubernetes resource it created (DELETE /clusters/{clusterTag}).
+
+        Destructive and irreversible: first show the user what will be deleted (cluster_get_status) and
+        ask them to confirm by typing the tag; pass what they typed as confirmClusterTag. Returns the
+        DELETE_CLUSTER operation: poll it to a terminal state like cluster_create. Write tool: needs
+        --allow-write.
+        """
+        self._require_write("cluster_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"cluster_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal clusterTag "
+                f"{clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting cluster "
+                f"{clusterTag!r} and all its AWS and Kubernetes resources by typing its tag, then call "
+                "cluster_delete again with confirmClusterTag set to exactly what they typed."
+            )
+        return self._call(lambda client: client.delete_cluster(clusterTag, idempotency_key=idempotencyKey))
+
+    # -- operations -----------------------------------------------------------------------------------
+
+    def operation_get(self, operationId: OperationIdParam) -> CallToolResult:
+        """Get a long-running operation (GET /operations/{operationId}): type, status (PENDING, RUNNING,
+        SUCCEEDED, FAILED, CANCELLED), cluster tag, times and the error that ended it.
+
+        SUCCEEDED, FAILED and CANCELLED are terminal; until then keep polling with wait_seconds between
+        calls. Read-only.
+        """
+        return self._call(lambda client: client.get_operation(operationId))
+
+    # -- catalog --------------------------------------------------------------------------------------
+
+    def catalog_list_availability_zones(self) -> CallToolResult:
+        """List the Availability Zones of the API's Region (GET /catalog/availability-zones): zone names and
+        ids, and the Region.
+
+        Call before asking the user for a zone, and offer only these. Read-only.
+        """
+        return self._call(
+            lambda client: {"availabilityZones": client.list_availability_zones(), "region": client.region}
+        )
+
+    def catalog_list_instance_types(self, availabilityZone: AvailabilityZoneParam) -> CallToolResult:
+        """List the HyperPod instance types offered in an Availability Zone (GET /catalog/instance-types).
+
+        Call after the user chose a zone and before asking for an instance type; offer only these.
+        Read-only.
+        """
+        return self._call(
+            lambda client: {
+                "availabilityZone": availabilityZone,
+                "instanceTypes": client.list_instance_types(availabilityZone),
+            }
+        )
+
+    # -- waiting --------------------------------------------------------------------------------------
+
+    async def wait_seconds(self, seconds: WaitSecondsParam, ctx: Context) -> CallToolResult:
+        """Wait a number of seconds (1-300 inclusive), reporting progress; then check the operation again.
+
+        Use between status polls of a long-running operation (60-120 s suits cluster creation and
+        deletion): wait_seconds, then operation_get or cluster_get_stages, and repeat until a terminal
+        state. Outside 1-300 the call is a tool error. Read-only.
+        """
+        if not schemas.WAIT_MIN_SECONDS <= seconds <= schemas.WAIT_MAX_SECONDS:
+            raise ToolError(
+                f"seconds must be between {schemas.WAIT_MIN_SECONDS} and {schemas.WAIT_MAX_SECONDS} inclusive, "
+                f"got {seconds}; for a longer wait call wait_seconds again after checking the status."
+            )
+        waited = 0.0
+        while waited < seconds:
+            step = min(self._progress_interval, seconds - waited)
+            await self._sleep(step)
+            waited += step
+            await ctx.report_progress(waited, seconds, f"waited {waited:g} of {seconds} s")
+        return ok({"waitedSeconds": seconds})
+
+    # -- publishing -----------------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        """The SDK ``Tool`` of every spec in :data:`TOOL_SPECS`, with its published output schema."""
+        published: list[Tool] = []
+        for spec in TOOL_SPECS:
+            fn = getattr(self, spec.name)
+            tool = Tool.from_function(
+                fn,
+                name=spec.name,
+                title=spec.title,
+                description=inspect.cleandoc(fn.__doc__ or ""),
+                annotations=spec.annotations,
+            )
+            # The result is the API's JSON, returned as a CallToolResult: the schema is published for
+            # clients (which validate it) and not re-validated here.
+            tool.fn_metadata.output_schema = spec.output_schema
+            published.append(tool)
+        return published
