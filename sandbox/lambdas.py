@@ -1,5 +1,8 @@
 """Lambda without Docker: moto's runtime is replaced by an in-process import-and-call of the handler.
 
+Each function has one execution environment (its invocations run one at a time, as in one Lambda
+container); different functions run concurrently.
+
 The deployer registers each function's local code directory and handler; moto keeps its own
 ``Invoke`` API, FunctionError header and logs. Handlers share one interpreter, so every handler
 module name must be unique across function directories (a contract test checks it) and all
@@ -56,6 +59,19 @@ REGISTRY: dict[str, LambdaCode] = {}
 """Function name -> local code, filled by the deployer."""
 
 _import_lock = threading.Lock()
+_function_locks: dict[str, threading.Lock] = {}
+_function_locks_guard = threading.Lock()
+
+
+def _function_lock(name: str) -> threading.Lock:
+    """One execution environment per function: like a Lambda container, it runs one invocation at a time.
+
+    Handlers keep per-invocation state in module globals (the Powertools resolver's current event,
+    the logger's keys); real Lambda never runs two invocations in one environment. Different
+    functions still run in parallel, so a function invoking another cannot deadlock.
+    """
+    with _function_locks_guard:
+        return _function_locks.setdefault(name, threading.Lock())
 _invocations: list[dict[str, Any]] = []
 _invocations_lock = threading.Lock()
 
@@ -101,7 +117,9 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     errored = False
     try:
         handler = _load_handler(code)
-        result = handler(event, context)
+        with _function_lock(name):
+            context._started = time.monotonic()
+            result = handler(event, context)
         payload = json.dumps(result, default=str)
     except Exception as exc:
         errored = True

@@ -171,3 +171,28 @@ def test_when_listing_zones_and_instance_types_then_only_offered_values(api: Ins
     types = api.list_instance_types("us-west-2c")
     assert "ml.g6.4xlarge" in types
     assert all(t.startswith("ml.") for t in types)
+
+
+def test_when_different_requests_arrive_at_once_then_each_gets_its_own_answer(sandbox: Any) -> None:
+    """Concurrent invocations must not see each other's event (one execution environment per invocation)."""
+    bad = {"clusterTag": "okay", "availabilityZone": "us-west-2c", "instanceGroups": [{**GROUP, "instanceCount": 0}]}
+
+    def call(i: int) -> tuple[int, Any]:
+        if i % 3 == 0:
+            response = _signed(sandbox, "GET", "/catalog/availability-zones")
+        elif i % 3 == 1:
+            response = _signed(sandbox, "POST", "/clusters", bad)
+        else:
+            response = _signed(sandbox, "GET", "/clusters/nosuch")
+        return i, response
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(call, range(60)))
+    for i, response in results:
+        if i % 3 == 0:
+            assert response.status_code == 200 and response.json()["availabilityZones"], response.text
+        elif i % 3 == 1:
+            assert response.status_code == 422, response.text
+            assert [d["field"] for d in response.json()["error"]["details"]] == ["instanceGroups[0].instanceCount"]
+        else:
+            assert response.status_code == 404 and response.json()["error"]["code"] == "ClusterNotFound"
