@@ -47,15 +47,15 @@ ALLOW_WRITE_ENV = "INSTANTSTART_ALLOW_WRITE"
 """Environment variable that enables write tools when set to ``true`` (or ``1``/``yes``/``on``)."""
 
 OPERATION_TOOLS: Mapping[str, str] = {
-    "list_clusters_clusters_get": "cluster_list_all",
-    "create_cluster_clusters_post": "cluster_create",
-    "get_cluster_clusters__clusterTag__get": "cluster_get_status",
-    "get_stages_clusters__clusterTag__stages_get": "cluster_get_stages",
-    "retry_stage_clusters__clusterTag__stages__stage__retry_post": "cluster_retry_stage",
-    "delete_cluster_clusters__clusterTag__delete": "cluster_delete",
-    "get_operation_operations__operationId__get": "operation_get",
-    "list_availability_zones_catalog_availability_zones_get": "catalog_list_availability_zones",
-    "list_instance_types_catalog_instance_types_get": "catalog_list_instance_types",
+    "ListClusters": "cluster_list_all",
+    "CreateCluster": "cluster_create",
+    "GetCluster": "cluster_get_status",
+    "ListStages": "cluster_get_stages",
+    "RetryStage": "cluster_retry_stage",
+    "DeleteCluster": "cluster_delete",
+    "GetOperation": "operation_get",
+    "ListAvailabilityZones": "catalog_list_availability_zones",
+    "ListInstanceTypes": "catalog_list_instance_types",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""

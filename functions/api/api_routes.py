@@ -74,6 +74,7 @@ class InstanceTypeList(ApiModel):
 
 @router.post(
     "/clusters",
+    operation_id="CreateCluster",
     summary="Create a HyperPod cluster (staged, asynchronous)",
     responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
     tags=["clusters"],
@@ -88,7 +89,7 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
     )
 
 
-@router.get("/clusters", summary="List clusters", tags=["clusters"])
+@router.get("/clusters", operation_id="ListClusters", summary="List clusters", tags=["clusters"])
 def list_clusters(
     max_results: Annotated[int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.")] = 20,
     next_token: Annotated[str | None, Query(alias="nextToken", max_length=2048)] = None,
@@ -97,7 +98,12 @@ def list_clusters(
     return _json(service.list_clusters(runtime(), max_results, next_token))
 
 
-@router.get("/clusters/<clusterTag>", summary="Get a cluster with its stages and observed state", tags=["clusters"])
+@router.get(
+    "/clusters/<clusterTag>",
+    operation_id="GetCluster",
+    summary="Get a cluster with its stages and observed state",
+    tags=["clusters"],
+)
 def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ClusterView]:
     """The cluster view."""
     return _json(service.get_cluster(runtime(), cluster_tag))
@@ -105,6 +111,7 @@ def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
 
 @router.delete(
     "/clusters/<clusterTag>",
+    operation_id="DeleteCluster",
     summary="Delete a cluster (teardown in reverse stage order)",
     responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
     tags=["clusters"],
@@ -121,7 +128,12 @@ def delete_cluster(
     )
 
 
-@router.get("/clusters/<clusterTag>/stages", summary="List the stages of a cluster", tags=["clusters"])
+@router.get(
+    "/clusters/<clusterTag>/stages",
+    operation_id="ListStages",
+    summary="List the stages of a cluster",
+    tags=["clusters"],
+)
 def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
     """The stages in order."""
     return _json(service.get_stages(runtime(), cluster_tag))
@@ -129,6 +141,7 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
 
 @router.post(
     "/clusters/<clusterTag>/stages/<stage>/retry",
+    operation_id="RetryStage",
     summary="Retry a FAILED stage (it and the later stages run again)",
     responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
     tags=["clusters"],
@@ -147,7 +160,7 @@ def retry_stage(
     )
 
 
-@router.get("/operations/<operationId>", summary="Get an operation", tags=["operations"])
+@router.get("/operations/<operationId>", operation_id="GetOperation", summary="Get an operation", tags=["operations"])
 def get_operation(
     operation_id: Annotated[str, Path(alias="operationId", max_length=64)],
 ) -> Response[OperationView]:
@@ -155,13 +168,23 @@ def get_operation(
     return _json(service.get_operation(runtime(), operation_id))
 
 
-@router.get("/catalog/availability-zones", summary="Availability Zones of the Region", tags=["catalog"])
+@router.get(
+    "/catalog/availability-zones",
+    operation_id="ListAvailabilityZones",
+    summary="Availability Zones of the Region",
+    tags=["catalog"],
+)
 def list_availability_zones() -> Response[AvailabilityZoneList]:
     """Zones usable for the HyperPod compute subnet."""
     return _json(AvailabilityZoneList.model_validate({"availabilityZones": service.list_availability_zones(runtime())}))
 
 
-@router.get("/catalog/instance-types", summary="HyperPod instance types offered in a zone", tags=["catalog"])
+@router.get(
+    "/catalog/instance-types",
+    operation_id="ListInstanceTypes",
+    summary="HyperPod instance types offered in a zone",
+    tags=["catalog"],
+)
 def list_instance_types(
     availability_zone: Annotated[
         str,
