@@ -72,6 +72,8 @@ def _function_lock(name: str) -> threading.Lock:
     """
     with _function_locks_guard:
         return _function_locks.setdefault(name, threading.Lock())
+
+
 _invocations: list[dict[str, Any]] = []
 _invocations_lock = threading.Lock()
 
