@@ -36,6 +36,12 @@ def _validation_error(exc: RequestValidationError) -> Response[Any]:
     return api_errors.from_validation_error(exc)
 
 
+@app.exception_handler([UnicodeDecodeError, RecursionError])
+def _undecodable_body(exc: Exception) -> Response[Any]:
+    # A body that is not UTF-8, or JSON nested too deeply to parse, is malformed input: 400, never a 500.
+    return api_errors.error_response(400, "BadRequest", "the request body is not valid UTF-8 JSON")
+
+
 @app.not_found
 def _not_found(exc: Exception) -> Response[Any]:
     return api_errors.error_response(404, "RouteNotFound", f"no route {app.current_event.path}")
@@ -45,5 +51,8 @@ def _not_found(exc: Exception) -> Response[Any]:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Route one API Gateway v2 event."""
+    unsupported = api_errors.unsupported_media_type(event)
+    if unsupported is not None:
+        return unsupported
     api_idempotency.configure(api_routes.runtime().settings.TABLE_NAME, context)
     return app.resolve(event, context)

@@ -16,6 +16,7 @@ from instantstart.errors import (
     UpstreamUnavailable,
     ValidationFailed,
 )
+from instantstart.models.cluster import CLUSTER_TAG_RULE
 
 STATUS_BY_ERROR: dict[type[InstantStartError], int] = {
     InvalidRequest: 400,
@@ -32,10 +33,38 @@ def error_response(status: int, code: str, message: str, details: list[dict[str,
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
 
 
+def unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The 415 answer (API Gateway v2 proxy shape) for a body that is not ``application/json``, else None.
+
+    A missing Content-Type is read as JSON. Checked before routing: Powertools would otherwise parse
+    form bodies and answer other types in its own error shape.
+    """
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    content_type = headers.get("content-type", "")
+    if not event.get("body") or not content_type or content_type.split(";")[0].strip().lower() == "application/json":
+        return None
+    body = {
+        "error": {
+            "code": "UnsupportedMediaType",
+            "message": f"Content-Type '{content_type}' is not supported; send application/json",
+            "details": [{"field": "Content-Type", "allowedValues": ["application/json"]}],
+        }
+    }
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
 def from_domain_error(exc: InstantStartError) -> Response[Any]:
     """The answer of a domain error (status by its class; 500 only for unexpected errors)."""
     status = next((s for cls, s in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
     return error_response(status, exc.code, exc.message, exc.details)
+
+
+_TAG_ERRORS = ("string_pattern_mismatch", "string_too_short", "string_too_long")
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -59,11 +88,14 @@ def from_validation_error(exc: RequestValidationError) -> Response[Any]:
     details = []
     for e in errors:
         message = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        detail: dict[str, Any] = {
-            "field": _field(tuple(e.get("loc", ()))),
-            "message": message,
-            "type": e.get("type"),
-        }
+        field = _field(tuple(e.get("loc", ())))
+        if field == "clusterTag" and e.get("type") in (
+            "string_pattern_mismatch",
+            "string_too_short",
+            "string_too_long",
+        ):
+            message = f"clusterTag must be {CLUSTER_TAG_RULE}"
+        detail: dict[str, Any] = {"field": field, "message": message, "type": e.get("type")}
         ctx = e.get("ctx") or {}
         if "expected" in ctx:
             detail["allowedValues"] = str(ctx["expected"])

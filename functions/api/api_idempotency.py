@@ -1,7 +1,8 @@
 """``Idempotency-Key`` handling with Powertools idempotency (records in the single table).
 
-The key plus the route identifies the request; a hash of the body is validated, so the same key
-with another body is refused (409). Without a key the call runs as is; concurrent creates of one
+The key alone identifies the request; a hash of the route and body is validated, so the same
+key with another body, or on another route or cluster, is refused (409) instead of running a new
+request. Without a key the call runs as is; concurrent creates of one
 tag are still serialised by the conditional writes in the core library.
 """
 
@@ -24,8 +25,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from instantstart.errors import Conflict
 
 CONFIG = IdempotencyConfig(
-    event_key_jmespath="[route, key]",
-    payload_validation_jmespath="body",
+    event_key_jmespath="key",
+    payload_validation_jmespath="[route, body]",
     raise_on_no_idempotency_key=True,
     expires_after_seconds=24 * 3600,
 )
@@ -59,7 +60,7 @@ def run_idempotent(*, route: str, key: str | None, body: Any, call: Callable[[],
         return _run(request={"route": route, "key": key, "body": body})
     except IdempotencyValidationError as exc:
         raise Conflict(
-            "Idempotency-Key was already used with a different request body; use a new key",
+            "Idempotency-Key was already used for a different request (another body, route or cluster); use a new key",
             code="IdempotencyKeyReused",
             details=[{"field": "Idempotency-Key"}],
         ) from exc

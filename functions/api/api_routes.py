@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
@@ -53,6 +54,48 @@ def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[A
     return _accepted(OperationView.model_validate(op))
 
 
+class ErrorBody(ApiModel):
+    """``error`` of every 4xx/5xx answer."""
+
+    code: str
+    message: str
+    details: list[dict[str, Any]]
+
+
+class ErrorResponse(ApiModel):
+    """Every 4xx/5xx answer: ``{"error": {"code", "message", "details": [{"field", ...}]}}``."""
+
+    error: ErrorBody
+
+
+_ERROR_MEANINGS = {
+    400: "Malformed request (body not JSON, bad nextToken)",
+    404: "Unknown cluster, stage or operation",
+    409: "Conflict with the current state (names it)",
+    415: "Body is not application/json",
+    422: "A field failed validation (details name the fields and allowed values)",
+    503: "An AWS dependency is unavailable; nothing was changed",
+}
+
+
+def _errors(*codes: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI responses for the error answers of a route (the API's error shape, not Powertools')."""
+    return {
+        code: {"description": _ERROR_MEANINGS[code], "content": {"application/json": {"model": ErrorResponse}}}
+        for code in codes
+    }
+
+
+def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
+    """The 200 response of a read route."""
+    return {200: {"description": "OK", "content": {"application/json": {"model": model}}}}
+
+
+_ACCEPTED: dict[int, OpenAPIResponse] = {
+    202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}
+}
+
+
 class AvailabilityZone(ApiModel):
     """One zone of the Region."""
 
@@ -76,7 +119,7 @@ class InstanceTypeList(ApiModel):
     "/clusters",
     operation_id="CreateCluster",
     summary="Create a HyperPod cluster (staged, asynchronous)",
-    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    responses={**_ACCEPTED, **_errors(400, 409, 415, 422, 503)},
     tags=["clusters"],
 )
 def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
@@ -89,7 +132,13 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
     )
 
 
-@router.get("/clusters", operation_id="ListClusters", summary="List clusters", tags=["clusters"])
+@router.get(
+    "/clusters",
+    operation_id="ListClusters",
+    summary="List clusters",
+    responses={**_ok(ClusterList), **_errors(400, 422)},
+    tags=["clusters"],
+)
 def list_clusters(
     max_results: Annotated[int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.")] = 20,
     next_token: Annotated[str | None, Query(alias="nextToken", max_length=2048)] = None,
@@ -102,6 +151,7 @@ def list_clusters(
     "/clusters/<clusterTag>",
     operation_id="GetCluster",
     summary="Get a cluster with its stages and observed state",
+    responses={**_ok(ClusterView), **_errors(404, 422)},
     tags=["clusters"],
 )
 def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ClusterView]:
@@ -113,7 +163,7 @@ def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
     "/clusters/<clusterTag>",
     operation_id="DeleteCluster",
     summary="Delete a cluster (teardown in reverse stage order)",
-    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    responses={**_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["clusters"],
 )
 def delete_cluster(
@@ -132,6 +182,7 @@ def delete_cluster(
     "/clusters/<clusterTag>/stages",
     operation_id="ListStages",
     summary="List the stages of a cluster",
+    responses={**_ok(StageList), **_errors(404, 422)},
     tags=["clusters"],
 )
 def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
@@ -143,7 +194,7 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
     "/clusters/<clusterTag>/stages/<stage>/retry",
     operation_id="RetryStage",
     summary="Retry a FAILED stage (it and the later stages run again)",
-    responses={202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}},
+    responses={**_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["clusters"],
 )
 def retry_stage(
@@ -160,7 +211,13 @@ def retry_stage(
     )
 
 
-@router.get("/operations/<operationId>", operation_id="GetOperation", summary="Get an operation", tags=["operations"])
+@router.get(
+    "/operations/<operationId>",
+    operation_id="GetOperation",
+    summary="Get an operation",
+    responses={**_ok(OperationView), **_errors(404, 422)},
+    tags=["operations"],
+)
 def get_operation(
     operation_id: Annotated[str, Path(alias="operationId", max_length=64)],
 ) -> Response[OperationView]:
@@ -172,6 +229,7 @@ def get_operation(
     "/catalog/availability-zones",
     operation_id="ListAvailabilityZones",
     summary="Availability Zones of the Region",
+    responses={**_ok(AvailabilityZoneList), **_errors(422, 503)},
     tags=["catalog"],
 )
 def list_availability_zones() -> Response[AvailabilityZoneList]:
@@ -183,6 +241,7 @@ def list_availability_zones() -> Response[AvailabilityZoneList]:
     "/catalog/instance-types",
     operation_id="ListInstanceTypes",
     summary="HyperPod instance types offered in a zone",
+    responses={**_ok(InstanceTypeList), **_errors(422, 503)},
     tags=["catalog"],
 )
 def list_instance_types(

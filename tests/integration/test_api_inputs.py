@@ -196,3 +196,31 @@ def test_when_different_requests_arrive_at_once_then_each_gets_its_own_answer(sa
             assert [d["field"] for d in response.json()["error"]["details"]] == ["instanceGroups[0].instanceCount"]
         else:
             assert response.status_code == 404 and response.json()["error"]["code"] == "ClusterNotFound"
+
+
+def test_given_an_idempotency_key_used_for_a_create_when_reused_for_a_delete_then_409(api: InstantStartClient) -> None:
+    api.create_cluster("idem-other", "us-west-2c", [GROUP], idempotency_key="key-idem-route")
+    with pytest.raises(ApiError) as err:
+        api.delete_cluster("idem-other", idempotency_key="key-idem-route")
+    assert err.value.status == 409 and err.value.code == "IdempotencyKeyReused"
+
+
+def test_when_the_body_is_not_json_then_415_or_400_in_the_api_error_shape(sandbox: Any) -> None:
+    text = _signed(sandbox, "POST", "/clusters", b"clusterTag=x", {"Content-Type": "application/x-www-form-urlencoded"})
+    assert text.status_code == 415 and text.json()["error"]["code"] == "UnsupportedMediaType"
+    undecodable = _signed(sandbox, "POST", "/clusters", b'{"clusterTag": "\xff\xfe"}')
+    assert undecodable.status_code == 400 and undecodable.json()["error"]["code"] == "BadRequest"
+    nested = _signed(sandbox, "POST", "/clusters", b"[" * 100000 + b"]" * 100000)
+    assert nested.status_code == 400 and nested.json()["error"]["code"] == "BadRequest"
+
+
+@pytest.mark.parametrize("count", ["2", 2.0, True])
+def test_when_instance_count_is_not_a_json_integer_then_422(sandbox: Any, count: Any) -> None:
+    body = {
+        "clusterTag": "notint",
+        "availabilityZone": "us-west-2c",
+        "instanceGroups": [{**GROUP, "instanceCount": count}],
+    }
+    response = _signed(sandbox, "POST", "/clusters", body)
+    assert response.status_code == 422, response.text
+    assert [d["field"] for d in response.json()["error"]["details"]] == ["instanceGroups[0].instanceCount"]

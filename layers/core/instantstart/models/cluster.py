@@ -6,12 +6,18 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
 
 CLUSTER_TAG_PATTERN = r"^[a-z](?:[a-z0-9-]{1,22})[a-z0-9]$"
 """Lowercase letter first, then lowercase letters, digits or hyphens, ending with a letter or digit (3-24)."""
+
+CLUSTER_TAG_RULE = (
+    "a lowercase letter first, then lowercase letters, digits or hyphens, ending with a letter or digit; "
+    "3-24 characters (e.g. demo, team-a-01)"
+)
+"""The clusterTag rule in words, for error messages."""
 
 INSTANCE_GROUP_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 """HyperPod ``InstanceGroupName`` pattern (1-63)."""
@@ -66,7 +72,10 @@ class InstanceGroupRequest(ApiModel):
         examples=["ml.g6.4xlarge"],
     )
     instance_count: int = Field(
-        ge=1, le=MAX_INSTANCE_COUNT, description=f"Number of instances, 1-{MAX_INSTANCE_COUNT}."
+        strict=True,  # a JSON integer: "2", 2.0 and true are refused, not coerced
+        ge=1,
+        le=MAX_INSTANCE_COUNT,
+        description=f"Number of instances, 1-{MAX_INSTANCE_COUNT}.",
     )
     capacity_type: CapacityType = Field(
         default=CapacityType.ON_DEMAND,
@@ -111,12 +120,14 @@ class CreateClusterRequest(ApiModel):
         description="EKS Kubernetes version (1.28-1.33, the versions HyperPod supports); default 1.32.",
     )
 
-    @model_validator(mode="after")
-    def _unique_group_names(self) -> CreateClusterRequest:
-        names = [g.instance_group_name for g in self.instance_groups]
-        if len(names) != len(set(names)):
-            raise ValueError("instanceGroups[].instanceGroupName values must be unique")
-        return self
+    @field_validator("instance_groups")
+    @classmethod
+    def _unique_group_names(cls, groups: list[InstanceGroupRequest]) -> list[InstanceGroupRequest]:
+        names = [g.instance_group_name for g in groups]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"instanceGroupName values must be unique; repeated: {', '.join(duplicates)}")
+        return groups
 
 
 class StageError(ApiModel):
