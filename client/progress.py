@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from rich.console import Console, RenderableType
 from rich.live import Live
@@ -47,6 +48,36 @@ class WatchResult:
     def failed_stage(self) -> Stage | None:
         """The first FAILED stage of the cluster, if any."""
         return failed_stage(self.cluster)
+
+
+def stages_as_shown(operation: Operation, cluster: Cluster | None) -> Cluster | None:
+    """The cluster as the progress display shows it for ``operation``.
+
+    A delete runs the stages' teardown in reverse order: its stages are shown with their
+    ``teardownStatus`` (PENDING until their teardown starts) and in teardown order; the create
+    results they carried are not shown again.
+    """
+    if cluster is None or operation.get("type") != "DELETE_CLUSTER":
+        return cluster
+    stages = cluster.get("stages", [])
+    count = len(stages)
+    teardown: list[Stage] = [
+        cast(
+            Stage,
+            {
+                **stage,
+                "status": stage.get("teardownStatus") or "PENDING",
+                "order": count + 1 - int(stage.get("order", 0)),
+                "attempts": 1 if stage.get("teardownStatus") else 0,
+                "error": None,
+                "observedStatus": "teardown",
+                "startedAt": None,
+                "endedAt": None,
+            },
+        )
+        for stage in stages
+    ]
+    return cast(Cluster, {**cluster, "stages": sorted(teardown, key=lambda s: s.get("order", 0))})
 
 
 class _TransitionPrinter:
@@ -158,9 +189,10 @@ def watch_operation(
             if exc.status != 404:
                 raise
             last_cluster = None
-        board.update(last_operation, last_cluster)
+        shown = stages_as_shown(last_operation, last_cluster)
+        board.update(last_operation, shown)
         if printer is not None:
-            printer(last_operation, last_cluster)
+            printer(last_operation, shown)
         return last_operation.get("status") in TERMINAL_OPERATION_STATUSES
 
     if interactive:

@@ -58,6 +58,7 @@ class Stage(TypedDict):
     observedStatus: str | None
     resources: dict[str, Any]
     error: ErrorInfo | None
+    teardownStatus: NotRequired[str | None]
 
 
 class EksInfo(TypedDict):

@@ -357,7 +357,7 @@ def delete_cluster() -> dict[str, Any]:
                 "currentStage": {"stage": "storage"},
                 "pollCount": {"value": 0},
             },
-            "Next": "Begin Storage Teardown",
+            "Next": "Begin Verify Teardown",
         },
     }
 
@@ -367,6 +367,8 @@ def delete_cluster() -> dict[str, Any]:
             f"Complete {title} Teardown": task("complete_teardown", after, extra={"stage": stage}, result_path=None),
         }
 
+    # verify created nothing: its teardown is recorded so every stage shows its teardown status.
+    states |= edges("verify", "Verify", "Complete Verify Teardown", "Begin Storage Teardown")
     states |= edges("storage", "Storage", "Delete Storage", "Begin HyperPod Teardown")
     states["Delete Storage"] = task("delete_storage", "Complete Storage Teardown")
     states |= edges("hyperpod", "HyperPod", "Start Polling HyperPod Deletion", "Begin Dependencies Teardown")
@@ -382,7 +384,7 @@ def delete_cluster() -> dict[str, Any]:
     states["Cluster Deleted"] = {"Type": "Succeed"}
     states |= failure_path()
     return {
-        "Comment": "Delete a cluster: storage, hyperpod, dependencies, access, network, in that order; "
+        "Comment": "Delete a cluster: verify, storage, hyperpod, dependencies, access, network, in that order; "
         "only resources carrying the cluster's ownership tags are touched.",
         "StartAt": "Initialize Workflow",
         "States": states,

@@ -313,3 +313,36 @@ def test_a_timeout_stops_watching_without_waiting_for_the_end(fake: FakeInstantS
 
     assert result.timed_out and not result.succeeded
     assert result.operation["status"] == "RUNNING"
+
+
+def test_given_a_delete_operation_when_shown_then_stages_follow_their_teardown_in_reverse_order() -> None:
+    from client.progress import stages_as_shown
+
+    cluster = {
+        "clusterTag": "t",
+        "status": "DELETING",
+        "stages": [
+            {"name": n, "order": i + 1, "status": "SUCCEEDED", "attempts": 1, "teardownStatus": t}
+            for i, (n, t) in enumerate(
+                [
+                    ("network", None),
+                    ("access", None),
+                    ("dependencies", None),
+                    ("hyperpod", "RUNNING"),
+                    ("storage", "SUCCEEDED"),
+                    ("verify", "SUCCEEDED"),
+                ]
+            )
+        ],
+    }
+    shown = stages_as_shown({"type": "DELETE_CLUSTER"}, cluster)  # type: ignore[arg-type]
+    assert shown is not None
+    assert [(s["name"], s["status"]) for s in shown["stages"]] == [
+        ("verify", "SUCCEEDED"),
+        ("storage", "SUCCEEDED"),
+        ("hyperpod", "RUNNING"),
+        ("dependencies", "PENDING"),
+        ("access", "PENDING"),
+        ("network", "PENDING"),
+    ]
+    assert stages_as_shown({"type": "CREATE_CLUSTER"}, cluster) is cluster  # type: ignore[arg-type]
