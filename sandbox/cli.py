@@ -67,10 +67,23 @@ def demo(
     raise typer.Exit(code)
 
 
+FailCapacity = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-hyperpod-capacity",
+        metavar="INSTANCE_TYPE",
+        help="The next HyperPod cluster using this instance type fails for insufficient capacity (repeatable).",
+    ),
+]
+
+
 @app.command()
-def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE) -> None:
+def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE, fail_capacity: FailCapacity = None) -> None:
     """Start the sandbox and keep it running; prints the environment a client needs."""
     sandbox = _start(time_scale)
+    for instance_type in fail_capacity or []:
+        sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type)
+        console.print(f"The next HyperPod cluster using {instance_type} will fail for insufficient capacity.")
     console.print("Point the CLI or the MCP proxy at it:")
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")

@@ -1,0 +1,105 @@
+"""The sandbox's own entry points, run as a user runs them: ``instantstart-sandbox demo`` and ``serve``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+FAST = "400"  # simulated seconds per wall second: keeps these end-to-end runs short
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INSTANTSTART_", "MOTO_"))}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def test_when_running_the_demo_then_it_ends_with_the_verified_summary() -> None:
+    out = subprocess.run(
+        [str(BIN / "instantstart-sandbox"), "demo", "--time-scale", FAST, "--tag", "clidemo"],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert re.search(r"\| EKS Cluster\s+\| eks-cluster-clidemo\s+\|", out.stdout)
+    assert re.search(r"\| Node Status\s+\| Ready / Schedulable\s+\|", out.stdout)
+    assert re.search(r"\| S3 Storage\s+\| s3-claim mounted \(Bound\)\s+\|", out.stdout)
+
+
+@pytest.fixture
+def served_sandbox() -> Iterator[dict[str, str]]:
+    """``instantstart-sandbox serve --fail-hyperpod-capacity ml.g6.4xlarge`` in the background; its exports."""
+    proc = subprocess.Popen(
+        [str(BIN / "instantstart-sandbox"), "serve", "--time-scale", FAST, "--fail-hyperpod-capacity", "ml.g6.4xlarge"],
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    exports: dict[str, str] = {}
+    deadline = time.monotonic() + 180
+    assert proc.stdout is not None
+    try:
+        while "AWS_SECRET_ACCESS_KEY" not in exports:
+            assert time.monotonic() < deadline, "serve did not print its exports"
+            line = proc.stdout.readline()
+            assert line, "serve exited early"
+            match = re.match(r"\s*export (\w+)=(\S+)", line)
+            if match:
+                exports[match[1]] = match[2]
+        yield {**_clean_env(), **exports}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_given_a_served_sandbox_with_no_capacity_when_creating_then_it_fails_and_a_retry_makes_it_ready(
+    served_sandbox: dict[str, str],
+) -> None:
+    cli = str(BIN / "instantstart")
+    create = subprocess.run(
+        [
+            cli,
+            "clusters",
+            "create",
+            "--tag",
+            "served",
+            "--az",
+            "us-west-2c",
+            "--instance-type",
+            "ml.g6.4xlarge",
+            "--count",
+            "1",
+            "--wait",
+            "--poll-interval",
+            "0.5",
+        ],
+        env=served_sandbox,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert create.returncode == 1, create.stdout[-2000:] + create.stderr[-2000:]
+    assert "HyperPodClusterFailed" in create.stdout + create.stderr
+    retry = subprocess.run(
+        [cli, "clusters", "retry", "served", "hyperpod", "--wait", "--poll-interval", "0.5"],
+        env=served_sandbox,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert retry.returncode == 0, retry.stdout[-2000:] + retry.stderr[-2000:]
+    status = subprocess.run(
+        [cli, "--json", "clusters", "get", "served"], env=served_sandbox, capture_output=True, text=True, timeout=60
+    )
+    assert '"status": "READY"' in status.stdout
