@@ -377,3 +377,10 @@ def test_a_stage_error_with_brackets_is_shown_verbatim_when_waiting(fake: FakeIn
     message = "AccessDeniedException: principal [bold]arn:aws:iam::1:role/x[/] is not authorized"
     assert f"stage 2 access FAILED attempt 1 {message}" in result.stdout
     assert f"Stage access failed: {message}" in result.stderr
+
+
+def test_given_json_output_when_the_api_refuses_then_the_error_json_is_printed(fake: FakeInstantStartApi) -> None:
+    result = run(fake.url, "--json", "clusters", "get", "nosuch")
+    assert result.exit_code == 2
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] and error["message"]
