@@ -367,6 +367,19 @@ def clusters_create(
     operation = state.client().create_cluster(
         tag, az, [group], kubernetes_version=kubernetes_version, idempotency_key=idempotency_key
     )
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
+
+
+def _report_operation(
+    state: CliState,
+    operation: Operation,
+    as_json: bool,
+    *,
+    wait: bool,
+    poll_interval: float,
+    wait_timeout: float | None,
+) -> None:
+    """What every command that starts an operation prints: the live progress with ``--wait``, else the 202."""
     json_out = state.wants_json(as_json)
     if wait:
         _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
@@ -430,13 +443,7 @@ def clusters_retry(
     """Retry a FAILED stage; earlier stages are kept, later ones run again."""
     state = _state(ctx)
     operation = state.client().retry_stage(tag, stage, idempotency_key=idempotency_key)
-    json_out = state.wants_json(as_json)
-    if wait:
-        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
-    elif json_out:
-        _echo_json(operation)
-    else:
-        _print_started(state, operation)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @clusters_app.command("delete")
@@ -459,13 +466,7 @@ def clusters_delete(
             state.err_console.print("Aborted: the tag you typed does not match; nothing was deleted.")
             raise typer.Exit(EXIT_OPERATION_FAILED)
     operation = state.client().delete_cluster(tag, idempotency_key=idempotency_key)
-    json_out = state.wants_json(as_json)
-    if wait:
-        _follow(state, operation, as_json=json_out, poll_interval=poll_interval, wait_timeout=wait_timeout)
-    elif json_out:
-        _echo_json(operation)
-    else:
-        _print_started(state, operation)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 # -- operations ---------------------------------------------------------------------------------------
