@@ -87,7 +87,8 @@ def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE, fail_capacity: FailCapacit
     console.print("Point the CLI or the MCP proxy at it:")
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")
-    console.print("Ctrl-C stops the sandbox.")
+    console.print("Ctrl-C stops the sandbox. Requests are logged below.")
+    logging.getLogger("sandbox.httpapi.access").setLevel(logging.INFO)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

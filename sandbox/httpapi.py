@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import threading
 import time
@@ -24,6 +25,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from sandbox.deploy import Route
+
+access_log = logging.getLogger("sandbox.httpapi.access")
 
 _AUTH_RE = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<akid>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request,\s*"
@@ -115,9 +118,20 @@ class HttpApiServer:
                 pass
 
             def _handle(self) -> None:
+                started = time.monotonic()
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, headers, payload = api.handle(self.command, self.path, dict(self.headers.items()), body)
+                # An access log like API Gateway's: method, path, status, latency (and the error code of a 4xx/5xx).
+                code = ""
+                if status >= 400:
+                    try:
+                        code = " " + str(json.loads(payload).get("error", {}).get("code", ""))
+                    except (ValueError, AttributeError):
+                        code = ""
+                access_log.info(
+                    "%s %s %d%s %.0fms", self.command, self.path, status, code, (time.monotonic() - started) * 1000
+                )
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)

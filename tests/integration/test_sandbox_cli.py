@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
-FAST = "400"  # simulated seconds per wall second: keeps these end-to-end runs short
+FAST = "400"
+_LOGS: dict[str, list[str]] = {}  # simulated seconds per wall second: keeps these end-to-end runs short
 
 
 def _clean_env() -> dict[str, str]:
@@ -37,8 +39,12 @@ def test_when_running_the_demo_then_it_ends_with_the_verified_summary() -> None:
 
 
 @pytest.fixture
-def served_sandbox() -> Iterator[dict[str, str]]:
-    """``instantstart-sandbox serve --fail-hyperpod-capacity ml.g6.4xlarge`` in the background; its exports."""
+def served_sandbox() -> Iterator[tuple[dict[str, str], list[str]]]:
+    """``instantstart-sandbox serve --fail-hyperpod-capacity ml.g6.4xlarge`` in the background.
+
+    Yields the environment its printed exports give a client, and the lines it logs (kept draining so
+    the pipe never fills up).
+    """
     proc = subprocess.Popen(
         [str(BIN / "instantstart-sandbox"), "serve", "--time-scale", FAST, "--fail-hyperpod-capacity", "ml.g6.4xlarge"],
         env=_clean_env(),
@@ -47,25 +53,29 @@ def served_sandbox() -> Iterator[dict[str, str]]:
         text=True,
     )
     exports: dict[str, str] = {}
+    log: list[str] = []
     deadline = time.monotonic() + 180
     assert proc.stdout is not None
+    stdout = proc.stdout
     try:
         while "AWS_SECRET_ACCESS_KEY" not in exports:
             assert time.monotonic() < deadline, "serve did not print its exports"
-            line = proc.stdout.readline()
+            line = stdout.readline()
             assert line, "serve exited early"
             match = re.match(r"\s*export (\w+)=(\S+)", line)
             if match:
                 exports[match[1]] = match[2]
-        yield {**_clean_env(), **exports}
+        threading.Thread(target=lambda: log.extend(iter(stdout.readline, "")), daemon=True).start()
+        yield {**_clean_env(), **exports}, log
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
 def test_given_a_served_sandbox_with_no_capacity_when_creating_then_it_fails_and_a_retry_makes_it_ready(
-    served_sandbox: dict[str, str],
+    served_sandbox: tuple[dict[str, str], list[str]],
 ) -> None:
+    env, log = served_sandbox
     cli = str(BIN / "instantstart")
     create = subprocess.run(
         [
@@ -84,7 +94,7 @@ def test_given_a_served_sandbox_with_no_capacity_when_creating_then_it_fails_and
             "--poll-interval",
             "0.5",
         ],
-        env=served_sandbox,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -93,13 +103,18 @@ def test_given_a_served_sandbox_with_no_capacity_when_creating_then_it_fails_and
     assert "HyperPodClusterFailed" in create.stdout + create.stderr
     retry = subprocess.run(
         [cli, "clusters", "retry", "served", "hyperpod", "--wait", "--poll-interval", "0.5"],
-        env=served_sandbox,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert retry.returncode == 0, retry.stdout[-2000:] + retry.stderr[-2000:]
     status = subprocess.run(
-        [cli, "--json", "clusters", "get", "served"], env=served_sandbox, capture_output=True, text=True, timeout=60
+        [cli, "--json", "clusters", "get", "served"], env=env, capture_output=True, text=True, timeout=60
     )
     assert '"status": "READY"' in status.stdout
+    missing = subprocess.run([cli, "clusters", "get", "nosuch"], env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+    time.sleep(0.5)
+    assert any(re.search(r"POST /clusters 202 \d+ms", line) for line in log), log[-20:]
+    assert any(re.search(r"GET /clusters/nosuch 404 ClusterNotFound \d+ms", line) for line in log), log[-20:]

@@ -409,9 +409,15 @@ def _describe_hyperpod(sm: Any, name: str) -> dict[str, Any] | None:
         raise
 
 
-def _record_hyperpod(
+def record_hyperpod(
     rt: Runtime, tag: str, generation: int, found: dict[str, Any], requested: list[dict[str, Any]]
 ) -> None:
+    """Record an observation of the HyperPod cluster (DescribeCluster answer or state-change event detail).
+
+    One recorder for the poll path and the event path: the cluster's ``hyperPod`` view (status,
+    instance groups with target/current counts and the requested capacity type) and the stage's
+    observed status.
+    """
     capacity = {g["instanceGroupName"]: g.get("capacityType", "OnDemand") for g in requested}
     groups = [
         {
@@ -481,7 +487,7 @@ def create_hyperpod_cluster(rt: Runtime, tag: str, generation: int, task_token: 
         raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
     if found is None:
         return {"status": "Creating"}
-    _record_hyperpod(rt, tag, generation, found, groups)
+    record_hyperpod(rt, tag, generation, found, groups)
     status = found["ClusterStatus"]
     if status in ("InService", "Failed"):
         complete_hyperpod_task(rt, task_token, found)
@@ -519,7 +525,7 @@ def check_hyperpod_cluster(rt: Runtime, tag: str, generation: int) -> dict[str, 
     found = _describe_hyperpod(rt.client("sagemaker"), hyperpod_cluster_name(tag))
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {hyperpod_cluster_name(tag)} does not exist")
-    _record_hyperpod(rt, tag, generation, found, cluster.get("request", {}).get("instanceGroups", []))
+    record_hyperpod(rt, tag, generation, found, cluster.get("request", {}).get("instanceGroups", []))
     if found["ClusterStatus"] == "Failed":
         raise StageFailed(
             "HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed")

@@ -36,7 +36,7 @@ def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any]) -> dict[str, A
         return {"clusterTag": tag, "status": status, "action": "ignored"}
     generation = int(cluster["generation"])
     if detail.get("ClusterArn") and detail.get("InstanceGroups") is not None:
-        provision._record_hyperpod(
+        provision.record_hyperpod(
             rt,
             tag,
             generation,
