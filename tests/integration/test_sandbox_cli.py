@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
-FAST = "400"
-_LOGS: dict[str, list[str]] = {}  # simulated seconds per wall second: keeps these end-to-end runs short
+FAST = "400"  # simulated seconds per wall second: keeps these end-to-end runs short
 
 
 def _clean_env() -> dict[str, str]:
