@@ -1,4 +1,4 @@
-"""EventBridge handler: "SageMaker HyperPod Cluster State Change" events resume waiting workflows."""
+"""EventBridge handler of HyperPod events: state changes resume waiting workflows, node health findings are recorded."""
 
 from __future__ import annotations
 
@@ -8,20 +8,24 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from instantstart.clusters.reconcile import on_hyperpod_state_change
+from instantstart.clusters.reconcile import on_hyperpod_state_change, on_node_health_event
 from instantstart.runtime import Runtime
 
 logger = Logger()
 RUNTIME = Runtime.from_env()
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 
 
 @logger.inject_lambda_context
 @event_source(data_class=EventBridgeEvent)
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     """Reconcile one event; other detail-types are ignored (the rule should not send them)."""
-    if event.source != "aws.sagemaker" or event.detail_type != STATE_CHANGE:
+    if event.source != "aws.sagemaker" or event.detail_type not in (STATE_CHANGE, NODE_HEALTH):
         return {"action": "ignored", "detailType": event.detail_type}
-    result = on_hyperpod_state_change(RUNTIME, dict(event.detail))
+    if event.detail_type == NODE_HEALTH:
+        result = on_node_health_event(RUNTIME, dict(event.detail))
+    else:
+        result = on_hyperpod_state_change(RUNTIME, dict(event.detail))
     logger.info("reconciled", extra=result)
     return result

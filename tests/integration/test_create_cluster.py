@@ -146,3 +146,28 @@ def test_given_a_ready_cluster_when_retrying_a_succeeded_stage_then_409_names_it
         api.retry_stage("itest", "hyperpod")
     assert err.value.status == 409
     assert "SUCCEEDED" in err.value.message
+
+
+def test_given_a_ready_cluster_when_hyperpod_reports_a_faulty_node_then_the_api_shows_its_recovery(
+    ready_cluster: dict[str, Any], api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    import time
+
+    node = ready_cluster["cluster"]["nodes"][0]
+    assert node["instanceId"] and node["nodeName"] == f"hyperpod-{node['instanceId']}"
+    sandbox.aws.extension.hyperpod.report_node_health(
+        "hp-cluster-itest",
+        node["instanceId"],
+        health_status="UnschedulablePendingReplacement",
+        reason="GPU health check failed",
+        repair_action="Replace",
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        seen = next(n for n in api.get_cluster("itest")["nodes"] if n["instanceId"] == node["instanceId"])
+        if seen["healthStatus"] == "UnschedulablePendingReplacement" or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert seen["healthStatus"] == "UnschedulablePendingReplacement"
+    assert seen["healthStatusReason"] == "GPU health check failed"
+    assert seen["repairAction"] == "Replace"

@@ -621,8 +621,11 @@ def _node_view(node: dict[str, Any]) -> dict[str, Any]:
     labels = node.get("metadata", {}).get("labels", {}) or {}
     conditions = node.get("status", {}).get("conditions", []) or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    name = str(node["metadata"]["name"])
     return {
-        "nodeName": node["metadata"]["name"],
+        "nodeName": name,
+        # HyperPod names its Kubernetes nodes hyperpod-<EC2 instance id>
+        "instanceId": name.removeprefix("hyperpod-") if name.startswith("hyperpod-i-") else None,
         "instanceType": labels.get("node.kubernetes.io/instance-type"),
         "instanceGroupName": labels.get("sagemaker.amazonaws.com/instance-group-name"),
         "ready": ready,

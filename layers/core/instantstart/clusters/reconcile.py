@@ -105,3 +105,46 @@ def on_execution_status_change(rt: Runtime, detail: dict[str, Any]) -> dict[str,
         return {"operationId": operation_id, "action": "already-ended"}
     logger.info("reconciled operation %s after execution %s", operation_id, status)
     return {"operationId": operation_id, "action": "reconciled"}
+
+
+def on_node_health_event(rt: Runtime, detail: dict[str, Any]) -> dict[str, Any]:
+    """Handle a "SageMaker HyperPod Cluster Node Health Event": record the node's health finding.
+
+    The cluster's ``nodes`` view gets the finding (``healthStatus``, ``healthStatusReason``,
+    ``repairAction``) for the node of ``detail.InstanceId``, so the API shows node recovery as it
+    happens. The write is conditional on the record's ``updatedAt`` and retried, so concurrent
+    findings for different nodes are all kept. Returns ``{"clusterTag", "instanceId", "action"}``.
+    """
+    tag = tag_from_hyperpod_cluster_name(str(detail.get("ClusterName", "")))
+    instance_id = str(detail.get("InstanceId", ""))
+    summary = detail.get("HealthSummary") or {}
+    for _ in range(5):
+        cluster = rt.store.get_cluster(tag) if tag else None
+        if not tag or not cluster:
+            return {"clusterTag": tag, "instanceId": instance_id, "action": "ignored"}
+        nodes = list(cluster.get("nodes", []))
+        index = next((i for i, n in enumerate(nodes) if n.get("instanceId") == instance_id), None)
+        if index is None:
+            return {"clusterTag": tag, "instanceId": instance_id, "action": "unknown-node"}
+        nodes[index] = {
+            **nodes[index],
+            "healthStatus": summary.get("HealthStatus"),
+            "healthStatusReason": summary.get("HealthStatusReason"),
+            "repairAction": summary.get("RepairAction"),
+        }
+        try:
+            rt.store.transact(
+                [
+                    {
+                        "update": (keys.cluster_pk(tag), keys.META),
+                        "set": {"nodes": nodes, "updatedAt": iso(utcnow())},
+                        "extra_condition": "#ua = :ua",
+                        "extra_names": {"#ua": "updatedAt"},
+                        "extra_values": {":ua": cluster["updatedAt"]},
+                    }
+                ]
+            )
+        except Conflict:
+            continue  # another writer changed the record: read it again
+        return {"clusterTag": tag, "instanceId": instance_id, "action": "recorded"}
+    return {"clusterTag": tag, "instanceId": instance_id, "action": "conflict"}

@@ -189,10 +189,15 @@ class NodeView(ApiModel):
     """A Kubernetes node of a HyperPod instance group as last observed by the verify stage."""
 
     node_name: str
+    instance_id: str | None = None
     instance_type: str | None = None
     instance_group_name: str | None = None
     ready: bool
     health_status: str | None = None
+    health_status_reason: str | None = Field(
+        default=None, description="Reason of the last HyperPod node health finding (Node Health Event)."
+    )
+    repair_action: str | None = Field(default=None, description="What HyperPod node recovery does about it.")
 
 
 class StorageView(ApiModel):
