@@ -38,6 +38,8 @@ def test_when_created_then_every_stage_succeeds_and_the_cluster_is_ready(ready_c
         "verify",
     ]
     assert all(s["status"] == "SUCCEEDED" and s["attempts"] == 1 for s in cluster["stages"])
+    dependencies = next(s for s in cluster["stages"] if s["name"] == "dependencies")
+    assert dependencies["observedStatus"] == "4/4 add-ons ACTIVE, 7 Kubernetes objects applied"
 
 
 def test_when_ready_then_the_summary_shows_eks_hyperpod_nodes_and_storage(ready_cluster: dict[str, Any]) -> None:

@@ -285,6 +285,21 @@ def apply_hyperpod_prerequisites(rt: Runtime, tag: str, generation: int) -> dict
     return {"applied": len(applied)}
 
 
+def stage_summary(rt: Runtime, tag: str, generation: int, stage: StageName) -> str | None:
+    """The observed status a stage ends with, when its steps ran in parallel and none can tell alone.
+
+    For ``dependencies``: how many add-ons are ACTIVE and how many Kubernetes objects were applied
+    (from the stage's recorded resources). None keeps the last observed status of other stages.
+    """
+    if stage is not StageName.DEPENDENCIES:
+        return None
+    resources = workflow.stage_resources(rt, tag, generation, stage)
+    addons = {k: v for k, v in resources.items() if k.startswith("addon:")}
+    active = sum(1 for v in addons.values() if isinstance(v, dict) and v.get("status") == "ACTIVE")
+    applied = len(resources.get("kubernetesObjects", []))
+    return f"{active}/{len(ADDONS)} add-ons ACTIVE, {applied} Kubernetes objects applied"
+
+
 # -- hyperpod ----------------------------------------------------------------------------------
 def ensure_compute_subnet(rt: Runtime, tag: str, generation: int) -> dict[str, Any]:
     """The per-AZ compute subnet of the requested zone (:func:`instantstart.network.vpc.ensure_compute_subnet`)."""

@@ -52,7 +52,11 @@ ACTIONS: dict[str, Step] = {
         rt, operation_id=p.operation_id, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)
     ),
     "complete_stage": lambda rt, p: workflow.complete_stage(
-        rt, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)
+        rt,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=_stage(p),
+        observed_status=provision.stage_summary(rt, p.cluster_tag, p.generation, _stage(p)),
     ),
     "record_failure": lambda rt, p: workflow.record_failure(
         rt,
