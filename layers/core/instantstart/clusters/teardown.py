@@ -41,11 +41,9 @@ def mark_teardown(rt: Runtime, tag: str, generation: int, stage: StageName, stat
         {"teardownStatus": status, field: now, "updatedAt": now},
     )
     if status == "RUNNING":
-        from instantstart.clusters.workflow import mark_operation_running
-
         cluster = rt.store.get_cluster(tag) or {}
         if cluster.get("currentOperationId"):
-            mark_operation_running(rt, cluster["currentOperationId"])
+            workflow.mark_operation_running(rt, cluster["currentOperationId"])
     return {"stage": stage.value}
 
 
