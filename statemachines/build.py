@@ -1,7 +1,8 @@
 """Builds the committed state machine definitions (``*.asl.json``) from one set of conventions.
 
 Run ``python statemachines/build.py`` after changing a workflow; a contract test fails when the
-committed JSON differs from what this produces. Conventions (DESIGN.md section 5):
+committed JSON differs from what this produces. The stage list comes from the core's ``StageName``
+(its order is the create order; teardown runs it in reverse). Conventions:
 every Task has Retry (throttling, Lambda service errors, transient SDK errors; exponential backoff
 with full jitter) and Catch to the single failure path; every poll loop has a counter, a bound
 from the execution input and a failure branch; intervals are realistic seconds from the input.
@@ -11,8 +12,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from instantstart.models.common import StageName
 
 HERE = Path(__file__).resolve().parent
 STEPS_FN = "${ClusterStepsFunctionArn}"
@@ -190,62 +194,23 @@ def failure_path() -> dict[str, dict[str, Any]]:
     }
 
 
-def create_cluster() -> dict[str, Any]:
-    """The create-cluster (and retry-stage) workflow: six stages, entered at ``$.startStage``."""
-    stages = [
-        ("network", "Network"),
-        ("access", "Access"),
-        ("dependencies", "Dependencies"),
-        ("hyperpod", "HyperPod"),
-        ("storage", "Storage"),
-        ("verify", "Verify"),
-    ]
-    states: dict[str, dict[str, Any]] = {
-        "Initialize Workflow": {
-            "Type": "Pass",
-            "Parameters": {
-                "operationId.$": "$.operationId",
-                "operationType.$": "$.operationType",
-                "clusterTag.$": "$.clusterTag",
-                "generation.$": "$.generation",
-                "startStage.$": "$.startStage",
-                "config.$": "$.config",
-                "currentStage": {"stage.$": "$.startStage"},
-                "pollCount": {"value": 0},
-            },
-            "Next": "Route To Start Stage",
-        },
-        "Route To Start Stage": {
-            "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.startStage", "StringEquals": name, "Next": f"Begin {title} Stage"}
-                for name, title in stages
-            ],
-            "Default": "Unknown Start Stage",
-        },
-        "Unknown Start Stage": {
-            "Type": "Pass",
-            "Parameters": {
-                "Error": "InvalidStartStage",
-                "Cause.$": "States.Format('unknown stage {}', $.startStage)",
-            },
-            "ResultPath": "$.error",
-            "Next": FAILURE,
-        },
-    }
-    # network
-    states |= stage_edges("network", "Network", "Ensure Network", "Begin Access Stage")
-    states["Ensure Network"] = task("ensure_network", "Start Polling NAT Gateway")
+def _network_states(after: str) -> dict[str, dict[str, Any]]:
+    states = {"Ensure Network": task("ensure_network", "Start Polling NAT Gateway")}
     states |= poll_loop("NAT Gateway", "check_nat_gateway", "natGateway", "Create EKS Cluster")
     states["Create EKS Cluster"] = task("create_eks_cluster", "Start Polling EKS Cluster")
-    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", "Complete Network Stage")
-    # access
-    states |= stage_edges("access", "Access", "Grant Access", "Begin Dependencies Stage")
-    states["Grant Access"] = task("grant_access", "Start Polling Kubernetes Access")
-    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", "Complete Access Stage")
-    # dependencies: add-ons in parallel (Map) beside the Kubernetes objects HyperPod needs
-    states |= stage_edges("dependencies", "Dependencies", "Plan Add-ons", "Begin HyperPod Stage")
-    states["Plan Add-ons"] = task("plan_addons", "Install Dependencies", result_path="$.plan")
+    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after)
+    return states
+
+
+def _access_states(after: str) -> dict[str, dict[str, Any]]:
+    states = {"Grant Access": task("grant_access", "Start Polling Kubernetes Access")}
+    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after)
+    return states
+
+
+def _dependencies_states(after: str) -> dict[str, dict[str, Any]]:
+    """Add-ons in parallel (Map) beside the Kubernetes objects HyperPod needs."""
+    states = {"Plan Add-ons": task("plan_addons", "Install Dependencies", result_path="$.plan")}
     addon_item = {
         "addonName.$": "$$.Map.Item.Value.addonName",
         **COMMON,
@@ -306,11 +271,14 @@ def create_cluster() -> dict[str, Any]:
         ],
         "ResultPath": None,
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAILURE}],
-        "Next": "Complete Dependencies Stage",
+        "Next": after,
     }
-    # hyperpod: wait for the EventBridge state-change event (task token), bounded poll fallback
-    states |= stage_edges("hyperpod", "HyperPod", "Ensure Compute Subnet", "Begin Storage Stage")
-    states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster")
+    return states
+
+
+def _hyperpod_states(after: str) -> dict[str, dict[str, Any]]:
+    """Wait for the EventBridge state-change event (task token), with a bounded poll fallback."""
+    states = {"Ensure Compute Subnet": task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster")}
     states |= poll_loop(
         "Failed HyperPod Cluster",
         "clear_failed_hyperpod_cluster",
@@ -319,28 +287,118 @@ def create_cluster() -> dict[str, Any]:
     )
     states["Create HyperPod Cluster"] = task(
         "create_hyperpod_cluster",
-        "Complete HyperPod Stage",
+        after,
         wait_for_token=True,
         timeout_path="$.config.hyperPodEventTimeoutSeconds",
         timeout_next="Start Polling HyperPod Cluster",
     )
-    states |= poll_loop("HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", "Complete HyperPod Stage")
-    # storage
-    states |= stage_edges("storage", "Storage", "Ensure Storage", "Begin Verify Stage")
-    states["Ensure Storage"] = task("ensure_storage", "Start Polling Storage")
-    states |= poll_loop("Storage", "check_storage", "storage", "Complete Storage Stage")
-    # verify
-    states |= stage_edges("verify", "Verify", "Start Polling Cluster Verification", "Complete Operation")
-    states |= poll_loop("Cluster Verification", "verify_cluster", "verify", "Complete Verify Stage")
+    states |= poll_loop("HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after)
+    return states
+
+
+def _storage_states(after: str) -> dict[str, dict[str, Any]]:
+    states = {"Ensure Storage": task("ensure_storage", "Start Polling Storage")}
+    states |= poll_loop("Storage", "check_storage", "storage", after)
+    return states
+
+
+def _verify_states(after: str) -> dict[str, dict[str, Any]]:
+    return poll_loop("Cluster Verification", "verify_cluster", "verify", after)
+
+
+CREATE_STAGES: dict[StageName, tuple[str, Callable[[str], dict[str, dict[str, Any]]]]] = {
+    StageName.NETWORK: ("Ensure Network", _network_states),
+    StageName.ACCESS: ("Grant Access", _access_states),
+    StageName.DEPENDENCIES: ("Plan Add-ons", _dependencies_states),
+    StageName.HYPERPOD: ("Ensure Compute Subnet", _hyperpod_states),
+    StageName.STORAGE: ("Ensure Storage", _storage_states),
+    StageName.VERIFY: ("Start Polling Cluster Verification", _verify_states),
+}
+"""Each stage's first state and the builder of its states (given the state that follows the stage)."""
+
+
+def create_cluster() -> dict[str, Any]:
+    """The create-cluster (and retry-stage) workflow: the stages in ``StageName`` order, entered at ``$.startStage``."""
+    missing = set(StageName) - set(CREATE_STAGES)
+    if missing:
+        raise SystemExit(f"stages without create states: {sorted(missing)}")
+    stages = list(StageName)
+    states: dict[str, dict[str, Any]] = {
+        "Initialize Workflow": {
+            "Type": "Pass",
+            "Parameters": {
+                "operationId.$": "$.operationId",
+                "operationType.$": "$.operationType",
+                "clusterTag.$": "$.clusterTag",
+                "generation.$": "$.generation",
+                "startStage.$": "$.startStage",
+                "config.$": "$.config",
+                "currentStage": {"stage.$": "$.startStage"},
+                "pollCount": {"value": 0},
+            },
+            "Next": "Route To Start Stage",
+        },
+        "Route To Start Stage": {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.startStage", "StringEquals": s.value, "Next": f"Begin {s.display_name} Stage"}
+                for s in stages
+            ],
+            "Default": "Unknown Start Stage",
+        },
+        "Unknown Start Stage": {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "InvalidStartStage",
+                "Cause.$": "States.Format('unknown stage {}', $.startStage)",
+            },
+            "ResultPath": "$.error",
+            "Next": FAILURE,
+        },
+    }
+    for i, stage in enumerate(stages):
+        after = f"Begin {stages[i + 1].display_name} Stage" if i + 1 < len(stages) else "Complete Operation"
+        first, build = CREATE_STAGES[stage]
+        states |= stage_edges(stage.value, stage.display_name, first, after)
+        states |= build(f"Complete {stage.display_name} Stage")
     states["Complete Operation"] = task("complete_create", "Cluster Ready")
     states["Cluster Ready"] = {"Type": "Succeed"}
     states |= failure_path()
     return {
-        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: network, access, "
-        "dependencies, hyperpod, storage, verify. Progress is recorded in DynamoDB by every step.",
+        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: "
+        + ", ".join(s.value for s in stages)
+        + ". Progress is recorded in DynamoDB by every step.",
         "StartAt": "Initialize Workflow",
         "States": states,
     }
+
+
+def _no_teardown(after: str) -> dict[str, dict[str, Any]]:
+    """A stage that created nothing: its teardown is recorded so every stage shows its teardown status."""
+    return {}
+
+
+def _delete_network_states(after: str) -> dict[str, dict[str, Any]]:
+    states = poll_loop("EKS Deletion", "delete_eks_cluster", "deletion", "Start Polling Network Deletion")
+    states |= poll_loop("Network Deletion", "delete_network", "deletion", after)
+    return states
+
+
+TEARDOWN_STAGES: dict[StageName, tuple[str | None, Callable[[str], dict[str, dict[str, Any]]]]] = {
+    StageName.VERIFY: (None, _no_teardown),
+    StageName.STORAGE: ("Delete Storage", lambda after: {"Delete Storage": task("delete_storage", after)}),
+    StageName.HYPERPOD: (
+        "Start Polling HyperPod Deletion",
+        lambda after: poll_loop("HyperPod Deletion", "delete_hyperpod_cluster", "deletion", after),
+    ),
+    StageName.DEPENDENCIES: (
+        "Start Polling Add-on Deletion",
+        lambda after: poll_loop("Add-on Deletion", "delete_addons", "deletion", after),
+    ),
+    StageName.ACCESS: ("Revoke Access", lambda after: {"Revoke Access": task("revoke_access", after)}),
+    StageName.NETWORK: ("Start Polling EKS Deletion", _delete_network_states),
+}
+"""Each stage's first teardown state (None: nothing to delete) and the builder of its teardown states."""
 
 
 def delete_cluster() -> dict[str, Any]:
@@ -357,34 +415,25 @@ def delete_cluster() -> dict[str, Any]:
                 "currentStage": {"stage": "storage"},
                 "pollCount": {"value": 0},
             },
-            "Next": "Begin Verify Teardown",
+            "Next": f"Begin {next(reversed(StageName)).display_name} Teardown",
         },
     }
 
-    def edges(stage: str, title: str, first: str, after: str) -> dict[str, dict[str, Any]]:
-        return {
-            f"Begin {title} Teardown": task("begin_teardown", first, extra={"stage": stage}, result_path=None),
-            f"Complete {title} Teardown": task("complete_teardown", after, extra={"stage": stage}, result_path=None),
-        }
-
-    # verify created nothing: its teardown is recorded so every stage shows its teardown status.
-    states |= edges("verify", "Verify", "Complete Verify Teardown", "Begin Storage Teardown")
-    states |= edges("storage", "Storage", "Delete Storage", "Begin HyperPod Teardown")
-    states["Delete Storage"] = task("delete_storage", "Complete Storage Teardown")
-    states |= edges("hyperpod", "HyperPod", "Start Polling HyperPod Deletion", "Begin Dependencies Teardown")
-    states |= poll_loop("HyperPod Deletion", "delete_hyperpod_cluster", "deletion", "Complete HyperPod Teardown")
-    states |= edges("dependencies", "Dependencies", "Start Polling Add-on Deletion", "Begin Access Teardown")
-    states |= poll_loop("Add-on Deletion", "delete_addons", "deletion", "Complete Dependencies Teardown")
-    states |= edges("access", "Access", "Revoke Access", "Begin Network Teardown")
-    states["Revoke Access"] = task("revoke_access", "Complete Access Teardown")
-    states |= edges("network", "Network", "Start Polling EKS Deletion", "Complete Operation")
-    states |= poll_loop("EKS Deletion", "delete_eks_cluster", "deletion", "Start Polling Network Deletion")
-    states |= poll_loop("Network Deletion", "delete_network", "deletion", "Complete Network Teardown")
+    stages = list(reversed(StageName))
+    for i, stage in enumerate(stages):
+        after = f"Begin {stages[i + 1].display_name} Teardown" if i + 1 < len(stages) else "Complete Operation"
+        first, build = TEARDOWN_STAGES[stage]
+        complete = f"Complete {stage.display_name} Teardown"
+        states[f"Begin {stage.display_name} Teardown"] = task(
+            "begin_teardown", first or complete, extra={"stage": stage.value}, result_path=None
+        )
+        states[complete] = task("complete_teardown", after, extra={"stage": stage.value}, result_path=None)
+        states |= build(complete)
     states["Complete Operation"] = task("complete_delete", "Cluster Deleted")
     states["Cluster Deleted"] = {"Type": "Succeed"}
     states |= failure_path()
     return {
-        "Comment": "Delete a cluster: verify, storage, hyperpod, dependencies, access, network, in that order; "
+        "Comment": "Delete a cluster: " + ", ".join(s.value for s in reversed(StageName)) + ", in that order; "
         "only resources carrying the cluster's ownership tags are touched.",
         "StartAt": "Initialize Workflow",
         "States": states,

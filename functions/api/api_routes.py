@@ -10,7 +10,8 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
-from instantstart.clusters import service
+from instantstart.clusters import catalog, service
+from instantstart.clusters.catalog import AvailabilityZone
 from instantstart.models.cluster import ClusterList, ClusterTag, ClusterView, CreateClusterRequest, StageList
 from instantstart.models.common import ApiModel
 from instantstart.models.operation import OperationView
@@ -94,13 +95,6 @@ def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
 _ACCEPTED: dict[int, OpenAPIResponse] = {
     202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}
 }
-
-
-class AvailabilityZone(ApiModel):
-    """One zone of the Region."""
-
-    zone_name: str
-    zone_id: str
 
 
 class AvailabilityZoneList(ApiModel):
@@ -234,7 +228,7 @@ def get_operation(
 )
 def list_availability_zones() -> Response[AvailabilityZoneList]:
     """Zones usable for the HyperPod compute subnet."""
-    return _json(AvailabilityZoneList.model_validate({"availabilityZones": service.list_availability_zones(runtime())}))
+    return _json(AvailabilityZoneList(availability_zones=catalog.list_availability_zones(runtime())))
 
 
 @router.get(
@@ -251,4 +245,4 @@ def list_instance_types(
     ],
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""
-    return _json(InstanceTypeList(instance_types=service.list_instance_types(runtime(), availability_zone)))
+    return _json(InstanceTypeList(instance_types=catalog.list_instance_types(runtime(), availability_zone)))

@@ -22,6 +22,6 @@ def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str,
     """Reconcile the operation of an ABORTED, TIMED_OUT or FAILED execution (others are ignored)."""
     if event.source != "aws.states" or event.detail_type != STATUS_CHANGE:
         return {"action": "ignored", "detailType": event.detail_type}
-    result = on_execution_status_change(RUNTIME, dict(event.detail))
+    result = on_execution_status_change(RUNTIME, dict(event.detail)).to_api()
     logger.info("reconciled", extra=result)
     return result

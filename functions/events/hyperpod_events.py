@@ -24,8 +24,8 @@ def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str,
     if event.source != "aws.sagemaker" or event.detail_type not in (STATE_CHANGE, NODE_HEALTH):
         return {"action": "ignored", "detailType": event.detail_type}
     if event.detail_type == NODE_HEALTH:
-        result = on_node_health_event(RUNTIME, dict(event.detail))
+        result = on_node_health_event(RUNTIME, dict(event.detail)).to_api()
     else:
-        result = on_hyperpod_state_change(RUNTIME, dict(event.detail))
+        result = on_hyperpod_state_change(RUNTIME, dict(event.detail)).to_api()
     logger.info("reconciled", extra=result)
     return result

@@ -16,9 +16,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from instantstart.clusters import workflow
+from instantstart.clusters import records
 from instantstart.config import Settings
 from instantstart.models.common import StageName
+from instantstart.models.workflow import StepError
 from instantstart.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,16 +327,16 @@ def test_given_an_unknown_operation_when_getting_then_404_operation_not_found(
 
 def fail_access_stage(runtime: Runtime, operation_id: str) -> None:
     """What the create workflow records when the access stage fails: network done, access FAILED."""
-    workflow.begin_stage(runtime, operation_id=operation_id, tag="demo", generation=1, stage=StageName.NETWORK)
-    workflow.complete_stage(runtime, tag="demo", generation=1, stage=StageName.NETWORK)
-    workflow.begin_stage(runtime, operation_id=operation_id, tag="demo", generation=1, stage=StageName.ACCESS)
-    workflow.record_failure(
+    records.begin_stage(runtime, operation_id=operation_id, tag="demo", generation=1, stage=StageName.NETWORK)
+    records.complete_stage(runtime, tag="demo", generation=1, stage=StageName.NETWORK)
+    records.begin_stage(runtime, operation_id=operation_id, tag="demo", generation=1, stage=StageName.ACCESS)
+    records.record_failure(
         runtime,
         operation_id=operation_id,
         tag="demo",
         generation=1,
         stage=StageName.ACCESS,
-        error={"Error": "PollTimeout", "Cause": "Kubernetes Access did not finish within 30 polls of 10 seconds"},
+        error=StepError(Error="PollTimeout", Cause="Kubernetes Access did not finish within 30 polls of 10 seconds"),
     )
 
 

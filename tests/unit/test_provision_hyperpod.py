@@ -11,7 +11,8 @@ import pytest
 from botocore.model import Shape
 from botocore.validate import ParamValidator
 
-from instantstart.clusters.provision import hyperpod_create_request, instance_group_specs
+from instantstart.clusters.stages.hyperpod import hyperpod_create_request, instance_group_specs
+from instantstart.models.cluster import InstanceGroupRequest
 from instantstart.naming import MANAGED_KEY, TAG_KEY
 
 pytestmark = pytest.mark.usefixtures("no_network")
@@ -22,18 +23,21 @@ SG = "sg-0123456789abcdef0"
 SUBNET = "subnet-0fedcba9876543210"
 EKS_ARN = "arn:aws:eks:us-west-2:123456789012:cluster/eks-cluster-demo"
 GROUPS = [
-    {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"},
-    {"instanceGroupName": "worker-2", "instanceType": "ml.p5.48xlarge", "instanceCount": 16},
+    InstanceGroupRequest.model_validate(g)
+    for g in (
+        {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"},
+        {"instanceGroupName": "worker-2", "instanceType": "ml.p5.48xlarge", "instanceCount": 16},
+    )
 ]
 
 
-def specs(groups: list[dict[str, Any]] = GROUPS) -> list[dict[str, Any]]:
+def specs(groups: list[InstanceGroupRequest] = GROUPS) -> list[dict[str, Any]]:
     return instance_group_specs(
         groups, execution_role=ROLE, lifecycle_uri=LIFECYCLE, security_group_id=SG, subnet_id=SUBNET
     )
 
 
-def request(tag: str = "demo", groups: list[dict[str, Any]] = GROUPS) -> dict[str, Any]:
+def request(tag: str = "demo", groups: list[InstanceGroupRequest] = GROUPS) -> dict[str, Any]:
     return hyperpod_create_request(
         tag,
         groups,
@@ -97,10 +101,27 @@ def test_given_api_groups_when_building_specs_then_each_carries_role_lifecycle_v
         assert spec["CapacityRequirements"] == {"OnDemand": {}}
 
 
-def test_given_a_stored_count_from_dynamodb_when_building_specs_then_the_count_is_an_int() -> None:
-    from decimal import Decimal
+def test_given_a_cluster_record_read_back_from_dynamodb_when_building_specs_then_the_count_is_an_int() -> None:
+    from instantstart.models.records import ClusterRecord
+    from instantstart.store.table import deserialize, serialize
 
-    [spec] = specs([{"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": Decimal("3")}])
+    item = {
+        "clusterTag": "demo",
+        "generation": 1,
+        "status": "CREATING",
+        "availabilityZone": "us-west-2c",
+        "region": "us-west-2",
+        "createdAt": "2026-11-30T00:00:00Z",
+        "updatedAt": "2026-11-30T00:00:00Z",
+        "request": {
+            "clusterTag": "demo",
+            "availabilityZone": "us-west-2c",
+            "instanceGroups": [{"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 3}],
+        },
+    }
+    record = ClusterRecord.model_validate(deserialize(serialize(item)))  # DynamoDB numbers come back as Decimal
+
+    [spec] = specs(record.request.instance_groups)
 
     assert spec["InstanceCount"] == 3 and type(spec["InstanceCount"]) is int
 

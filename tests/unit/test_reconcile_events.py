@@ -15,7 +15,6 @@ from instantstart.config import Settings
 from instantstart.models.cluster import CreateClusterRequest
 from instantstart.models.common import StageName
 from instantstart.runtime import Runtime
-from instantstart.store import keys
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_state_change.json").read_text())
@@ -69,7 +68,13 @@ def test_given_a_cluster_not_named_hp_cluster_when_its_event_arrives_then_it_is_
 
     result = on_hyperpod_state_change(demo, detail(name, "InService"))
 
-    assert result == {"clusterTag": None, "status": "InService", "action": "ignored"}
+    assert result.to_api() == {
+        "clusterTag": None,
+        "status": "InService",
+        "action": "ignored",
+        "operationId": None,
+        "instanceId": None,
+    }
     assert all_items(aws, table) == before
 
 
@@ -80,7 +85,13 @@ def test_given_an_hp_cluster_with_an_unknown_tag_when_its_event_arrives_then_it_
 
     result = on_hyperpod_state_change(demo, detail("hp-cluster-ghost", "Failed"))
 
-    assert result == {"clusterTag": "ghost", "status": "Failed", "action": "ignored"}
+    assert result.to_api() == {
+        "clusterTag": "ghost",
+        "status": "Failed",
+        "action": "ignored",
+        "operationId": None,
+        "instanceId": None,
+    }
     assert all_items(aws, table) == before
     assert demo.store.get_cluster("ghost") is None
 
@@ -88,15 +99,21 @@ def test_given_an_hp_cluster_with_an_unknown_tag_when_its_event_arrives_then_it_
 def test_given_our_cluster_when_a_creating_event_arrives_then_the_observed_state_is_recorded(demo: Runtime) -> None:
     result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "Creating"))
 
-    assert result == {"clusterTag": "demo", "status": "Creating", "action": "recorded"}
+    assert result.to_api() == {
+        "clusterTag": "demo",
+        "status": "Creating",
+        "action": "recorded",
+        "operationId": None,
+        "instanceId": None,
+    }
     view = service.get_cluster(demo, "demo")
     assert view.hyper_pod is not None
     assert view.hyper_pod.status == "Creating"
     assert view.hyper_pod.cluster_arn == "arn:aws:sagemaker:us-west-2:123456789012:cluster/hp-cluster-demo"
     [group] = view.hyper_pod.instance_groups
     assert (group.instance_group_name, group.instance_count, group.current_count) == ("accel", 1, 0)
-    stage = demo.store.get(keys.cluster_pk("demo"), keys.stage_sk(1, StageName.HYPERPOD)) or {}
-    assert stage["observedStatus"] == "HyperPod Creating"
+    stage = demo.store.get_stage("demo", 1, StageName.HYPERPOD)
+    assert stage is not None and stage.observed_status == "HyperPod Creating"
 
 
 def test_given_our_cluster_without_a_stored_task_token_when_in_service_arrives_then_it_is_recorded_not_resumed(
@@ -104,5 +121,5 @@ def test_given_our_cluster_without_a_stored_task_token_when_in_service_arrives_t
 ) -> None:
     result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"))
 
-    assert result["action"] == "recorded"
+    assert result.action == "recorded"
     assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]

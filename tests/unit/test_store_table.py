@@ -1,4 +1,4 @@
-"""Store: conditional writes and opaque pagination tokens over the template's DynamoDB table (moto)."""
+"""Store: typed records, conditional intent-level writes and opaque pagination tokens (moto, the template's table)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
-from instantstart.errors import Conflict, InvalidRequest
-from instantstart.store import keys
-from instantstart.store.table import ConditionFailed, Store, decode_token, encode_token, serialize
+from instantstart.models.cluster import CreateClusterRequest, StageError
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
+from instantstart.store.table import ConditionFailed, InvalidPageToken, Store, decode_token, encode_token, serialize
 
 pytestmark = pytest.mark.usefixtures("table")
+
+NOW = "2026-11-30T12:00:00Z"
 
 
 @pytest.fixture
@@ -20,63 +23,147 @@ def store(aws: Any, table: str) -> Store:
     return Store(aws.client("dynamodb"), table)
 
 
-def put_cluster(store: Store, tag: str, status: str = "READY") -> None:
-    store.transact(
-        [
-            {
-                "put": {
-                    "PK": keys.cluster_pk(tag),
-                    "SK": keys.META,
-                    "GSI1PK": keys.CLUSTERS_INDEX_PK,
-                    "GSI1SK": keys.cluster_index_sk(tag),
-                    "clusterTag": tag,
-                    "status": status,
-                    "generation": 1,
-                },
-                "condition": "attribute_not_exists(PK)",
-            }
-        ]
+def new_cluster(store: Store, tag: str, *, replaces_generation: int | None = None) -> OperationRecord:
+    """Write a CREATING cluster with its six PENDING stages and its PENDING create operation."""
+    generation = (replaces_generation or 0) + 1
+    op = OperationRecord(
+        operation_id=f"op-{tag}-{generation}",
+        type=OperationType.CREATE_CLUSTER,
+        cluster_tag=tag,
+        generation=generation,
+        created_at=NOW,
+        updated_at=NOW,
     )
+    request = CreateClusterRequest.model_validate(
+        {
+            "clusterTag": tag,
+            "availabilityZone": "us-west-2c",
+            "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
+        }
+    )
+    cluster = ClusterRecord(
+        cluster_tag=tag,
+        generation=generation,
+        status=ClusterStatus.CREATING,
+        availability_zone="us-west-2c",
+        region="us-west-2",
+        request=request,
+        created_at=NOW,
+        updated_at=NOW,
+        current_operation_id=op.operation_id,
+    )
+    stages = [StageRecord.pending(tag, generation, s, NOW) for s in StageName]
+    store.create_cluster(cluster, stages, op, replaces_generation=replaces_generation)
+    return op
 
 
-def test_given_a_cluster_in_another_status_when_updating_conditionally_then_condition_failed_and_nothing_changes(
+def test_given_a_new_tag_when_creating_then_the_cluster_its_stages_and_its_operation_read_back_typed(
     store: Store,
 ) -> None:
-    put_cluster(store, "demo", "READY")
+    op = new_cluster(store, "demo")
+
+    cluster = store.get_cluster("demo")
+    assert cluster is not None and cluster.status is ClusterStatus.CREATING
+    assert cluster.request.instance_groups[0].instance_count == 1
+    assert [s.name for s in store.get_stages("demo", 1)] == list(StageName)
+    assert all(s.status is StageStatus.PENDING for s in store.get_stages("demo", 1))
+    read = store.get_operation(op.operation_id)
+    assert read is not None and read.status is OperationStatus.PENDING and read.type is OperationType.CREATE_CLUSTER
+
+
+def test_given_a_live_tag_when_creating_it_again_then_condition_failed_and_nothing_is_written(store: Store) -> None:
+    new_cluster(store, "demo")
 
     with pytest.raises(ConditionFailed):
-        store.update(keys.cluster_pk("demo"), keys.META, {"status": "DELETING"}, expected_status=["CREATING"])
+        new_cluster(store, "demo", replaces_generation=None)
+    with pytest.raises(ConditionFailed):
+        new_cluster(store, "demo", replaces_generation=1)  # generation 1 is CREATING, not DELETED
 
-    assert store.get_cluster("demo")["status"] == "READY"  # type: ignore[index]
+    assert store.get_operation("op-demo-2") is None
+    cluster = store.get_cluster("demo")
+    assert cluster is not None and cluster.generation == 1
 
 
-def test_given_a_cluster_in_the_expected_status_when_updating_then_the_new_item_is_returned(store: Store) -> None:
-    put_cluster(store, "demo", "READY")
-
-    item = store.update(
-        keys.cluster_pk("demo"), keys.META, {"status": "DELETING", "note": 1.5}, expected_status=["READY", "FAILED"]
+def test_given_a_deleted_tag_when_creating_it_again_then_generation_two_replaces_it(store: Store) -> None:
+    op = new_cluster(store, "demo")
+    store.finish_operation(
+        op.operation_id, "demo", status=OperationStatus.SUCCEEDED, cluster_status=ClusterStatus.DELETED, now=NOW
     )
 
-    assert item["status"] == "DELETING"
-    assert item["note"] == 1.5
-    assert item["generation"] == 1 and isinstance(item["generation"], int)
-    assert store.get_cluster("demo")["status"] == "DELETING"  # type: ignore[index]
+    new_cluster(store, "demo", replaces_generation=1)
+
+    cluster = store.get_cluster("demo")
+    assert cluster is not None and (cluster.generation, cluster.status) == (2, ClusterStatus.CREATING)
+    assert len(store.get_stages("demo", 2)) == len(StageName)
 
 
-def test_given_a_missing_item_when_updating_then_condition_failed_instead_of_creating_it(store: Store) -> None:
+def test_given_a_pending_stage_when_begun_twice_then_the_second_begin_is_a_condition_failure(store: Store) -> None:
+    op = new_cluster(store, "demo")
+
+    first = store.begin_stage("demo", 1, StageName.NETWORK, operation_id=op.operation_id, now=NOW)
     with pytest.raises(ConditionFailed):
-        store.update(keys.cluster_pk("ghost"), keys.META, {"status": "READY"})
+        store.begin_stage("demo", 1, StageName.NETWORK, operation_id=op.operation_id, now=NOW)
 
-    assert store.get_cluster("ghost") is None
+    assert (first.status, first.attempts, first.operation_id) == (StageStatus.RUNNING, 1, op.operation_id)
 
 
-def test_given_an_existing_tag_when_putting_it_again_in_a_transaction_then_conflict(store: Store) -> None:
-    put_cluster(store, "demo")
+def test_given_a_failed_stage_when_begun_again_then_the_attempt_is_counted_and_the_error_cleared(store: Store) -> None:
+    op = new_cluster(store, "demo")
+    store.begin_stage("demo", 1, StageName.ACCESS, operation_id=op.operation_id, now=NOW)
+    failed = store.fail_stage("demo", 1, StageName.ACCESS, error=StageError(code="PollTimeout", message="m"), now=NOW)
+    assert failed.error is not None and failed.error.code == "PollTimeout"
 
-    with pytest.raises(Conflict):
-        put_cluster(store, "demo", "CREATING")
+    again = store.begin_stage("demo", 1, StageName.ACCESS, operation_id="op-retry", now=NOW)
 
-    assert store.get_cluster("demo")["status"] == "READY"  # type: ignore[index]
+    assert (again.status, again.attempts, again.error, again.operation_id) == (
+        StageStatus.RUNNING,
+        2,
+        None,
+        "op-retry",
+    )
+
+
+def test_given_an_ended_operation_when_finishing_it_again_then_condition_failed_and_the_first_end_stays(
+    store: Store,
+) -> None:
+    op = new_cluster(store, "demo")
+    store.finish_operation(
+        op.operation_id, "demo", status=OperationStatus.SUCCEEDED, cluster_status=ClusterStatus.READY, now=NOW
+    )
+
+    with pytest.raises(ConditionFailed):
+        store.finish_operation(
+            op.operation_id,
+            "demo",
+            status=OperationStatus.FAILED,
+            cluster_status=ClusterStatus.FAILED,
+            now=NOW,
+            error=StageError(code="X", message="late"),
+        )
+
+    ended = store.get_operation(op.operation_id)
+    cluster = store.get_cluster("demo")
+    assert ended is not None and ended.status is OperationStatus.SUCCEEDED and ended.error is None
+    assert cluster is not None and cluster.status is ClusterStatus.READY
+
+
+def test_given_a_cluster_that_moved_on_when_starting_an_operation_from_its_old_status_then_condition_failed(
+    store: Store,
+) -> None:
+    new_cluster(store, "demo")  # CREATING
+    delete = OperationRecord(
+        operation_id="op-delete",
+        type=OperationType.DELETE_CLUSTER,
+        cluster_tag="demo",
+        generation=1,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+    with pytest.raises(ConditionFailed):
+        store.start_operation(delete, cluster_status=ClusterStatus.DELETING, from_status=ClusterStatus.READY)
+
+    assert store.get_operation("op-delete") is None
 
 
 def test_given_five_clusters_when_paging_by_two_then_tokens_round_trip_to_every_cluster_once_in_tag_order(
@@ -84,7 +171,7 @@ def test_given_five_clusters_when_paging_by_two_then_tokens_round_trip_to_every_
 ) -> None:
     tags = ["echo", "alpha", "delta", "bravo", "charlie"]
     for tag in tags:
-        put_cluster(store, tag)
+        new_cluster(store, tag)
 
     seen: list[str] = []
     pages = 0
@@ -93,7 +180,7 @@ def test_given_five_clusters_when_paging_by_two_then_tokens_round_trip_to_every_
         items, token = store.list_clusters(2, token)
         pages += 1
         assert len(items) <= 2
-        seen += [i["clusterTag"] for i in items]
+        seen += [r.cluster_tag for r in items]
         if token is None:
             break
         assert isinstance(token, str) and "=" not in token  # opaque, URL-safe
@@ -134,51 +221,46 @@ def _b64(data: object) -> str:
         pytest.param(base64.urlsafe_b64encode(b"\xff\xfe").decode(), id="not-utf8"),
     ],
 )
-def test_given_a_tampered_token_when_listing_then_invalid_request_naming_next_token(store: Store, token: str) -> None:
-    put_cluster(store, "alpha")
+def test_given_a_tampered_token_when_listing_then_invalid_page_token(store: Store, token: str) -> None:
+    new_cluster(store, "alpha")
 
-    with pytest.raises(InvalidRequest) as info:
+    with pytest.raises(InvalidPageToken):
         store.list_clusters(2, token)
 
-    assert info.value.code == "BadRequest"
-    assert info.value.details == [{"field": "nextToken"}]
 
-
-def test_given_a_token_pointing_into_another_partition_when_listing_then_invalid_request_not_an_aws_error(
+def test_given_a_token_pointing_into_another_partition_when_listing_then_invalid_page_token_not_an_aws_error(
     store: Store,
 ) -> None:
     # DynamoDB refuses an ExclusiveStartKey outside the queried partition ("The provided starting key is
     # invalid"); a token edited to point at a cluster's operations must be a 400, never a 500.
-    put_cluster(store, "alpha")
+    new_cluster(store, "alpha")
     forged = _b64({"PK": "OP#op-1", "SK": "META", "GSI1PK": "CLUSTER#alpha", "GSI1SK": "OP#2026-01-01T00:00:00Z"})
 
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(InvalidPageToken):
         store.list_clusters(2, forged)
 
 
-def test_given_a_map_written_by_another_step_when_a_step_merges_its_key_then_both_survive_without_a_read(
-    store: Any, monkeypatch: pytest.MonkeyPatch
+def test_given_resources_written_by_another_step_when_a_step_merges_its_keys_then_both_survive_without_a_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parallel add-on steps record their keys without reading the item, so none can clobber another's."""
-    store.transact([{"put": {"PK": "CLUSTER#par", "SK": "S", "status": "RUNNING", "resources": {}}}])
-    store.merge_map("CLUSTER#par", "S", "resources", {"addon:cert-manager": {"status": "ACTIVE"}})
+    new_cluster(store, "par")
+    store.merge_stage_resources("par", 1, StageName.DEPENDENCIES, {"addon:cert-manager": {"status": "ACTIVE"}}, now=NOW)
 
     def no_read(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("merge_map must not read the item (a read-modify-write loses parallel writes)")
+        raise AssertionError("merging must not read the item (a read-modify-write loses parallel writes)")
 
     monkeypatch.setattr(store._db, "get_item", no_read)
-    after = store.merge_map(
-        "CLUSTER#par", "S", "resources", {"addon:metrics-server": {"status": "CREATING"}}, {"updatedAt": "t1"}
+    after = store.merge_stage_resources(
+        "par", 1, StageName.DEPENDENCIES, {"addon:metrics-server": {"status": "CREATING"}}, now="t1"
     )
-    assert after["resources"] == {
+    assert after.resources == {
         "addon:cert-manager": {"status": "ACTIVE"},
         "addon:metrics-server": {"status": "CREATING"},
     }
-    assert after["updatedAt"] == "t1"
+    assert after.updated_at == "t1"
 
 
-def test_given_no_map_when_merging_then_condition_failed(store: Any) -> None:
-    from instantstart.store.table import ConditionFailed
-
+def test_given_no_stage_record_when_merging_then_condition_failed(store: Store) -> None:
     with pytest.raises(ConditionFailed):
-        store.merge_map("CLUSTER#none", "S", "resources", {"k": "v"})
+        store.merge_stage_resources("none", 1, StageName.NETWORK, {"vpcId": "vpc-1"}, now=NOW)

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.errors import StageFailed
+from instantstart.models.resources import AddonResource
 from instantstart.naming import ownership_tags, storage_bucket_name, storage_role_name, tag_list
 
 
@@ -97,8 +98,8 @@ def ensure_addon(
     region: str,
     role_path: str,
     permissions_boundary: str | None = None,
-) -> dict[str, Any]:
-    """Create ``addon`` on the cluster unless it exists; returns ``{"addonName", "status", "roleArn"?}``.
+) -> AddonResource:
+    """Create ``addon`` on the cluster unless it exists; returns its status (and role, when it needs one).
 
     Add-ons that need AWS permissions get a role through EKS Pod Identity: inline
     ``podIdentityAssociations`` first; add-on versions that reject them fall back to
@@ -106,7 +107,7 @@ def ensure_addon(
     """
     try:
         existing = eks.describe_addon(clusterName=cluster_name, addonName=addon.name)["addon"]
-        return {"addonName": addon.name, "status": existing["status"]}
+        return AddonResource(status=existing["status"])
     except ClientError as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
@@ -130,10 +131,7 @@ def ensure_addon(
         kwargs.pop("podIdentityAssociations")
         out = eks.create_addon(**kwargs)["addon"]
         _ensure_pod_identity(eks, cluster_name, addon, str(role_arn), tag)
-    result = {"addonName": addon.name, "status": out["status"]}
-    if role_arn:
-        result["roleArn"] = role_arn
-    return result
+    return AddonResource(status=out["status"], role_arn=role_arn)
 
 
 def _ensure_pod_identity(eks: Any, cluster_name: str, addon: AddonSpec, role_arn: str, tag: str) -> None:
@@ -150,8 +148,8 @@ def _ensure_pod_identity(eks: Any, cluster_name: str, addon: AddonSpec, role_arn
         )
 
 
-def addon_state(eks: Any, cluster_name: str, addon_name: str) -> dict[str, Any]:
-    """``{"addonName", "status", "done"}`` of an add-on (EKS ``DescribeAddon``).
+def addon_state(eks: Any, cluster_name: str, addon_name: str) -> str:
+    """The status of an add-on (EKS ``DescribeAddon``): ``CREATING``, ``ACTIVE``, ...
 
     Raises:
         StageFailed: the add-on is CREATE_FAILED or DEGRADED (code ``Addon<Status>``, the health issues as message).
@@ -164,4 +162,4 @@ def addon_state(eks: Any, cluster_name: str, addon_name: str) -> dict[str, Any]:
             "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues) or f"add-on {addon_name} is {status}"
         )
         raise StageFailed(issues[0].get("code", status) if issues else status, message)
-    return {"addonName": addon_name, "status": status, "done": status == "ACTIVE"}
+    return str(status)

@@ -9,23 +9,73 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
+from instantstart.models.common import ApiModel
+from instantstart.models.records import OperationRecord, StageRecord
 from instantstart.runtime import Runtime
 
 SOURCE = "instantstart"
 logger = logging.getLogger(__name__)
 
 
-def publish(rt: Runtime, detail_type: str, detail: dict[str, Any]) -> None:
+class EventDetail(ApiModel):
+    """Base of the public event details (camelCase)."""
+
+
+class StageStateChange(EventDetail):
+    """Detail of a ``Stage State Change`` event."""
+
+    cluster_tag: str
+    generation: int
+    stage: str
+    status: str
+    attempts: int
+    error: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, stage: StageRecord) -> StageStateChange:
+        """The event detail of a stage record."""
+        return cls(
+            cluster_tag=stage.cluster_tag,
+            generation=stage.generation,
+            stage=stage.name.value,
+            status=stage.status.value,
+            attempts=stage.attempts,
+            error=stage.error.model_dump() if stage.error else None,
+        )
+
+
+class OperationStateChange(EventDetail):
+    """Detail of an ``Operation State Change`` event."""
+
+    operation_id: str
+    type: str
+    status: str
+    cluster_tag: str
+    error: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, op: OperationRecord) -> OperationStateChange:
+        """The event detail of an operation record."""
+        return cls(
+            operation_id=op.operation_id,
+            type=op.type.value,
+            status=op.status.value,
+            cluster_tag=op.cluster_tag,
+            error=op.error.model_dump() if op.error else None,
+        )
+
+
+def publish(rt: Runtime, detail: StageStateChange | OperationStateChange) -> None:
     """Put one event on the control plane's bus (best effort)."""
+    detail_type = "Stage State Change" if isinstance(detail, StageStateChange) else "Operation State Change"
     try:
         out = rt.client("events").put_events(
             Entries=[
                 {
                     "Source": SOURCE,
                     "DetailType": detail_type,
-                    "Detail": json.dumps(detail, default=str),
+                    "Detail": json.dumps(detail.to_api()),
                     "EventBusName": rt.settings.EVENT_BUS_NAME,
                 }
             ]

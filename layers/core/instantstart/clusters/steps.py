@@ -1,42 +1,28 @@
 """Dispatch of Step Functions task payloads to the workflow steps.
 
-A task payload is ``{"action": str, "operationId", "clusterTag", "generation", ...}``; the
-action names are the ones the committed ASL uses. AWS errors are re-raised as exceptions named
-after the AWS error code so ``Retry``/``Catch`` can match them and the failure path records the
-code and message verbatim.
+A task payload is a :class:`~instantstart.models.workflow.StepPayload`; its ``action`` names one step:
+a stage's own step (``instantstart.clusters.stages.<stage>``) or one of the bookkeeping steps at the
+edges of stages and operations below. AWS errors are re-raised as exceptions named after the AWS
+error code so ``Retry``/``Catch`` can match them and the failure path records the code and message verbatim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import provision, teardown, workflow
+from instantstart.clusters import records
+from instantstart.clusters.stages import dependencies, stage_steps
+from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
-from instantstart.models.common import ClusterStatus, StageName
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
-
-
-class StepPayload(BaseModel):
-    """The payload every task passes (built by the ASL from the execution input)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    action: str
-    operation_id: str = Field(alias="operationId")
-    cluster_tag: str = Field(alias="clusterTag")
-    generation: int
-    stage: StageName | None = None
-    addon_name: str | None = Field(default=None, alias="addonName")
-    task_token: str | None = Field(default=None, alias="taskToken")
-    error: dict[str, Any] | None = None
-    operation_type: str | None = Field(default=None, alias="operationType")
 
 
 def _stage(p: StepPayload) -> StageName:
@@ -45,67 +31,82 @@ def _stage(p: StepPayload) -> StageName:
     return p.stage
 
 
-Step = Callable[[Runtime, StepPayload], dict[str, Any]]
-
-ACTIONS: dict[str, Step] = {
-    "begin_stage": lambda rt, p: workflow.begin_stage(
+def begin_stage(rt: Runtime, p: StepPayload) -> BaseModel:
+    """The stage RUNNING (see :func:`instantstart.clusters.records.begin_stage`)."""
+    return records.begin_stage(
         rt, operation_id=p.operation_id, tag=p.cluster_tag, generation=p.generation, stage=_stage(p)
-    ),
-    "complete_stage": lambda rt, p: workflow.complete_stage(
-        rt,
-        tag=p.cluster_tag,
-        generation=p.generation,
-        stage=_stage(p),
-        observed_status=provision.stage_summary(rt, p.cluster_tag, p.generation, _stage(p)),
-    ),
-    "record_failure": lambda rt, p: workflow.record_failure(
+    )
+
+
+def complete_stage(rt: Runtime, p: StepPayload) -> BaseModel:
+    """The stage SUCCEEDED; the dependencies stage ends with a summary of its parallel steps."""
+    stage = _stage(p)
+    observed = dependencies.summary(rt, p.cluster_tag, p.generation) if stage is StageName.DEPENDENCIES else None
+    return records.complete_stage(rt, tag=p.cluster_tag, generation=p.generation, stage=stage, observed_status=observed)
+
+
+def record_failure(rt: Runtime, p: StepPayload) -> BaseModel:
+    """The single failure path (a delete's failure names no stage: its stages keep their create status)."""
+    return records.record_failure(
         rt,
         operation_id=p.operation_id,
         tag=p.cluster_tag,
         generation=p.generation,
-        stage=p.stage if p.operation_type != "DELETE_CLUSTER" else None,
+        stage=p.stage if p.operation_type is not OperationType.DELETE_CLUSTER else None,
         error=p.error,
         cluster_status=ClusterStatus.FAILED,
-    ),
-    "ensure_network": lambda rt, p: provision.ensure_network(rt, p.cluster_tag, p.generation),
-    "check_nat_gateway": lambda rt, p: provision.check_nat_gateway(rt, p.cluster_tag, p.generation),
-    "create_eks_cluster": lambda rt, p: provision.create_eks_cluster(rt, p.cluster_tag, p.generation),
-    "check_eks_cluster": lambda rt, p: provision.check_eks_cluster(rt, p.cluster_tag, p.generation),
-    "grant_access": lambda rt, p: provision.grant_access(rt, p.cluster_tag, p.generation),
-    "check_kubernetes_access": lambda rt, p: provision.check_kubernetes_access(rt, p.cluster_tag, p.generation),
-    "plan_addons": lambda rt, p: provision.plan_addons(rt, p.cluster_tag, p.generation),
-    "create_addon": lambda rt, p: provision.create_addon(rt, p.cluster_tag, p.generation, str(p.addon_name)),
-    "check_addon": lambda rt, p: provision.check_addon(rt, p.cluster_tag, p.generation, str(p.addon_name)),
-    "apply_hyperpod_prerequisites": lambda rt, p: provision.apply_hyperpod_prerequisites(
-        rt, p.cluster_tag, p.generation
-    ),
-    "ensure_compute_subnet": lambda rt, p: provision.ensure_compute_subnet(rt, p.cluster_tag, p.generation),
-    "clear_failed_hyperpod_cluster": lambda rt, p: provision.clear_failed_hyperpod_cluster(
-        rt, p.cluster_tag, p.generation
-    ),
-    "create_hyperpod_cluster": lambda rt, p: provision.create_hyperpod_cluster(
-        rt, p.cluster_tag, p.generation, str(p.task_token)
-    ),
-    "check_hyperpod_cluster": lambda rt, p: provision.check_hyperpod_cluster(rt, p.cluster_tag, p.generation),
-    "ensure_storage": lambda rt, p: provision.ensure_storage(rt, p.cluster_tag, p.generation),
-    "check_storage": lambda rt, p: provision.check_storage(rt, p.cluster_tag, p.generation),
-    "verify_cluster": lambda rt, p: provision.verify_cluster(rt, p.cluster_tag, p.generation),
-    "complete_create": lambda rt, p: provision.complete_create(rt, p.operation_id, p.cluster_tag),
-    "begin_teardown": lambda rt, p: teardown.mark_teardown(rt, p.cluster_tag, p.generation, _stage(p), "RUNNING"),
-    "complete_teardown": lambda rt, p: teardown.mark_teardown(rt, p.cluster_tag, p.generation, _stage(p), "SUCCEEDED"),
-    "delete_storage": lambda rt, p: teardown.delete_storage(rt, p.cluster_tag, p.generation),
-    "delete_hyperpod_cluster": lambda rt, p: teardown.delete_hyperpod_cluster(rt, p.cluster_tag, p.generation),
-    "delete_addons": lambda rt, p: teardown.delete_addons(rt, p.cluster_tag, p.generation),
-    "revoke_access": lambda rt, p: teardown.revoke_access(rt, p.cluster_tag, p.generation),
-    "delete_eks_cluster": lambda rt, p: teardown.delete_eks_cluster(rt, p.cluster_tag, p.generation),
-    "delete_network": lambda rt, p: teardown.delete_network(rt, p.cluster_tag, p.generation),
-    "complete_delete": lambda rt, p: teardown.complete_delete(rt, p.operation_id, p.cluster_tag),
+    )
+
+
+def complete_create(rt: Runtime, p: StepPayload) -> BaseModel:
+    """The create (or retry) operation SUCCEEDED and the cluster READY."""
+    return records.finish_operation(
+        rt,
+        operation_id=p.operation_id,
+        tag=p.cluster_tag,
+        status=OperationStatus.SUCCEEDED,
+        cluster_status=ClusterStatus.READY,
+    )
+
+
+def _mark_teardown(rt: Runtime, p: StepPayload, status: StageStatus) -> BaseModel:
+    stage = _stage(p)
+    rt.store.set_teardown_status(p.cluster_tag, p.generation, stage, status, records.now())
+    if status is StageStatus.RUNNING:
+        records.mark_operation_running(rt, p.operation_id)
+    return StepResult(status=status.value)
+
+
+def complete_delete(rt: Runtime, p: StepPayload) -> BaseModel:
+    """The delete operation SUCCEEDED and the cluster DELETED (its tag can be created again)."""
+    result = records.finish_operation(
+        rt,
+        operation_id=p.operation_id,
+        tag=p.cluster_tag,
+        status=OperationStatus.SUCCEEDED,
+        cluster_status=ClusterStatus.DELETED,
+    )
+    rt.store.record_observations(p.cluster_tag, now=records.now(), eks=None, hyper_pod=None, storage=None, nodes=[])
+    return result
+
+
+BOOKKEEPING_STEPS: dict[str, Step] = {
+    "begin_stage": begin_stage,
+    "complete_stage": complete_stage,
+    "record_failure": record_failure,
+    "complete_create": complete_create,
+    "begin_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.RUNNING),
+    "complete_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.SUCCEEDED),
+    "complete_delete": complete_delete,
 }
+"""Steps at the edges of stages and operations (records and events, no AWS resources)."""
+
+ACTIONS: dict[str, Step] = {**BOOKKEEPING_STEPS, **stage_steps()}
 """Every task action the state machines use; a contract test checks the ASL uses only these."""
 
 
 def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
-    """Run the step named by ``event["action"]``.
+    """Run the step named by ``event["action"]``; returns its result as the ASL sees it (camelCase JSON).
 
     Raises:
         StageFailed: unknown action, or a step failure; AWS ``ClientError`` s become exceptions named
@@ -116,7 +117,7 @@ def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     if step is None:
         raise StageFailed("UnknownAction", f"unknown step action {payload.action!r}")
     try:
-        return step(rt, payload)
+        return step(rt, payload).model_dump(mode="json", by_alias=True, exclude_none=True)
     except ClientError as exc:
         raise aws_error(error_code(exc) or "AwsError", error_message(exc)) from exc
     except BotoCoreError as exc:

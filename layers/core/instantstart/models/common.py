@@ -76,6 +76,11 @@ class StageName(StrEnum):
         """1-based position of the stage in the creation workflow."""
         return list(StageName).index(self) + 1
 
+    @property
+    def display_name(self) -> str:
+        """The stage's name in state names of the workflows (``Begin HyperPod Stage``)."""
+        return "HyperPod" if self is StageName.HYPERPOD else self.value.title()
+
 
 class CapacityType(StrEnum):
     """How an instance group's capacity is paid for (HyperPod ``CapacityRequirements``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from instantstart.errors import StageFailed
+from instantstart.models.resources import ComputeSubnet, NetworkResources
 from instantstart.naming import (
     MANAGED_KEY,
     ROLE_KEY,
@@ -128,16 +129,116 @@ def _ensure_default_route(ec2: Ec2, route_table_id: str, **target: str) -> None:
     ec2.create_route(RouteTableId=route_table_id, DestinationCidrBlock="0.0.0.0/0", **target)
 
 
-def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> dict[str, Any]:
+def ensure_internet_gateway(ec2: Ec2, tag: str, vpc_id: str) -> str:
+    """The cluster's internet gateway, attached to ``vpc_id``; returns its id.
+
+    Calls ``DescribeInternetGateways``, ``CreateInternetGateway``, ``AttachInternetGateway``.
+    """
+    igws = ec2.describe_internet_gateways(Filters=_owned_filters(tag, "internet-gateway"))["InternetGateways"]
+    if igws:
+        igw_id = str(igws[0]["InternetGatewayId"])
+    else:
+        igw_id = str(
+            ec2.create_internet_gateway(
+                TagSpecifications=_spec("internet-gateway", tag, f"instantstart-{tag}", "internet-gateway")
+            )["InternetGateway"]["InternetGatewayId"]
+        )
+    attached = ec2.describe_internet_gateways(InternetGatewayIds=[igw_id])["InternetGateways"][0].get("Attachments", [])
+    if not any(a.get("VpcId") == vpc_id for a in attached):
+        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+    return igw_id
+
+
+def ensure_nat_gateway(ec2: Ec2, tag: str, vpc_id: str, public_subnet_id: str) -> tuple[str, str]:
+    """The cluster's NAT gateway (pending or available) in ``public_subnet_id``; returns ``(id, State)``.
+
+    Reuses an unassociated Elastic IP of the cluster before allocating one. Calls ``DescribeNatGateways``,
+    ``DescribeAddresses``, ``AllocateAddress``, ``CreateNatGateway``.
+    """
+    # Ownership is re-checked on the answer: a filter an EC2 implementation ignores must not hand us
+    # another cluster's NAT gateway (moto ignores tag filters on DescribeNatGateways).
+    nats = [
+        n
+        for n in ec2.describe_nat_gateways(
+            Filters=[*_owned_filters(tag, "nat-gateway"), {"Name": "vpc-id", "Values": [vpc_id]}]
+        )["NatGateways"]
+        if n["State"] in ("pending", "available") and n.get("VpcId") == vpc_id and owned_by(n.get("Tags", []), tag)
+    ]
+    if nats:
+        return str(nats[0]["NatGatewayId"]), str(nats[0]["State"])
+    addresses = [
+        a
+        for a in ec2.describe_addresses(Filters=_owned_filters(tag, "nat-eip"))["Addresses"]
+        if not a.get("AssociationId")
+    ]
+    allocation_id = (
+        addresses[0]["AllocationId"]
+        if addresses
+        else ec2.allocate_address(
+            Domain="vpc", TagSpecifications=_spec("elastic-ip", tag, f"instantstart-{tag}-nat", "nat-eip")
+        )["AllocationId"]
+    )
+    nat = ec2.create_nat_gateway(
+        SubnetId=public_subnet_id,
+        AllocationId=allocation_id,
+        ConnectivityType="public",
+        TagSpecifications=_spec("natgateway", tag, f"instantstart-{tag}", "nat-gateway"),
+    )["NatGateway"]
+    return str(nat["NatGatewayId"]), str(nat["State"])
+
+
+def ensure_s3_endpoint(ec2: Ec2, tag: str, vpc_id: str, region: str, route_table_id: str) -> str:
+    """The S3 gateway endpoint of the VPC (routes of ``route_table_id``); returns its id.
+
+    Calls ``DescribeVpcEndpoints``, ``CreateVpcEndpoint``.
+    """
+    endpoints = ec2.describe_vpc_endpoints(
+        Filters=[*_owned_filters(tag, "s3-endpoint"), {"Name": "vpc-id", "Values": [vpc_id]}]
+    )["VpcEndpoints"]
+    if endpoints:
+        return str(endpoints[0]["VpcEndpointId"])
+    return str(
+        ec2.create_vpc_endpoint(
+            VpcId=vpc_id,
+            ServiceName=f"com.amazonaws.{region}.s3",
+            VpcEndpointType="Gateway",
+            RouteTableIds=[route_table_id],
+            TagSpecifications=_spec("vpc-endpoint", tag, f"instantstart-{tag}-s3", "s3-endpoint"),
+        )["VpcEndpoint"]["VpcEndpointId"]
+    )
+
+
+def ensure_security_group(ec2: Ec2, tag: str, vpc_id: str) -> str:
+    """The cluster security group (all traffic within itself); returns its id.
+
+    Calls ``DescribeSecurityGroups``, ``CreateSecurityGroup``, ``AuthorizeSecurityGroupIngress``.
+    """
+    groups = ec2.describe_security_groups(
+        Filters=[*_owned_filters(tag, "cluster-sg"), {"Name": "vpc-id", "Values": [vpc_id]}]
+    )["SecurityGroups"]
+    if groups:
+        return str(groups[0]["GroupId"])
+    sg_id = str(
+        ec2.create_security_group(
+            GroupName=f"instantstart-{tag}-cluster",
+            Description="InstantStart cluster: EKS control plane and HyperPod nodes (all traffic within the group)",
+            VpcId=vpc_id,
+            TagSpecifications=_spec("security-group", tag, f"instantstart-{tag}-cluster", "cluster-sg"),
+        )["GroupId"]
+    )
+    # HyperPod nodes need all traffic among themselves (NCCL, EFA) and with the control plane.
+    ec2.authorize_security_group_ingress(
+        GroupId=sg_id, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg_id}]}]
+    )
+    return sg_id
+
+
+def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> NetworkResources:
     """Everything of the cluster network except routes through the NAT gateway (it must be available).
 
     Creates (or finds) the VPC, two public and two private control-plane /24 subnets in two zones,
     the internet gateway and public route table, an Elastic IP and NAT gateway, the private route
-    table, the S3 gateway endpoint and the cluster security group (all traffic within itself).
-
-    Returns the resource ids: ``vpcId, cidrBlock, zones, publicSubnetIds, privateSubnetIds,
-    internetGatewayId, publicRouteTableId, privateRouteTableId, natGatewayId, natGatewayState,
-    s3EndpointId, securityGroupId``.
+    table, the S3 gateway endpoint and the cluster security group. Returns their ids.
     """
     vpc = ensure_vpc(ec2, tag)
     vpc_id = vpc["vpcId"]
@@ -151,16 +252,7 @@ def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> d
         _ensure_subnet(ec2, tag, vpc_id, cidr, az, f"instantstart-{tag}-private-{az}", "private-subnet")
         for cidr, az in zip(layout["private"], zones, strict=True)
     ]
-    igws = ec2.describe_internet_gateways(Filters=_owned_filters(tag, "internet-gateway"))["InternetGateways"]
-    if igws:
-        igw_id = igws[0]["InternetGatewayId"]
-    else:
-        igw_id = ec2.create_internet_gateway(
-            TagSpecifications=_spec("internet-gateway", tag, f"instantstart-{tag}", "internet-gateway")
-        )["InternetGateway"]["InternetGatewayId"]
-    attached = ec2.describe_internet_gateways(InternetGatewayIds=[igw_id])["InternetGateways"][0].get("Attachments", [])
-    if not any(a.get("VpcId") == vpc_id for a in attached):
-        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+    igw_id = ensure_internet_gateway(ec2, tag, vpc_id)
     public_rt = _ensure_route_table(ec2, tag, vpc_id, f"instantstart-{tag}-public", "public-route-table")
     _ensure_default_route(ec2, public_rt, GatewayId=igw_id)
     for subnet_id in public:
@@ -168,82 +260,21 @@ def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> d
     private_rt = _ensure_route_table(ec2, tag, vpc_id, f"instantstart-{tag}-private", "private-route-table")
     for subnet_id in private:
         _associate(ec2, private_rt, subnet_id)
-
-    # Ownership is re-checked on the answer: a filter an EC2 implementation ignores must not hand us
-    # another cluster's NAT gateway (moto ignores tag filters on DescribeNatGateways).
-    nats = [
-        n
-        for n in ec2.describe_nat_gateways(
-            Filters=[*_owned_filters(tag, "nat-gateway"), {"Name": "vpc-id", "Values": [vpc_id]}]
-        )["NatGateways"]
-        if n["State"] in ("pending", "available") and n.get("VpcId") == vpc_id and owned_by(n.get("Tags", []), tag)
-    ]
-    if nats:
-        nat = nats[0]
-    else:
-        addresses = [
-            a
-            for a in ec2.describe_addresses(Filters=_owned_filters(tag, "nat-eip"))["Addresses"]
-            if not a.get("AssociationId")
-        ]
-        allocation_id = (
-            addresses[0]["AllocationId"]
-            if addresses
-            else ec2.allocate_address(
-                Domain="vpc", TagSpecifications=_spec("elastic-ip", tag, f"instantstart-{tag}-nat", "nat-eip")
-            )["AllocationId"]
-        )
-        nat = ec2.create_nat_gateway(
-            SubnetId=public[0],
-            AllocationId=allocation_id,
-            ConnectivityType="public",
-            TagSpecifications=_spec("natgateway", tag, f"instantstart-{tag}", "nat-gateway"),
-        )["NatGateway"]
-
-    endpoints = ec2.describe_vpc_endpoints(
-        Filters=[*_owned_filters(tag, "s3-endpoint"), {"Name": "vpc-id", "Values": [vpc_id]}]
-    )["VpcEndpoints"]
-    if endpoints:
-        endpoint_id = endpoints[0]["VpcEndpointId"]
-    else:
-        endpoint_id = ec2.create_vpc_endpoint(
-            VpcId=vpc_id,
-            ServiceName=f"com.amazonaws.{region}.s3",
-            VpcEndpointType="Gateway",
-            RouteTableIds=[private_rt],
-            TagSpecifications=_spec("vpc-endpoint", tag, f"instantstart-{tag}-s3", "s3-endpoint"),
-        )["VpcEndpoint"]["VpcEndpointId"]
-
-    groups = ec2.describe_security_groups(
-        Filters=[*_owned_filters(tag, "cluster-sg"), {"Name": "vpc-id", "Values": [vpc_id]}]
-    )["SecurityGroups"]
-    if groups:
-        sg_id = groups[0]["GroupId"]
-    else:
-        sg_id = ec2.create_security_group(
-            GroupName=f"instantstart-{tag}-cluster",
-            Description="InstantStart cluster: EKS control plane and HyperPod nodes (all traffic within the group)",
-            VpcId=vpc_id,
-            TagSpecifications=_spec("security-group", tag, f"instantstart-{tag}-cluster", "cluster-sg"),
-        )["GroupId"]
-        # HyperPod nodes need all traffic among themselves (NCCL, EFA) and with the control plane.
-        ec2.authorize_security_group_ingress(
-            GroupId=sg_id, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg_id}]}]
-        )
-    return {
-        "vpcId": vpc_id,
-        "cidrBlock": vpc["cidrBlock"],
-        "zones": zones,
-        "publicSubnetIds": public,
-        "privateSubnetIds": private,
-        "internetGatewayId": igw_id,
-        "publicRouteTableId": public_rt,
-        "privateRouteTableId": private_rt,
-        "natGatewayId": nat["NatGatewayId"],
-        "natGatewayState": nat["State"],
-        "s3EndpointId": endpoint_id,
-        "securityGroupId": sg_id,
-    }
+    nat_id, nat_state = ensure_nat_gateway(ec2, tag, vpc_id, public[0])
+    return NetworkResources(
+        vpc_id=vpc_id,
+        cidr_block=vpc["cidrBlock"],
+        zones=zones,
+        public_subnet_ids=public,
+        private_subnet_ids=private,
+        internet_gateway_id=igw_id,
+        public_route_table_id=public_rt,
+        private_route_table_id=private_rt,
+        nat_gateway_id=nat_id,
+        nat_gateway_state=nat_state,
+        s3_endpoint_id=ensure_s3_endpoint(ec2, tag, vpc_id, region, private_rt),
+        security_group_id=ensure_security_group(ec2, tag, vpc_id),
+    )
 
 
 def nat_gateway_state(ec2: Ec2, nat_gateway_id: str) -> tuple[str, str | None]:
@@ -265,35 +296,14 @@ def ensure_compute_subnet(
     availability_zone: str,
     nat_gateway_id: str,
     s3_endpoint_id: str,
-    subnet_id: str | None = None,
-) -> dict[str, Any]:
+) -> ComputeSubnet:
     """The HyperPod compute subnet of one Availability Zone. The one rule every capacity path uses.
 
-    Priority: an explicit ``subnet_id`` (checked to be in the VPC and zone), else the tagged
-    per-AZ /20 ``hp-compute-<az>`` of the VPC, else a new /20 at the first free block of the VPC with
-    its own route table (default route to the NAT gateway) associated with the S3 gateway endpoint.
-
-    Returns ``{"subnetId", "routeTableId", "cidrBlock", "source": "explicit"|"reused"|"created"}``.
-    Calls ``DescribeSubnets``, ``CreateSubnet``, ``CreateRouteTable``, ``CreateRoute``,
-    ``AssociateRouteTable``, ``ModifyVpcEndpoint``.
-
-    Raises:
-        StageFailed: the explicit subnet does not exist or is not in this VPC and zone.
+    The tagged per-AZ /20 ``hp-compute-<az>`` of the VPC when it exists, else a new /20 at the first
+    free block of the VPC; either way with its own route table (default route to the NAT gateway)
+    associated with the S3 gateway endpoint. Calls ``DescribeSubnets``, ``CreateSubnet``,
+    ``CreateRouteTable``, ``CreateRoute``, ``AssociateRouteTable``, ``ModifyVpcEndpoint``.
     """
-    if subnet_id:
-        subnets = ec2.describe_subnets(Filters=[{"Name": "subnet-id", "Values": [subnet_id]}])["Subnets"]
-        if not subnets or subnets[0]["VpcId"] != vpc_id or subnets[0]["AvailabilityZone"] != availability_zone:
-            raise StageFailed(
-                "InvalidSubnet",
-                f"subnet {subnet_id} is not a subnet of {vpc_id} in {availability_zone}",
-            )
-        return {
-            "subnetId": subnet_id,
-            "routeTableId": None,
-            "cidrBlock": subnets[0]["CidrBlock"],
-            "source": "explicit",
-        }
-
     name = compute_subnet_name(availability_zone)
     found = ec2.describe_subnets(
         Filters=[
@@ -325,63 +335,59 @@ def ensure_compute_subnet(
     endpoint = ec2.describe_vpc_endpoints(VpcEndpointIds=[s3_endpoint_id])["VpcEndpoints"][0]
     if route_table_id not in endpoint.get("RouteTableIds", []):
         ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
-    return {
-        "subnetId": sid,
-        "routeTableId": route_table_id,
-        "cidrBlock": subnet["CidrBlock"],
-        "source": source,
-    }
+    return ComputeSubnet(
+        subnet_id=sid, route_table_id=route_table_id, cidr_block=str(subnet["CidrBlock"]), source=source
+    )
 
 
-def delete_network(ec2: Ec2, tag: str) -> dict[str, Any]:
+def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str) -> None:
+    """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC."""
+    endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
+    owned_endpoints = [e["VpcEndpointId"] for e in endpoints if owned_by(e.get("Tags", []), tag)]
+    if owned_endpoints:
+        ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
+    for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:
+        if not owned_by(table.get("Tags", []), tag):
+            continue
+        for assoc in table.get("Associations", []):
+            if not assoc.get("Main"):
+                ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
+        ec2.delete_route_table(RouteTableId=table["RouteTableId"])
+    for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]:
+        if owned_by(subnet.get("Tags", []), tag):
+            ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+    for igw in ec2.describe_internet_gateways(Filters=_owned_filters(tag))["InternetGateways"]:
+        for att in igw.get("Attachments", []):
+            ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=att["VpcId"])
+        ec2.delete_internet_gateway(InternetGatewayId=igw["InternetGatewayId"])
+    for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["SecurityGroups"]:
+        if group["GroupName"] != "default" and owned_by(group.get("Tags", []), tag):
+            ec2.delete_security_group(GroupId=group["GroupId"])
+    ec2.delete_vpc(VpcId=vpc_id)
+
+
+def delete_network(ec2: Ec2, tag: str) -> list[str]:
     """Delete every network resource carrying this cluster's ownership tags, dependants first.
 
-    Returns ``{"done": bool, "natGatewaysDeleting": [...]}``: when NAT gateways are still deleting
-    the caller polls and calls again (the function is idempotent). Resources without the ownership
-    tags are never touched.
+    Returns the NAT gateways still deleting: while the list is not empty the caller polls and calls
+    again (the function is idempotent); an empty list means everything is gone. Resources without
+    the ownership tags are never touched.
     """
-    nats = [
-        n
-        for n in ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]
-        if owned_by(n.get("Tags", []), tag)
-    ]
     deleting = []
-    for nat in nats:
+    for nat in ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]:
+        if not owned_by(nat.get("Tags", []), tag):
+            continue
         if nat["State"] in ("pending", "available"):
             ec2.delete_nat_gateway(NatGatewayId=nat["NatGatewayId"])
-            deleting.append(nat["NatGatewayId"])
+            deleting.append(str(nat["NatGatewayId"]))
         elif nat["State"] == "deleting":
-            deleting.append(nat["NatGatewayId"])
+            deleting.append(str(nat["NatGatewayId"]))
     if deleting:
-        return {"done": False, "natGatewaysDeleting": deleting}
+        return deleting
     for address in ec2.describe_addresses(Filters=_owned_filters(tag))["Addresses"]:
         if owned_by(address.get("Tags", []), tag) and not address.get("AssociationId"):
             ec2.release_address(AllocationId=address["AllocationId"])
-    vpcs = ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]
-    for vpc in vpcs:
-        vpc_id = vpc["VpcId"]
-        if not owned_by(vpc.get("Tags", []), tag):
-            continue
-        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
-        owned_endpoints = [e["VpcEndpointId"] for e in endpoints if owned_by(e.get("Tags", []), tag)]
-        if owned_endpoints:
-            ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
-        for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:
-            if not owned_by(table.get("Tags", []), tag):
-                continue
-            for assoc in table.get("Associations", []):
-                if not assoc.get("Main"):
-                    ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
-            ec2.delete_route_table(RouteTableId=table["RouteTableId"])
-        for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]:
-            if owned_by(subnet.get("Tags", []), tag):
-                ec2.delete_subnet(SubnetId=subnet["SubnetId"])
-        for igw in ec2.describe_internet_gateways(Filters=_owned_filters(tag))["InternetGateways"]:
-            for att in igw.get("Attachments", []):
-                ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=att["VpcId"])
-            ec2.delete_internet_gateway(InternetGatewayId=igw["InternetGatewayId"])
-        for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["SecurityGroups"]:
-            if group["GroupName"] != "default" and owned_by(group.get("Tags", []), tag):
-                ec2.delete_security_group(GroupId=group["GroupId"])
-        ec2.delete_vpc(VpcId=vpc_id)
-    return {"done": True, "natGatewaysDeleting": []}
+    for vpc in ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]:
+        if owned_by(vpc.get("Tags", []), tag):
+            _delete_vpc(ec2, tag, vpc["VpcId"])
+    return []

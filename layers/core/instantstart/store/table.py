@@ -1,7 +1,10 @@
-"""DynamoDB access for clusters, stages and operations (single table, keys from :mod:`.keys`).
+"""DynamoDB access for the cluster, stage and operation records (single table, keys from :mod:`.keys`).
 
+The store speaks in intents (create a cluster, start an operation, begin a stage, record a stage's
+resources, finish an operation, ...) over the typed records of :mod:`instantstart.models.records`.
 Every state change is a conditional write on the expected current status, so two writers can never
-both win (no lost updates, no double starts). Calls the DynamoDB ``GetItem``, ``Query``,
+both win (no lost updates, no double starts); a lost race raises :class:`ConditionFailed`, the store's
+own error, which callers map to what it means for them. Calls the DynamoDB ``GetItem``, ``Query``,
 ``UpdateItem`` and ``TransactWriteItems`` APIs
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Operations_Amazon_DynamoDB.html).
 """
@@ -12,14 +15,16 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from instantstart.errors import Conflict, InvalidRequest
-from instantstart.models.common import StageName
+from instantstart.models.cluster import EksView, HyperPodView, NodeView, StageError, StorageView
+from instantstart.models.common import ClusterStatus, OperationStatus, StageName, StageStatus
+from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.store import keys
 
 if TYPE_CHECKING:
@@ -29,6 +34,19 @@ Item = dict[str, Any]
 
 _SER = TypeSerializer()
 _DE = TypeDeserializer()
+_UNSET: Any = object()
+
+
+class StoreError(Exception):
+    """Base of the store's errors (never HTTP-flavoured: callers decide what a lost race means)."""
+
+
+class ConditionFailed(StoreError):
+    """A conditional write found the item missing or in another state than expected; nothing was written."""
+
+
+class InvalidPageToken(StoreError):
+    """A pagination token that this store did not issue (edited, truncated or from another listing)."""
 
 
 def _plain(value: Any) -> Any:
@@ -45,7 +63,7 @@ def _dynamo(value: Any) -> Any:
     if isinstance(value, float):
         return Decimal(str(value))
     if isinstance(value, dict):
-        return {k: _dynamo(v) for k, v in value.items() if v is not None or k == "error"}
+        return {k: _dynamo(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
         return [_dynamo(v) for v in value]
     return value
@@ -61,45 +79,6 @@ def deserialize(item: Mapping[str, Any]) -> Item:
     return {k: _plain(_DE.deserialize(v)) for k, v in item.items()}
 
 
-class ConditionFailed(Exception):
-    """A conditional write found the item in another state than expected."""
-
-
-def _update_expression(
-    updates: Mapping[str, Any], removes: Iterable[str] = ()
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    sets = []
-    for i, (name, value) in enumerate(updates.items()):
-        names[f"#u{i}"] = name
-        values[f":u{i}"] = _SER.serialize(_dynamo(value))
-        sets.append(f"#u{i} = :u{i}")
-    rems = []
-    for j, name in enumerate(removes):
-        names[f"#r{j}"] = name
-        rems.append(f"#r{j}")
-    expr = ""
-    if sets:
-        expr += "SET " + ", ".join(sets)
-    if rems:
-        expr += " REMOVE " + ", ".join(rems)
-    return expr.strip(), names, values
-
-
-def _status_condition(
-    expected: Sequence[str] | None, names: dict[str, str], values: dict[str, Any], attr: str = "status"
-) -> str:
-    if not expected:
-        return "attribute_exists(PK)"
-    names["#cstatus"] = attr
-    placeholders = []
-    for i, status in enumerate(expected):
-        values[f":c{i}"] = {"S": status}
-        placeholders.append(f":c{i}")
-    return f"attribute_exists(PK) AND #cstatus IN ({', '.join(placeholders)})"
-
-
 def encode_token(key: Mapping[str, Any] | None) -> str | None:
     """An opaque pagination token for a DynamoDB ``LastEvaluatedKey`` (None when there is no more)."""
     if not key:
@@ -109,10 +88,10 @@ def encode_token(key: Mapping[str, Any] | None) -> str | None:
 
 
 def decode_token(token: str | None, allowed_keys: set[str]) -> dict[str, Any] | None:
-    """Decode a token from :func:`encode_token`.
+    """Decode a token from :func:`encode_token` into a DynamoDB start key (None for no token).
 
     Raises:
-        InvalidRequest: the token is not one this API issued (field ``nextToken``).
+        InvalidPageToken: the token is not one this store issued.
     """
     if not token:
         return None
@@ -120,10 +99,105 @@ def decode_token(token: str | None, allowed_keys: set[str]) -> dict[str, Any] | 
         padded = token + "=" * (-len(token) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}]) from exc
+        raise InvalidPageToken("not a token issued by this store") from exc
     if not isinstance(data, dict) or set(data) != allowed_keys or not all(isinstance(v, str) for v in data.values()):
-        raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}])
+        raise InvalidPageToken("not a token issued by this store")
     return serialize(data)
+
+
+@dataclass
+class _Write:
+    """One conditional write: ``SET`` ``updates`` / ``REMOVE`` ``removes`` under ``condition``."""
+
+    pk: str
+    sk: str
+    updates: Mapping[str, Any]
+    removes: Iterable[str] = ()
+    expected_status: Sequence[str] | None = None
+    equals: Mapping[str, Any] = field(default_factory=dict)
+    """Further conditions: attribute == value."""
+
+    def request(self, table: str) -> dict[str, Any]:
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        sets = []
+        for i, (name, value) in enumerate(self.updates.items()):
+            names[f"#u{i}"] = name
+            values[f":u{i}"] = _SER.serialize(_dynamo(value))
+            sets.append(f"#u{i} = :u{i}")
+        rems = []
+        for j, name in enumerate(self.removes):
+            names[f"#r{j}"] = name
+            rems.append(f"#r{j}")
+        expr = ("SET " + ", ".join(sets) if sets else "") + (" REMOVE " + ", ".join(rems) if rems else "")
+        conditions = ["attribute_exists(PK)"]
+        if self.expected_status:
+            names["#cstatus"] = "status"
+            placeholders = []
+            for i, status in enumerate(self.expected_status):
+                values[f":c{i}"] = {"S": status}
+                placeholders.append(f":c{i}")
+            conditions.append(f"#cstatus IN ({', '.join(placeholders)})")
+        for i, (name, value) in enumerate(self.equals.items()):
+            names[f"#e{i}"] = name
+            values[f":e{i}"] = _SER.serialize(_dynamo(value))
+            conditions.append(f"#e{i} = :e{i}")
+        out: dict[str, Any] = {
+            "TableName": table,
+            "Key": serialize({"PK": self.pk, "SK": self.sk}),
+            "UpdateExpression": expr.strip(),
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names,
+        }
+        if values:
+            out["ExpressionAttributeValues"] = values
+        return out
+
+
+@dataclass
+class _Put:
+    """One conditional put of a whole item (by default: only if no item has its key)."""
+
+    item: Item
+    condition: str = "attribute_not_exists(PK)"
+    names: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def request(self, table: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"TableName": table, "Item": serialize(self.item), "ConditionExpression": self.condition}
+        if self.names:
+            out["ExpressionAttributeNames"] = dict(self.names)
+        if self.values:
+            out["ExpressionAttributeValues"] = serialize(self.values)
+        return out
+
+
+def _cluster_item(record: ClusterRecord) -> Item:
+    return {
+        "PK": keys.cluster_pk(record.cluster_tag),
+        "SK": keys.META,
+        "GSI1PK": keys.CLUSTERS_INDEX_PK,
+        "GSI1SK": keys.cluster_index_sk(record.cluster_tag),
+        **record.to_item(),
+    }
+
+
+def _stage_item(record: StageRecord) -> Item:
+    return {
+        "PK": keys.cluster_pk(record.cluster_tag),
+        "SK": keys.stage_sk(record.generation, record.name),
+        **record.to_item(),
+    }
+
+
+def _operation_item(record: OperationRecord) -> Item:
+    return {
+        "PK": keys.operation_pk(record.operation_id),
+        "SK": keys.META,
+        "GSI1PK": keys.cluster_pk(record.cluster_tag),
+        "GSI1SK": keys.operation_index_sk(record.created_at),
+        **record.to_item(),
+    }
 
 
 class Store:
@@ -138,25 +212,47 @@ class Store:
         self._db = client
         self.table_name = table_name
 
-    # -- reads -------------------------------------------------------------------------------
-    def get(self, pk: str, sk: str = keys.META) -> Item | None:
-        """One item by key, strongly consistent, or None."""
+    # -- low level ---------------------------------------------------------------------------
+    def _get(self, pk: str, sk: str = keys.META) -> Item | None:
         out = self._db.get_item(TableName=self.table_name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True)
         return deserialize(out["Item"]) if "Item" in out else None
 
-    def get_cluster(self, tag: str) -> Item | None:
+    def _update(self, write: _Write) -> Item:
+        try:
+            out = self._db.update_item(**write.request(self.table_name), ReturnValues="ALL_NEW")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"{write.pk}/{write.sk}: not in the expected state") from exc
+            raise
+        return deserialize(out["Attributes"])
+
+    def _transact(self, puts: Sequence[_Put], updates: Sequence[_Write] = ()) -> None:
+        items: list[dict[str, Any]] = [{"Put": p.request(self.table_name)} for p in puts]
+        items += [{"Update": w.request(self.table_name)} for w in updates]
+        try:
+            self._db.transact_write_items(TransactItems=cast(Any, items))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                raise ConditionFailed("a condition of the transaction failed; nothing was written") from exc
+            raise
+
+    # -- reads -------------------------------------------------------------------------------
+    def get_cluster(self, tag: str) -> ClusterRecord | None:
         """The cluster record of ``tag`` (any generation, any status) or None."""
-        return self.get(keys.cluster_pk(tag))
+        item = self._get(keys.cluster_pk(tag))
+        return ClusterRecord.model_validate(item) if item else None
 
-    def get_operation(self, operation_id: str) -> Item | None:
+    def get_operation(self, operation_id: str) -> OperationRecord | None:
         """The operation record or None."""
-        return self.get(keys.operation_pk(operation_id))
+        item = self._get(keys.operation_pk(operation_id))
+        return OperationRecord.model_validate(item) if item else None
 
-    def get_stage(self, tag: str, generation: int, stage: StageName) -> Item | None:
+    def get_stage(self, tag: str, generation: int, stage: StageName) -> StageRecord | None:
         """One stage record of one generation or None."""
-        return self.get(keys.cluster_pk(tag), keys.stage_sk(generation, stage))
+        item = self._get(keys.cluster_pk(tag), keys.stage_sk(generation, stage))
+        return StageRecord.model_validate(item) if item else None
 
-    def get_stages(self, tag: str, generation: int) -> list[Item]:
+    def get_stages(self, tag: str, generation: int) -> list[StageRecord]:
         """Every stage record of a generation, in stage order."""
         out = self._db.query(
             TableName=self.table_name,
@@ -166,13 +262,13 @@ class Store:
             ),
             ConsistentRead=True,
         )
-        return [deserialize(i) for i in out.get("Items", [])]
+        return [StageRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
 
-    def list_clusters(self, limit: int, next_token: str | None) -> tuple[list[Item], str | None]:
+    def list_clusters(self, limit: int, next_token: str | None) -> tuple[list[ClusterRecord], str | None]:
         """A page of cluster records ordered by tag, and the token of the next page (or None).
 
         Raises:
-            InvalidRequest: ``next_token`` was not issued by this API.
+            InvalidPageToken: ``next_token`` was not issued by this store.
         """
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
@@ -186,79 +282,303 @@ class Store:
             # DynamoDB rejects a start key outside the queried partition (a 500 for an edited token).
             plain = deserialize(start)
             if plain["GSI1PK"] != keys.CLUSTERS_INDEX_PK or plain["SK"] != keys.META or plain["PK"] != plain["GSI1SK"]:
-                raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}])
+                raise InvalidPageToken("the token points outside the cluster listing")
             kwargs["ExclusiveStartKey"] = start
         out = self._db.query(**kwargs)
-        return [deserialize(i) for i in out.get("Items", [])], encode_token(out.get("LastEvaluatedKey"))
+        records = [ClusterRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
+        return records, encode_token(out.get("LastEvaluatedKey"))
 
-    # -- writes ------------------------------------------------------------------------------
-    def update(
+    # -- operations --------------------------------------------------------------------------
+    def create_cluster(
         self,
-        pk: str,
-        sk: str,
-        updates: Mapping[str, Any],
+        cluster: ClusterRecord,
+        stages: Sequence[StageRecord],
+        operation: OperationRecord,
         *,
-        expected_status: Sequence[str] | None = None,
-        removes: Iterable[str] = (),
-    ) -> Item:
-        """Update attributes of an existing item, conditional on its current ``status``.
+        replaces_generation: int | None,
+    ) -> None:
+        """Write a new cluster generation, its PENDING stages and its PENDING operation, all or nothing.
 
-        Returns the item after the update.
-
-        Raises:
-            ConditionFailed: the item is missing or its status is not one of ``expected_status``.
-        """
-        expr, names, values = _update_expression(updates, removes)
-        condition = _status_condition(expected_status, names, values)
-        kwargs: dict[str, Any] = {
-            "TableName": self.table_name,
-            "Key": serialize({"PK": pk, "SK": sk}),
-            "UpdateExpression": expr,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ReturnValues": "ALL_NEW",
-        }
-        if values:
-            kwargs["ExpressionAttributeValues"] = values
-        try:
-            out = self._db.update_item(**kwargs)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise ConditionFailed(f"{pk}/{sk}: status not in {expected_status}") from exc
-            raise
-        return deserialize(out["Attributes"])
-
-    def merge_map(
-        self, pk: str, sk: str, attribute: str, entries: Mapping[str, Any], updates: Mapping[str, Any] | None = None
-    ) -> Item:
-        """Set ``entries`` as keys of the map ``attribute`` (other keys untouched), plus top-level ``updates``.
-
-        Each key is its own ``SET #map.#key`` clause, so parallel writers of different keys never lose
-        each other's writes (a read-modify-write of the whole map would).
+        ``replaces_generation`` is the generation of the DELETED record this one replaces (None for a
+        tag never used): the write is conditional on that record still being DELETED at that generation.
 
         Raises:
-            ConditionFailed: the item or its map does not exist.
+            ConditionFailed: the tag has a live record (or a concurrent create won); nothing was written.
         """
-        names: dict[str, str] = {"#map": attribute}
-        values: dict[str, Any] = {}
-        clauses = []
-        for i, (key, value) in enumerate(entries.items()):
+        put = _Put(_cluster_item(cluster))
+        if replaces_generation is not None:
+            # Overwrite the DELETED record of the previous generation, only if it is still that record.
+            put = _Put(
+                put.item,
+                "#s = :deleted AND #gen = :gen",
+                {"#s": "status", "#gen": "generation"},
+                {":deleted": ClusterStatus.DELETED.value, ":gen": replaces_generation},
+            )
+        self._transact([put, _Put(_operation_item(operation)), *(_Put(_stage_item(s)) for s in stages)])
+
+    def start_operation(
+        self,
+        operation: OperationRecord,
+        *,
+        cluster_status: ClusterStatus,
+        from_status: ClusterStatus,
+        retry_stage: StageName | None = None,
+    ) -> None:
+        """Write a PENDING operation on an existing cluster and make it the cluster's current one.
+
+        The cluster moves ``from_status`` -> ``cluster_status`` (conditional on both the status and the
+        operation's generation); for a retry, ``retry_stage`` must still be FAILED.
+
+        Raises:
+            ConditionFailed: the cluster or the stage changed since it was read; nothing was written.
+        """
+        tag, generation, now = operation.cluster_tag, operation.generation, operation.created_at
+        updates = [
+            _Write(
+                keys.cluster_pk(tag),
+                keys.META,
+                {"status": cluster_status.value, "currentOperationId": operation.operation_id, "updatedAt": now},
+                expected_status=[from_status.value],
+                equals={"generation": generation},
+            )
+        ]
+        if retry_stage is not None:
+            updates.append(
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.stage_sk(generation, retry_stage),
+                    {"retryRequestedAt": now},
+                    expected_status=[StageStatus.FAILED.value],
+                )
+            )
+        self._transact([_Put(_operation_item(operation))], updates)
+
+    def abandon_operation(
+        self,
+        operation: OperationRecord,
+        *,
+        error: StageError,
+        now: str,
+        cluster_status: ClusterStatus,
+        current_operation_id: str | None,
+        expected_cluster_status: ClusterStatus,
+    ) -> None:
+        """Undo a start whose execution never ran: the operation FAILED with ``error``, the cluster back.
+
+        The cluster returns to ``cluster_status`` with ``current_operation_id`` (the values before the start).
+
+        Raises:
+            ConditionFailed: the records moved on meanwhile; nothing was written.
+        """
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.operation_pk(operation.operation_id),
+                    keys.META,
+                    {
+                        "status": OperationStatus.FAILED.value,
+                        "updatedAt": now,
+                        "endedAt": now,
+                        "error": error.model_dump(mode="json"),
+                    },
+                    expected_status=[OperationStatus.PENDING.value],
+                ),
+                _Write(
+                    keys.cluster_pk(operation.cluster_tag),
+                    keys.META,
+                    {"status": cluster_status.value, "updatedAt": now}
+                    | ({"currentOperationId": current_operation_id} if current_operation_id else {}),
+                    removes=[] if current_operation_id else ["currentOperationId"],
+                    expected_status=[expected_cluster_status.value],
+                ),
+            ],
+        )
+
+    def record_execution_arn(self, operation_id: str, execution_arn: str) -> OperationRecord:
+        """Note the ARN of the operation's Step Functions execution.
+
+        Raises:
+            ConditionFailed: the operation does not exist.
+        """
+        item = self._update(_Write(keys.operation_pk(operation_id), keys.META, {"executionArn": execution_arn}))
+        return OperationRecord.model_validate(item)
+
+    def mark_operation_running(self, operation_id: str, now: str) -> OperationRecord:
+        """PENDING -> RUNNING for the operation.
+
+        Raises:
+            ConditionFailed: the operation is not PENDING (already running or ended).
+        """
+        item = self._update(
+            _Write(
+                keys.operation_pk(operation_id),
+                keys.META,
+                {"status": OperationStatus.RUNNING.value, "startedAt": now, "updatedAt": now},
+                expected_status=[OperationStatus.PENDING.value],
+            )
+        )
+        return OperationRecord.model_validate(item)
+
+    def finish_operation(
+        self,
+        operation_id: str,
+        tag: str,
+        *,
+        status: OperationStatus,
+        cluster_status: ClusterStatus,
+        now: str,
+        error: StageError | None = None,
+    ) -> OperationRecord:
+        """End a PENDING/RUNNING operation with ``status`` and move its cluster to ``cluster_status``, atomically.
+
+        The cluster write is conditional on the operation still being the cluster's current one.
+
+        Raises:
+            ConditionFailed: the operation already ended, or the cluster moved on to another operation.
+        """
+        op_updates: dict[str, Any] = {"status": status.value, "endedAt": now, "updatedAt": now}
+        if error is not None:
+            op_updates["error"] = error.model_dump(mode="json")
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.operation_pk(operation_id),
+                    keys.META,
+                    op_updates,
+                    expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
+                ),
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.META,
+                    {"status": cluster_status.value, "updatedAt": now},
+                    expected_status=[ClusterStatus.CREATING.value, ClusterStatus.DELETING.value],
+                    equals={"currentOperationId": operation_id},
+                ),
+            ],
+        )
+        op = self.get_operation(operation_id)
+        assert op is not None  # written just above
+        return op
+
+    # -- stages ------------------------------------------------------------------------------
+    def begin_stage(self, tag: str, generation: int, stage: StageName, *, operation_id: str, now: str) -> StageRecord:
+        """PENDING/FAILED -> RUNNING for ``stage``, counting the attempt and noting the operation.
+
+        Raises:
+            ConditionFailed: the stage is neither PENDING nor FAILED (e.g. already RUNNING).
+        """
+        current = self.get_stage(tag, generation, stage)
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {
+                    "status": StageStatus.RUNNING.value,
+                    "attempts": (current.attempts if current else 0) + 1,
+                    "startedAt": now,
+                    "updatedAt": now,
+                    "operationId": operation_id,
+                },
+                removes=["error", "endedAt"],
+                expected_status=[StageStatus.PENDING.value, StageStatus.FAILED.value],
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def complete_stage(
+        self, tag: str, generation: int, stage: StageName, *, now: str, observed_status: str | None = None
+    ) -> StageRecord:
+        """RUNNING -> SUCCEEDED for ``stage`` (its task token, if any, is dropped).
+
+        Raises:
+            ConditionFailed: the stage is not RUNNING.
+        """
+        updates: dict[str, Any] = {"status": StageStatus.SUCCEEDED.value, "endedAt": now, "updatedAt": now}
+        if observed_status is not None:
+            updates["observedStatus"] = observed_status
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                updates,
+                removes=["taskToken"],
+                expected_status=[StageStatus.RUNNING.value],
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def fail_stage(
+        self,
+        tag: str,
+        generation: int,
+        stage: StageName,
+        *,
+        error: StageError,
+        now: str,
+        from_statuses: Sequence[StageStatus] = (StageStatus.RUNNING, StageStatus.PENDING),
+        operation_id: str | None = None,
+    ) -> StageRecord:
+        """``from_statuses`` -> FAILED for ``stage`` with ``error`` verbatim (its task token dropped).
+
+        With ``operation_id``, only while that operation is the one running the stage.
+
+        Raises:
+            ConditionFailed: the stage is in another status (or run by another operation).
+        """
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {
+                    "status": StageStatus.FAILED.value,
+                    "error": error.model_dump(mode="json"),
+                    "endedAt": now,
+                    "updatedAt": now,
+                },
+                removes=["taskToken"],
+                expected_status=[s.value for s in from_statuses],
+                equals={"operationId": operation_id} if operation_id else {},
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def merge_stage_resources(
+        self,
+        tag: str,
+        generation: int,
+        stage: StageName,
+        resources: Mapping[str, Any],
+        *,
+        now: str,
+        observed_status: str | None = None,
+    ) -> StageRecord:
+        """Set ``resources`` as keys of the stage's ``resources`` map (other keys untouched).
+
+        Each key is its own ``SET #map.#key`` clause, so parallel steps of one stage (add-ons,
+        Kubernetes objects) never lose each other's writes, as a read-modify-write of the map would.
+
+        Raises:
+            ConditionFailed: the stage record (or its map) does not exist.
+        """
+        names: dict[str, str] = {"#map": "resources", "#ua": "updatedAt"}
+        values: dict[str, Any] = {":ua": _SER.serialize(now)}
+        clauses = ["#ua = :ua"]
+        for i, (key, value) in enumerate(resources.items()):
+            if value is None:
+                continue
             names[f"#k{i}"] = key
             values[f":k{i}"] = _SER.serialize(_dynamo(value))
             clauses.append(f"#map.#k{i} = :k{i}")
-        for j, (name, value) in enumerate((updates or {}).items()):
-            names[f"#u{j}"] = name
-            values[f":u{j}"] = _SER.serialize(_dynamo(value))
-            clauses.append(f"#u{j} = :u{j}")
-        if not clauses:
-            item = self.get(pk, sk)
-            if item is None:
-                raise ConditionFailed(f"{pk}/{sk} does not exist")
-            return item
+        if observed_status is not None:
+            names["#os"] = "observedStatus"
+            values[":os"] = _SER.serialize(observed_status)
+            clauses.append("#os = :os")
         try:
             out = self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": pk, "SK": sk}),
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
                 UpdateExpression="SET " + ", ".join(clauses),
                 ConditionExpression="attribute_exists(#map)",
                 ExpressionAttributeNames=names,
@@ -267,51 +587,71 @@ class Store:
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise ConditionFailed(f"{pk}/{sk}: no map {attribute}") from exc
+                raise ConditionFailed(f"stage {stage.value} of {tag} has no resources map") from exc
             raise
-        return deserialize(out["Attributes"])
+        return StageRecord.model_validate(deserialize(out["Attributes"]))
 
-    def transact(self, writes: Sequence[dict[str, Any]]) -> None:
-        """Run ``TransactWriteItems``: all writes or none.
-
-        Each write is ``{"put": item, "condition": expr?, "names": {...}?, "values": {...}?}`` or
-        ``{"update": (pk, sk), "set": {...}, "expected_status": [...]?, "removes": [...]?}``.
+    def set_task_token(self, tag: str, generation: int, stage: StageName, task_token: str) -> None:
+        """Store the Step Functions task token the stage waits on (an event handler sends it).
 
         Raises:
-            Conflict: a condition failed (the request raced another writer or the state changed).
+            ConditionFailed: the stage is not RUNNING.
         """
-        items: list[dict[str, Any]] = []
-        for w in writes:
-            if "put" in w:
-                put: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(w["put"])}
-                if w.get("condition"):
-                    put["ConditionExpression"] = w["condition"]
-                if w.get("names"):
-                    put["ExpressionAttributeNames"] = w["names"]
-                if w.get("values"):
-                    put["ExpressionAttributeValues"] = serialize(w["values"])
-                items.append({"Put": put})
+        self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {"taskToken": task_token},
+                expected_status=[StageStatus.RUNNING.value],
+            )
+        )
+
+    def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
+        """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).
+
+        Raises:
+            ConditionFailed: the stage record does not exist.
+        """
+        stamp = "teardownStartedAt" if status is StageStatus.RUNNING else "teardownEndedAt"
+        self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {"teardownStatus": status.value, stamp: now, "updatedAt": now},
+            )
+        )
+
+    # -- observations on the cluster record --------------------------------------------------
+    def record_observations(
+        self,
+        tag: str,
+        *,
+        now: str,
+        eks: EksView | None = _UNSET,
+        hyper_pod: HyperPodView | None = _UNSET,
+        nodes: Sequence[NodeView] = _UNSET,
+        storage: StorageView | None = _UNSET,
+        if_updated_at: str | None = None,
+    ) -> ClusterRecord:
+        """Record what a stage or an event observed on the cluster record (only the views passed).
+
+        A view passed as None is removed. With ``if_updated_at``, the write is conditional on the record
+        not having changed since it was read (for read-modify-write of ``nodes``).
+
+        Raises:
+            ConditionFailed: the record does not exist, or changed since ``if_updated_at``.
+        """
+        updates: dict[str, Any] = {"updatedAt": now}
+        removes: list[str] = []
+        for attribute, view in (("eks", eks), ("hyperPod", hyper_pod), ("storage", storage)):
+            if view is _UNSET:
+                continue
+            if view is None:
+                removes.append(attribute)
             else:
-                pk, sk = w["update"]
-                expr, names, values = _update_expression(w["set"], w.get("removes", ()))
-                condition = _status_condition(w.get("expected_status"), names, values)
-                if w.get("extra_condition"):
-                    condition += " AND " + w["extra_condition"]
-                    names.update(w.get("extra_names", {}))
-                    values.update(serialize(w.get("extra_values", {})))
-                upd: dict[str, Any] = {
-                    "TableName": self.table_name,
-                    "Key": serialize({"PK": pk, "SK": sk}),
-                    "UpdateExpression": expr,
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                }
-                if values:
-                    upd["ExpressionAttributeValues"] = values
-                items.append({"Update": upd})
-        try:
-            self._db.transact_write_items(TransactItems=cast(Any, items))
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
-                raise Conflict("the request conflicts with a concurrent change; read the state and retry") from exc
-            raise
+                updates[attribute] = view.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if nodes is not _UNSET:
+            updates["nodes"] = [n.model_dump(mode="json", by_alias=True, exclude_none=True) for n in nodes]
+        equals = {"updatedAt": if_updated_at} if if_updated_at is not None else {}
+        item = self._update(_Write(keys.cluster_pk(tag), keys.META, updates, removes=removes, equals=equals))
+        return ClusterRecord.model_validate(item)

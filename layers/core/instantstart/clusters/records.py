@@ -1,0 +1,205 @@
+"""Records of stages and operations: what every workflow step writes at the edges of a stage.
+
+Steps call these so DynamoDB, the API, the MCP tools and the Step Functions console agree, and every
+change is published as a ``Stage State Change`` / ``Operation State Change`` event. Each write is
+conditional on the expected current status (see :class:`instantstart.store.table.Store`).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import suppress
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from instantstart.clusters.events import OperationStateChange, StageStateChange, publish
+from instantstart.models.cluster import StageError
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, iso, utcnow
+from instantstart.models.records import ClusterRecord, StageRecord
+from instantstart.models.workflow import ExecutionInput, StageStarted, StepError, StepResult
+from instantstart.runtime import Runtime
+from instantstart.store.table import ConditionFailed
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def now() -> str:
+    """The current time as ISO-8601 UTC with a ``Z`` suffix (the records' timestamp format)."""
+    return iso(utcnow()) or ""
+
+
+def execution_input(
+    *, operation_id: str, operation_type: OperationType, tag: str, generation: int, start_stage: StageName
+) -> ExecutionInput:
+    """Input of a create/retry/delete execution: ids plus the loop configuration (realistic seconds)."""
+    return ExecutionInput(
+        operation_id=operation_id,
+        operation_type=operation_type,
+        cluster_tag=tag,
+        generation=generation,
+        start_stage=start_stage,
+    )
+
+
+def cluster_record(rt: Runtime, tag: str) -> ClusterRecord:
+    """The cluster record a step works on.
+
+    Raises:
+        StageFailed: the record is missing (``ClusterNotFound``).
+    """
+    from instantstart.errors import StageFailed
+
+    record = rt.store.get_cluster(tag)
+    if record is None:
+        raise StageFailed("ClusterNotFound", f"cluster record '{tag}' is missing")
+    return record
+
+
+def begin_stage(rt: Runtime, *, operation_id: str, tag: str, generation: int, stage: StageName) -> StageStarted:
+    """Mark ``stage`` RUNNING (from PENDING or FAILED), count the attempt, and the operation RUNNING.
+
+    A redelivered task finding the stage already RUNNING for this operation is a no-op.
+
+    Raises:
+        ConditionFailed: the stage is RUNNING for another operation, or SUCCEEDED.
+    """
+    try:
+        record = rt.store.begin_stage(tag, generation, stage, operation_id=operation_id, now=now())
+        publish(rt, StageStateChange.of(record))
+    except ConditionFailed:
+        current = rt.store.get_stage(tag, generation, stage)
+        if not (current and current.status.value == "RUNNING" and current.operation_id == operation_id):
+            raise
+    mark_operation_running(rt, operation_id)
+    return StageStarted(stage=stage)
+
+
+def mark_operation_running(rt: Runtime, operation_id: str) -> None:
+    """PENDING -> RUNNING for the operation (no-op when it already runs or ended)."""
+    with suppress(ConditionFailed):
+        publish(rt, OperationStateChange.of(rt.store.mark_operation_running(operation_id, now())))
+
+
+def update_stage_resources(
+    rt: Runtime,
+    *,
+    tag: str,
+    generation: int,
+    stage: StageName,
+    resources: BaseModel,
+    observed_status: str | None = None,
+) -> StageRecord:
+    """Merge the fields set in ``resources`` (a stage's resources model) into the stage record.
+
+    Only fields that are not None are written, key by key, so parallel steps of one stage never lose
+    each other's ids. ``observed_status`` is the last AWS/Kubernetes status the step saw.
+    """
+    entries = resources.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return rt.store.merge_stage_resources(tag, generation, stage, entries, now=now(), observed_status=observed_status)
+
+
+def stage_resources(rt: Runtime, tag: str, generation: int, stage: StageName, model: type[R]) -> R:
+    """The resources recorded by ``stage``, read into its resources ``model`` (missing fields are None)."""
+    record = rt.store.get_stage(tag, generation, stage)
+    return model.model_validate(record.resources if record else {})
+
+
+def complete_stage(
+    rt: Runtime, *, tag: str, generation: int, stage: StageName, observed_status: str | None = None
+) -> StepResult:
+    """RUNNING -> SUCCEEDED for ``stage``; publishes a Stage State Change event.
+
+    Raises:
+        ConditionFailed: the stage is not RUNNING.
+    """
+    record = rt.store.complete_stage(tag, generation, stage, now=now(), observed_status=observed_status)
+    publish(rt, StageStateChange.of(record))
+    return StepResult(status=record.status.value)
+
+
+def parse_error(error: StepError | None) -> StageError:
+    """The AWS code and message of a Step Functions ``Catch`` result (``{"Error", "Cause"}``).
+
+    Lambda failures carry a JSON ``Cause`` with ``errorType``/``errorMessage``; our steps put the AWS
+    code and message verbatim into ``errorMessage`` as JSON (:class:`instantstart.errors.StageFailed`).
+    """
+    error = error or StepError()
+    code = str(error.Error or "States.Runtime")
+    message = str(error.Cause or "")
+    try:
+        cause = json.loads(message)
+    except ValueError:
+        return StageError(code=code, message=message)
+    if isinstance(cause, dict) and "errorMessage" in cause:
+        message = str(cause["errorMessage"])
+        try:
+            inner = json.loads(message)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict) and "code" in inner and "message" in inner:
+            return StageError(code=str(inner["code"]), message=str(inner["message"]))
+        code = str(cause.get("errorType") or code)
+    return StageError(code=code, message=message)
+
+
+def fail_stage(
+    rt: Runtime, *, tag: str, generation: int, stage: StageName, error: StageError, operation_id: str | None = None
+) -> None:
+    """RUNNING/PENDING -> FAILED for ``stage`` with ``error`` verbatim (no-op if it is in another status)."""
+    try:
+        record = rt.store.fail_stage(tag, generation, stage, error=error, now=now(), operation_id=operation_id)
+    except ConditionFailed:
+        return
+    publish(rt, StageStateChange.of(record))
+
+
+def record_failure(
+    rt: Runtime,
+    *,
+    operation_id: str,
+    tag: str,
+    generation: int,
+    stage: StageName | None,
+    error: StepError | None,
+    cluster_status: ClusterStatus = ClusterStatus.FAILED,
+) -> StepResult:
+    """The single failure path: the stage FAILED (error verbatim), the operation FAILED, the cluster FAILED.
+
+    Stages after the failed one stay PENDING; nothing earlier is rolled back. An operation that
+    already ended is left as it is.
+    """
+    parsed = parse_error(error)
+    if stage is not None:
+        fail_stage(rt, tag=tag, generation=generation, stage=stage, error=parsed)
+    with suppress(ConditionFailed):  # the operation already ended: nothing more to record
+        finish_operation(
+            rt,
+            operation_id=operation_id,
+            tag=tag,
+            status=OperationStatus.FAILED,
+            error=parsed,
+            cluster_status=cluster_status,
+        )
+    return StepResult(status=f"{parsed.code}: {parsed.message}"[:256])
+
+
+def finish_operation(
+    rt: Runtime,
+    *,
+    operation_id: str,
+    tag: str,
+    status: OperationStatus,
+    cluster_status: ClusterStatus,
+    error: StageError | None = None,
+) -> StepResult:
+    """End the operation (``status``) and move the cluster to ``cluster_status`` in one transaction.
+
+    Raises:
+        ConditionFailed: the operation already ended or is no longer the cluster's current operation.
+    """
+    op = rt.store.finish_operation(
+        operation_id, tag, status=status, cluster_status=cluster_status, now=now(), error=error
+    )
+    publish(rt, OperationStateChange.of(op))
+    return StepResult(status=status.value)

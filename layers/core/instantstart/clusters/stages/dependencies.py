@@ -1,0 +1,150 @@
+"""Stage ``dependencies``: EKS add-ons (in parallel) and the Kubernetes objects HyperPod needs before nodes join.
+
+Create steps: ``plan_addons`` -> per add-on ``create_addon`` + poll ``check_addon``, beside
+``apply_hyperpod_prerequisites``. Teardown step: poll ``delete_addons`` (then pod identity
+associations and the storage role).
+"""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+from instantstart.aws.clients import error_code
+from instantstart.clusters import records
+from instantstart.clusters.addons import ADDONS, ADDONS_BY_NAME, addon_state, ensure_addon
+from instantstart.clusters.stages.common import GONE, Step
+from instantstart.errors import StageFailed
+from instantstart.kube import objects
+from instantstart.models.common import StageName
+from instantstart.models.resources import AddonResource, DependenciesResources
+from instantstart.models.workflow import AddonItem, AddonPlan, PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, owned_by, storage_role_name
+from instantstart.runtime import Runtime
+
+STAGE = StageName.DEPENDENCIES
+
+
+def _record(rt: Runtime, p: StepPayload, resources: DependenciesResources) -> None:
+    records.update_stage_resources(rt, tag=p.cluster_tag, generation=p.generation, stage=STAGE, resources=resources)
+
+
+def _addon_name(p: StepPayload) -> str:
+    if p.addon_name not in ADDONS_BY_NAME:
+        raise StageFailed("UnknownAddon", f"add-on {p.addon_name} is not one of {sorted(ADDONS_BY_NAME)}")
+    return str(p.addon_name)
+
+
+def plan_addons(rt: Runtime, p: StepPayload) -> AddonPlan:
+    """The add-ons to install, for the state machine's Map state."""
+    return AddonPlan(addons=[AddonItem(addon_name=a.name) for a in ADDONS])
+
+
+def create_addon(rt: Runtime, p: StepPayload) -> StepResult:
+    """Install one add-on (:func:`instantstart.clusters.addons.ensure_addon`)."""
+    name = _addon_name(p)
+    result = ensure_addon(
+        rt.client("eks"),
+        rt.client("iam"),
+        tag=p.cluster_tag,
+        cluster_name=eks_cluster_name(p.cluster_tag),
+        addon=ADDONS_BY_NAME[name],
+        account_id=rt.account_id,
+        region=rt.region,
+        role_path=rt.settings.STORAGE_ROLE_PATH,
+        permissions_boundary=rt.settings.STORAGE_PERMISSIONS_BOUNDARY_ARN or None,
+    )
+    _record(rt, p, DependenciesResources(addons={name: result}))
+    return StepResult(status=result.status)
+
+
+def check_addon(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the add-on is ACTIVE (EKS ``DescribeAddon``).
+
+    Raises:
+        StageFailed: the add-on is CREATE_FAILED or DEGRADED (its health issue code and message).
+    """
+    name = _addon_name(p)
+    status = addon_state(rt.client("eks"), eks_cluster_name(p.cluster_tag), name)
+    _record(rt, p, DependenciesResources(addons={name: AddonResource(status=status)}))
+    return PollResult(done=status == "ACTIVE", status=status)
+
+
+def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
+    """Server-side apply the Kubernetes objects HyperPod needs before nodes join."""
+    from instantstart.kube.client import apply, connect
+
+    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    applied = []
+    for obj in objects.hyperpod_prerequisites(rt.region):
+        apply(dyn, obj)
+        ns = obj["metadata"].get("namespace")
+        applied.append(f"{obj['kind']}/{ns + '/' if ns else ''}{obj['metadata']['name']}")
+    _record(rt, p, DependenciesResources(kubernetes_objects=applied))
+    return StepResult(status=f"{len(applied)} applied")
+
+
+def summary(rt: Runtime, tag: str, generation: int) -> str:
+    """The observed status the stage ends with: add-ons ACTIVE and Kubernetes objects applied.
+
+    Its steps ran in parallel, so none of them can tell alone; read from the stage's resources.
+    """
+    res = records.stage_resources(rt, tag, generation, STAGE, DependenciesResources)
+    active = sum(1 for a in res.addons.values() if a.status == "ACTIVE")
+    applied = len(res.kubernetes_objects or [])
+    return f"{active}/{len(ADDONS)} add-ons ACTIVE, {applied} Kubernetes objects applied"
+
+
+# -- teardown ----------------------------------------------------------------------------------
+def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once every add-on of the stage is gone; then deletes pod identity associations and the storage role."""
+    eks = rt.client("eks")
+    name = eks_cluster_name(p.cluster_tag)
+    remaining = []
+    for addon in ADDONS:
+        try:
+            found = eks.describe_addon(clusterName=name, addonName=addon.name)["addon"]
+        except ClientError as exc:
+            if error_code(exc) in GONE:
+                continue
+            raise
+        remaining.append(addon.name)
+        if found["status"] != "DELETING":
+            eks.delete_addon(clusterName=name, addonName=addon.name)
+    if remaining:
+        return PollResult(done=False, status=f"deleting {', '.join(remaining)}")
+    try:
+        for assoc in eks.list_pod_identity_associations(clusterName=name)["associations"]:
+            eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
+    except ClientError as exc:
+        if error_code(exc) not in GONE:
+            raise
+    _delete_storage_role(rt, p.cluster_tag)
+    return PollResult(done=True, status="deleted")
+
+
+def _delete_storage_role(rt: Runtime, tag: str) -> None:
+    iam = rt.client("iam")
+    role = storage_role_name(tag)
+    try:
+        tags = iam.list_role_tags(RoleName=role)["Tags"]
+    except ClientError as exc:
+        if error_code(exc) in GONE:
+            return
+        raise
+    if not owned_by(tags, tag):
+        raise StageFailed("RoleNotOwned", f"IAM role {role} is not managed by InstantStart")
+    for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        iam.delete_role_policy(RoleName=role, PolicyName=policy)
+    iam.delete_role(RoleName=role)
+
+
+CREATE_STEPS: dict[str, Step] = {
+    "plan_addons": plan_addons,
+    "create_addon": create_addon,
+    "check_addon": check_addon,
+    "apply_hyperpod_prerequisites": apply_hyperpod_prerequisites,
+}
+"""The create workflow's steps of this stage, by task action name."""
+
+TEARDOWN_STEPS: dict[str, Step] = {"delete_addons": delete_addons}
+"""The delete workflow's steps of this stage, by task action name."""

@@ -1,0 +1,233 @@
+"""Stage ``hyperpod``: the compute subnet, then the HyperPod cluster (``CreateCluster``, continuous provisioning).
+
+Create steps: ``ensure_compute_subnet`` -> poll ``clear_failed_hyperpod_cluster`` ->
+``create_hyperpod_cluster`` (waits on a task token: :mod:`instantstart.clusters.hyperpod_completion`)
+-> poll fallback ``check_hyperpod_cluster``. Teardown step: poll ``delete_hyperpod_cluster``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from instantstart.clusters import hyperpod_completion, records
+from instantstart.clusters.stages.common import Step
+from instantstart.errors import StageFailed
+from instantstart.models.cluster import InstanceGroupRequest
+from instantstart.models.common import StageName
+from instantstart.models.resources import HyperPodResources, NetworkResources
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, tag_list
+from instantstart.network import vpc
+from instantstart.runtime import Runtime
+
+STAGE = StageName.HYPERPOD
+
+
+def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
+    """The per-AZ compute subnet of the requested zone (:func:`instantstart.network.vpc.ensure_compute_subnet`)."""
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    net = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
+    subnet = vpc.ensure_compute_subnet(
+        rt.client("ec2"),
+        tag=p.cluster_tag,
+        vpc_id=str(net.vpc_id),
+        availability_zone=cluster.availability_zone,
+        nat_gateway_id=str(net.nat_gateway_id),
+        s3_endpoint_id=str(net.s3_endpoint_id),
+    )
+    records.update_stage_resources(
+        rt,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=STAGE,
+        resources=HyperPodResources(
+            compute_subnet_id=subnet.subnet_id,
+            compute_subnet_cidr=subnet.cidr_block,
+            compute_subnet_source=subnet.source,
+        ),
+    )
+    return StepResult(status=f"{subnet.subnet_id} ({subnet.source})")
+
+
+def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once no Failed HyperPod cluster of an earlier attempt is in the way.
+
+    A Failed HyperPod cluster cannot be resumed: a retried stage deletes it (SageMaker
+    ``DeleteCluster``, ownership checked) and waits until it is gone before creating a new one.
+
+    Raises:
+        StageFailed: the Failed cluster is not ours (``ClusterNotOwned``).
+    """
+    sm = rt.client("sagemaker")
+    name = hyperpod_cluster_name(p.cluster_tag)
+    found = hyperpod_completion.describe(sm, name)
+    if found is None:
+        return PollResult(done=True, status="absent")
+    status = found["ClusterStatus"]
+    if status == "Failed":
+        if not owned_by(sm.list_tags(ResourceArn=found["ClusterArn"]).get("Tags", []), p.cluster_tag):
+            raise StageFailed("ClusterNotOwned", f"HyperPod cluster {name} is not managed by InstantStart")
+        sm.delete_cluster(ClusterName=name)
+        return PollResult(done=False, status="Deleting")
+    return PollResult(done=status != "Deleting", status=status)
+
+
+def _lifecycle_uri(rt: Runtime, tag: str, generation: int) -> str:
+    """Upload the lifecycle script and return its S3 prefix (S3 ``PutObject``)."""
+    prefix = f"clusters/{tag}/gen-{generation}/lifecycle/"
+    script = resources.files(__package__ or "").joinpath("lifecycle/on_create.sh").read_bytes()
+    rt.client("s3").put_object(Bucket=rt.settings.LIFECYCLE_BUCKET, Key=prefix + "on_create.sh", Body=script)
+    return f"s3://{rt.settings.LIFECYCLE_BUCKET}/{prefix}"
+
+
+def instance_group_specs(
+    groups: list[InstanceGroupRequest],
+    *,
+    execution_role: str,
+    lifecycle_uri: str,
+    security_group_id: str,
+    subnet_id: str,
+) -> list[dict[str, Any]]:
+    """HyperPod ``ClusterInstanceGroupSpecification`` list (SageMaker request shapes) from the API's groups."""
+    return [
+        {
+            "InstanceGroupName": g.instance_group_name,
+            "InstanceType": g.instance_type,
+            "InstanceCount": g.instance_count,
+            "ExecutionRole": execution_role,
+            "LifeCycleConfig": {"SourceS3Uri": lifecycle_uri, "OnCreate": "on_create.sh"},
+            "OverrideVpcConfig": {"SecurityGroupIds": [security_group_id], "Subnets": [subnet_id]},
+            "CapacityRequirements": {g.capacity_type.value: {}},
+        }
+        for g in groups
+    ]
+
+
+def hyperpod_create_request(
+    tag: str,
+    groups: list[InstanceGroupRequest],
+    *,
+    execution_role: str,
+    lifecycle_uri: str,
+    security_group_id: str,
+    subnet_id: str,
+    eks_cluster_arn: str,
+) -> dict[str, Any]:
+    """The SageMaker ``CreateCluster`` request (keyword arguments) of the cluster's HyperPod cluster.
+
+    ``hp-cluster-<tag>`` orchestrated by the EKS cluster ``eks_cluster_arn``, one instance group per
+    API group (:func:`instance_group_specs`), automatic node recovery, continuous provisioning, and
+    the ownership tags. Pure: builds the request, calls nothing.
+    """
+    return {
+        "ClusterName": hyperpod_cluster_name(tag),
+        "InstanceGroups": instance_group_specs(
+            groups,
+            execution_role=execution_role,
+            lifecycle_uri=lifecycle_uri,
+            security_group_id=security_group_id,
+            subnet_id=subnet_id,
+        ),
+        "VpcConfig": {"SecurityGroupIds": [security_group_id], "Subnets": [subnet_id]},
+        "Orchestrator": {"Eks": {"ClusterArn": eks_cluster_arn}},
+        "NodeRecovery": "Automatic",
+        "NodeProvisioningMode": "Continuous",
+        "Tags": tag_list(ownership_tags(tag)),
+    }
+
+
+def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
+    """Store the task token, create the HyperPod cluster unless it exists, then re-check its status.
+
+    The stage completes when the EventBridge "SageMaker HyperPod Cluster State Change" event arrives
+    (:mod:`instantstart.clusters.hyperpod_completion`). Because the event can arrive before the token is
+    stored, the token is stored first and the status re-checked after: an InService/Failed cluster
+    completes the task at once. Calls SageMaker ``CreateCluster``
+    (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html).
+
+    Raises:
+        StageFailed: the task token is missing, or an existing cluster is Failed (``HyperPodClusterFailed``).
+    """
+    tag, generation = p.cluster_tag, p.generation
+    if not p.task_token:
+        raise StageFailed("InvalidStepPayload", "create_hyperpod_cluster needs a task token")
+    hyperpod_completion.wait_with_token(rt, tag, generation, p.task_token)
+    groups = records.cluster_record(rt, tag).request.instance_groups
+    sm = rt.client("sagemaker")
+    name = hyperpod_cluster_name(tag)
+    found = hyperpod_completion.describe(sm, name)
+    if found is None:
+        net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
+        hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
+        sm.create_cluster(
+            **hyperpod_create_request(
+                tag,
+                groups,
+                execution_role=rt.settings.HYPERPOD_EXECUTION_ROLE_ARN,
+                lifecycle_uri=_lifecycle_uri(rt, tag, generation),
+                security_group_id=str(net.security_group_id),
+                subnet_id=str(hp.compute_subnet_id),
+                eks_cluster_arn=str(net.eks_cluster_arn),
+            )
+        )
+        found = hyperpod_completion.describe(sm, name)
+    elif found.get("ClusterStatus") == "Failed":
+        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
+    if found is None:
+        return StepResult(status="Creating")
+    hyperpod_completion.observe(rt, tag, generation, found, groups)
+    status = str(found["ClusterStatus"])
+    if status in hyperpod_completion.TERMINAL_STATUSES:
+        hyperpod_completion.complete_task(rt, p.task_token, status, found.get("FailureMessage"))
+    return StepResult(status=status)
+
+
+def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Poll fallback: done once the HyperPod cluster is InService.
+
+    Raises:
+        StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim) or gone.
+    """
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    name = hyperpod_cluster_name(p.cluster_tag)
+    found = hyperpod_completion.describe(rt.client("sagemaker"), name)
+    if found is None:
+        raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
+    hyperpod_completion.observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
+    if found["ClusterStatus"] == "Failed":
+        raise StageFailed(
+            "HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed")
+        )
+    return PollResult(done=found["ClusterStatus"] == "InService", status=found["ClusterStatus"])
+
+
+# -- teardown ----------------------------------------------------------------------------------
+def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the HyperPod cluster is gone; starts SageMaker ``DeleteCluster`` if needed (ownership checked).
+
+    Raises:
+        StageFailed: the cluster is not ours (``ClusterNotOwned``).
+    """
+    sm = rt.client("sagemaker")
+    name = hyperpod_cluster_name(p.cluster_tag)
+    found = hyperpod_completion.describe(sm, name)
+    if found is None:
+        return PollResult(done=True, status="deleted")
+    if found["ClusterStatus"] != "Deleting":
+        if not owned_by(sm.list_tags(ResourceArn=found["ClusterArn"]).get("Tags", []), p.cluster_tag):
+            raise StageFailed("ClusterNotOwned", f"HyperPod cluster {name} is not managed by InstantStart")
+        sm.delete_cluster(ClusterName=name)
+    return PollResult(done=False, status="Deleting")
+
+
+CREATE_STEPS: dict[str, Step] = {
+    "ensure_compute_subnet": ensure_compute_subnet,
+    "clear_failed_hyperpod_cluster": clear_failed_hyperpod_cluster,
+    "create_hyperpod_cluster": create_hyperpod_cluster,
+    "check_hyperpod_cluster": check_hyperpod_cluster,
+}
+"""The create workflow's steps of this stage, by task action name."""
+
+TEARDOWN_STEPS: dict[str, Step] = {"delete_hyperpod_cluster": delete_hyperpod_cluster}
+"""The delete workflow's steps of this stage, by task action name."""

@@ -1,0 +1,162 @@
+"""Stage ``network``: the VPC and its gateways, then the EKS cluster; torn down last.
+
+Create steps: ``ensure_network`` -> poll ``check_nat_gateway`` -> ``create_eks_cluster`` -> poll
+``check_eks_cluster``. Teardown steps: poll ``delete_eks_cluster`` -> poll ``delete_network``.
+"""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+from instantstart.aws.clients import error_code
+from instantstart.clusters import records
+from instantstart.clusters.stages.common import GONE, Step
+from instantstart.errors import StageFailed
+from instantstart.models.cluster import EksView
+from instantstart.models.common import StageName
+from instantstart.models.resources import NetworkResources
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, owned_by, ownership_tags
+from instantstart.network import vpc
+from instantstart.runtime import Runtime
+
+STAGE = StageName.NETWORK
+
+
+def _record(rt: Runtime, p: StepPayload, resources: NetworkResources, observed: str) -> None:
+    records.update_stage_resources(
+        rt, tag=p.cluster_tag, generation=p.generation, stage=STAGE, resources=resources, observed_status=observed
+    )
+
+
+def _resources(rt: Runtime, p: StepPayload) -> NetworkResources:
+    return records.stage_resources(rt, p.cluster_tag, p.generation, STAGE, NetworkResources)
+
+
+def ensure_network(rt: Runtime, p: StepPayload) -> StepResult:
+    """VPC, subnets, gateways and security group (:func:`instantstart.network.vpc.ensure_network`)."""
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    ids = vpc.ensure_network(rt.client("ec2"), p.cluster_tag, rt.region, cluster.availability_zone)
+    _record(rt, p, ids, f"NatGateway {ids.nat_gateway_state}")
+    return StepResult(status=ids.nat_gateway_state)
+
+
+def check_nat_gateway(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the NAT gateway is ``available`` (EC2 ``DescribeNatGateways``).
+
+    Raises:
+        StageFailed: the NAT gateway failed (``NatGatewayFailed``, its FailureMessage verbatim).
+    """
+    state, message = vpc.nat_gateway_state(rt.client("ec2"), str(_resources(rt, p).nat_gateway_id))
+    _record(rt, p, NetworkResources(nat_gateway_state=state), f"NatGateway {state}")
+    if state == "failed":
+        raise StageFailed("NatGatewayFailed", message or "NAT gateway failed")
+    return PollResult(done=state == "available", status=state)
+
+
+def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
+    """Private default route through the NAT, then the EKS cluster (``API_AND_CONFIG_MAP``) unless it exists.
+
+    Calls EKS ``DescribeCluster`` / ``CreateCluster``
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
+
+    Raises:
+        StageFailed: an EKS cluster of that name exists without our ownership tags (``ClusterNotOwned``).
+    """
+    tag = p.cluster_tag
+    cluster = records.cluster_record(rt, tag)
+    res = _resources(rt, p)
+    vpc.ensure_private_routes(rt.client("ec2"), str(res.private_route_table_id), str(res.nat_gateway_id))
+    eks = rt.client("eks")
+    name = eks_cluster_name(tag)
+    try:
+        found = eks.describe_cluster(name=name)["cluster"]
+        if not owned_by(found.get("tags", {}), tag):
+            raise StageFailed("ClusterNotOwned", f"EKS cluster {name} exists and is not managed by InstantStart")
+        status = found["status"]
+    except ClientError as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            raise
+        status = eks.create_cluster(
+            name=name,
+            version=cluster.request.kubernetes_version or rt.settings.KUBERNETES_VERSION,
+            roleArn=rt.settings.EKS_CLUSTER_ROLE_ARN,
+            resourcesVpcConfig={
+                "subnetIds": [*(res.private_subnet_ids or []), *(res.public_subnet_ids or [])],
+                "securityGroupIds": [str(res.security_group_id)],
+                "endpointPublicAccess": True,
+                "endpointPrivateAccess": True,
+            },
+            accessConfig={
+                "authenticationMode": "API_AND_CONFIG_MAP",
+                "bootstrapClusterCreatorAdminPermissions": True,
+            },
+            tags=ownership_tags(tag),
+        )["cluster"]["status"]
+    _record(rt, p, NetworkResources(eks_cluster_name=name), f"EKS {status}")
+    return StepResult(status=status)
+
+
+def check_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the EKS cluster is ACTIVE; records the EKS view (EKS ``DescribeCluster``).
+
+    Raises:
+        StageFailed: the cluster is FAILED (``EksClusterFailed``, with its health issues).
+    """
+    found = rt.client("eks").describe_cluster(name=eks_cluster_name(p.cluster_tag))["cluster"]
+    status = found["status"]
+    _record(rt, p, NetworkResources(eks_cluster_arn=found["arn"]), f"EKS {status}")
+    view = EksView(
+        cluster_name=found["name"],
+        cluster_arn=found["arn"],
+        status=status,
+        kubernetes_version=found.get("version"),
+        endpoint=found.get("endpoint"),
+        vpc_id=found.get("resourcesVpcConfig", {}).get("vpcId"),
+    )
+    rt.store.record_observations(p.cluster_tag, now=records.now(), eks=view)
+    if status == "FAILED":
+        issues = found.get("health", {}).get("issues", [])
+        message = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues) or "EKS cluster creation failed"
+        raise StageFailed("EksClusterFailed", message)
+    return PollResult(done=status == "ACTIVE", status=status)
+
+
+# -- teardown ----------------------------------------------------------------------------------
+def delete_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the EKS cluster is gone; starts EKS ``DeleteCluster`` if needed (ownership checked).
+
+    Raises:
+        StageFailed: the cluster is not ours (``ClusterNotOwned``).
+    """
+    eks = rt.client("eks")
+    name = eks_cluster_name(p.cluster_tag)
+    try:
+        found = eks.describe_cluster(name=name)["cluster"]
+    except ClientError as exc:
+        if error_code(exc) in GONE:
+            return PollResult(done=True, status="deleted")
+        raise
+    if found["status"] != "DELETING":
+        if not owned_by(found.get("tags", {}), p.cluster_tag):
+            raise StageFailed("ClusterNotOwned", f"EKS cluster {name} is not managed by InstantStart")
+        eks.delete_cluster(name=name)
+    return PollResult(done=False, status="DELETING")
+
+
+def delete_network(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once every owned network resource is gone (:func:`instantstart.network.vpc.delete_network`)."""
+    deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+    return PollResult(done=not deleting, status=f"NAT gateways deleting: {', '.join(deleting)}" if deleting else None)
+
+
+CREATE_STEPS: dict[str, Step] = {
+    "ensure_network": ensure_network,
+    "check_nat_gateway": check_nat_gateway,
+    "create_eks_cluster": create_eks_cluster,
+    "check_eks_cluster": check_eks_cluster,
+}
+"""The create workflow's steps of this stage, by task action name."""
+
+TEARDOWN_STEPS: dict[str, Step] = {"delete_eks_cluster": delete_eks_cluster, "delete_network": delete_network}
+"""The delete workflow's steps of this stage, by task action name."""

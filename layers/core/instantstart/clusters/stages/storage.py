@@ -1,0 +1,151 @@
+"""Stage ``storage``: the cluster's S3 bucket mounted as PV + PVC ``s3-claim`` (Mountpoint for S3 CSI driver).
+
+Create steps: ``ensure_storage`` -> poll ``check_storage``. Teardown step: ``delete_storage``
+(the bucket is kept when it holds data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from instantstart.aws.clients import error_code
+from instantstart.clusters import records
+from instantstart.clusters.stages.common import GONE, Step
+from instantstart.kube import objects
+from instantstart.models.cluster import StorageView
+from instantstart.models.common import StageName
+from instantstart.models.resources import StorageResources
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, owned_by, ownership_tags, storage_bucket_name, tag_list
+from instantstart.runtime import Runtime
+
+STAGE = StageName.STORAGE
+
+
+def ensure_storage(rt: Runtime, p: StepPayload) -> StepResult:
+    """The cluster's S3 bucket (tagged, public access blocked) and the ``s3-claim`` PV + PVC.
+
+    Calls S3 ``HeadBucket``/``CreateBucket``/``PutBucketTagging``/``PutPublicAccessBlock`` and applies
+    the PersistentVolume and PersistentVolumeClaim with server-side apply.
+    """
+    from instantstart.kube.client import apply, connect
+
+    tag = p.cluster_tag
+    s3 = rt.client("s3")
+    bucket = storage_bucket_name(tag, rt.account_id, rt.region)
+    try:
+        s3.head_bucket(Bucket=bucket, ExpectedBucketOwner=rt.account_id)
+    except ClientError as exc:
+        if error_code(exc) not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+        kwargs: dict[str, Any] = {"Bucket": bucket}
+        if rt.region != "us-east-1":
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": rt.region}
+        s3.create_bucket(**kwargs)
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": tag_list(ownership_tags(tag))})
+    s3.put_public_access_block(
+        Bucket=bucket,
+        PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
+        },
+    )
+    dyn = connect(eks_cluster_name(tag), rt.region)
+    apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
+    apply(dyn, objects.s3_persistent_volume_claim())
+    records.update_stage_resources(
+        rt,
+        tag=tag,
+        generation=p.generation,
+        stage=STAGE,
+        resources=StorageResources(
+            bucket_name=bucket,
+            persistent_volume=objects.S3_VOLUME,
+            persistent_volume_claim=objects.S3_CLAIM,
+            namespace=objects.STORAGE_NAMESPACE,
+        ),
+    )
+    return StepResult(status=bucket)
+
+
+def pvc_phase(dyn: Any) -> str | None:
+    """The phase of PVC ``s3-claim`` (``Pending``, ``Bound``...) or None when it does not exist."""
+    from instantstart.kube.client import get
+
+    pvc = get(dyn, "v1", "PersistentVolumeClaim", objects.S3_CLAIM, objects.STORAGE_NAMESPACE)
+    phase = (pvc or {}).get("status", {}).get("phase")
+    return str(phase) if phase else None
+
+
+def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once ``s3-claim`` is Bound; records the storage view."""
+    from instantstart.kube.client import connect
+
+    phase = pvc_phase(connect(eks_cluster_name(p.cluster_tag), rt.region))
+    view = StorageView(
+        bucket_name=storage_bucket_name(p.cluster_tag, rt.account_id, rt.region),
+        persistent_volume_claim=objects.S3_CLAIM,
+        namespace=objects.STORAGE_NAMESPACE,
+        phase=phase,
+    )
+    rt.store.record_observations(p.cluster_tag, now=records.now(), storage=view)
+    records.update_stage_resources(
+        rt,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=STAGE,
+        resources=StorageResources(),
+        observed_status=f"PVC {phase}",
+    )
+    return PollResult(done=phase == "Bound", status=phase)
+
+
+# -- teardown ----------------------------------------------------------------------------------
+def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
+    """Delete the ``s3-claim`` PVC and its PV, then the bucket if it is empty and ours.
+
+    A bucket that still holds objects is kept (``bucketRetained``): deleting a cluster never
+    deletes users' data.
+    """
+    from instantstart.kube.client import connect, delete
+
+    tag = p.cluster_tag
+    try:
+        dyn = connect(eks_cluster_name(tag), rt.region)
+        delete(dyn, "v1", "PersistentVolumeClaim", objects.S3_CLAIM, objects.STORAGE_NAMESPACE)
+        delete(dyn, "v1", "PersistentVolume", objects.S3_VOLUME)
+    except ClientError as exc:
+        if error_code(exc) not in GONE:
+            raise
+    except ValueError:
+        pass  # EKS cluster without an endpoint: nothing to delete in Kubernetes
+    s3 = rt.client("s3")
+    bucket = storage_bucket_name(tag, rt.account_id, rt.region)
+    retained = False
+    try:
+        tags = s3.get_bucket_tagging(Bucket=bucket, ExpectedBucketOwner=rt.account_id).get("TagSet", [])
+        if owned_by(tags, tag):
+            if s3.list_objects_v2(Bucket=bucket, MaxKeys=1).get("KeyCount", 0):
+                retained = True
+            else:
+                s3.delete_bucket(Bucket=bucket, ExpectedBucketOwner=rt.account_id)
+        else:
+            retained = True
+    except ClientError as exc:
+        if error_code(exc) not in (*GONE, "NoSuchTagSet"):
+            raise
+    records.update_stage_resources(
+        rt, tag=tag, generation=p.generation, stage=STAGE, resources=StorageResources(bucket_retained=retained)
+    )
+    return StepResult(status="bucket retained" if retained else "deleted")
+
+
+CREATE_STEPS: dict[str, Step] = {"ensure_storage": ensure_storage, "check_storage": check_storage}
+"""The create workflow's steps of this stage, by task action name."""
+
+TEARDOWN_STEPS: dict[str, Step] = {"delete_storage": delete_storage}
+"""The delete workflow's steps of this stage, by task action name."""

@@ -1,0 +1,97 @@
+"""Record -> API view mapping: what ``GET /clusters``, ``GET /clusters/{tag}``, its stages and operations answer."""
+
+from __future__ import annotations
+
+from instantstart.models.cluster import (
+    ClusterSummary,
+    ClusterView,
+    EksView,
+    HyperPodView,
+    InstanceGroupView,
+    StageView,
+)
+from instantstart.models.operation import OperationView
+from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
+from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
+
+
+def operation_view(record: OperationRecord) -> OperationView:
+    """The API view of an operation record."""
+    return OperationView(
+        operation_id=record.operation_id,
+        type=record.type,
+        status=record.status,
+        cluster_tag=record.cluster_tag,
+        status_url=f"/operations/{record.operation_id}",
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
+        stage=record.stage.value if record.stage else None,
+        execution_arn=record.execution_arn,
+        error=record.error,
+    )
+
+
+def stage_view(record: StageRecord) -> StageView:
+    """The API view of a stage record."""
+    return StageView(
+        name=record.name,
+        order=record.order,
+        status=record.status,
+        attempts=record.attempts,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
+        observed_status=record.observed_status,
+        resources=record.resources,
+        error=record.error,
+        teardown_status=record.teardown_status,
+    )
+
+
+def planned_hyperpod(record: ClusterRecord) -> HyperPodView:
+    """The HyperPod cluster as requested, before anything was observed."""
+    return HyperPodView(
+        cluster_name=hyperpod_cluster_name(record.cluster_tag),
+        instance_groups=[
+            InstanceGroupView(
+                instance_group_name=g.instance_group_name,
+                instance_type=g.instance_type,
+                instance_count=g.instance_count,
+                capacity_type=g.capacity_type,
+            )
+            for g in record.request.instance_groups
+        ],
+    )
+
+
+def cluster_view(record: ClusterRecord, stages: list[StageRecord]) -> ClusterView:
+    """The API view of a cluster: its record, its stages and what they last observed."""
+    return ClusterView(
+        cluster_tag=record.cluster_tag,
+        generation=record.generation,
+        status=record.status,
+        availability_zone=record.availability_zone,
+        region=record.region,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        current_operation_id=record.current_operation_id,
+        stages=[stage_view(s) for s in stages],
+        eks=record.eks or EksView(cluster_name=eks_cluster_name(record.cluster_tag)),
+        hyper_pod=record.hyper_pod or planned_hyperpod(record),
+        nodes=record.nodes,
+        storage=record.storage,
+    )
+
+
+def cluster_summary(record: ClusterRecord) -> ClusterSummary:
+    """One entry of the cluster list."""
+    return ClusterSummary(
+        cluster_tag=record.cluster_tag,
+        status=record.status,
+        availability_zone=record.availability_zone,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        eks_cluster_name=eks_cluster_name(record.cluster_tag),
+        hyper_pod_cluster_name=hyperpod_cluster_name(record.cluster_tag),
+    )

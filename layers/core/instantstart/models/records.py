@@ -1,0 +1,107 @@
+"""Records the control plane keeps in DynamoDB: one cluster, its stages, its operations.
+
+These are the typed shapes the store reads and writes (camelCase attribute names, the same as the API's
+JSON). Keys (``PK``/``SK``/``GSI1*``) are not part of a record: :mod:`instantstart.store.keys` builds
+them. A record read from the table ignores attributes it does not know, so an older control plane can
+read what a newer one wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from instantstart.models.cluster import (
+    CreateClusterRequest,
+    EksView,
+    HyperPodView,
+    NodeView,
+    StageError,
+    StorageView,
+)
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+
+
+class Record(BaseModel):
+    """Base of every stored record: camelCase attributes, unknown attributes ignored on read."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def to_item(self) -> dict[str, Any]:
+        """The record as DynamoDB attributes (camelCase; ``None`` values left out)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ClusterRecord(Record):
+    """``CLUSTER#<tag>`` / ``META``: one managed cluster (all generations share the tag's record)."""
+
+    cluster_tag: str
+    generation: int = Field(ge=1, description="Bumped when a DELETED tag is created again.")
+    status: ClusterStatus
+    availability_zone: str
+    region: str
+    request: CreateClusterRequest = Field(description="The create request, as accepted.")
+    created_at: str
+    updated_at: str
+    current_operation_id: str | None = None
+    eks: EksView | None = None
+    hyper_pod: HyperPodView | None = None
+    nodes: list[NodeView] = Field(default_factory=list)
+    storage: StorageView | None = None
+
+
+class StageRecord(Record):
+    """``CLUSTER#<tag>`` / ``GEN#<generation>#STAGE#<nn>#<name>``: one stage of one generation."""
+
+    cluster_tag: str
+    generation: int
+    name: StageName
+    order: int
+    status: StageStatus = StageStatus.PENDING
+    attempts: int = 0
+    operation_id: str | None = Field(default=None, description="The operation that last ran this stage.")
+    created_at: str
+    updated_at: str
+    started_at: str | None = None
+    ended_at: str | None = None
+    observed_status: str | None = Field(default=None, description="The last AWS/Kubernetes status observed.")
+    resources: dict[str, Any] = Field(
+        default_factory=dict, description="Ids the stage produced (each stage's resources model, by alias)."
+    )
+    error: StageError | None = None
+    task_token: str | None = Field(default=None, description="Step Functions task token of an event-driven wait.")
+    retry_requested_at: str | None = None
+    teardown_status: StageStatus | None = None
+    teardown_started_at: str | None = None
+    teardown_ended_at: str | None = None
+
+    @classmethod
+    def pending(cls, tag: str, generation: int, stage: StageName, now: str) -> StageRecord:
+        """A new PENDING stage record (written when a cluster is created)."""
+        return cls(
+            cluster_tag=tag,
+            generation=generation,
+            name=stage,
+            order=stage.order,
+            created_at=now,
+            updated_at=now,
+        )
+
+
+class OperationRecord(Record):
+    """``OP#<id>`` / ``META``: one long-running operation, i.e. one Step Functions execution of that name."""
+
+    operation_id: str
+    type: OperationType
+    status: OperationStatus = OperationStatus.PENDING
+    cluster_tag: str
+    generation: int
+    stage: StageName | None = Field(default=None, description="For RETRY_STAGE: the stage retried.")
+    created_at: str
+    updated_at: str
+    started_at: str | None = None
+    ended_at: str | None = None
+    execution_arn: str | None = None
+    error: StageError | None = None

@@ -1,0 +1,124 @@
+"""The contract between the state machines and the step functions: execution input, task payloads, results.
+
+The ASL (``statemachines/build.py``) builds task payloads from the execution input; the steps answer
+small results the ASL reads (``$.last.result.done`` in poll loops, ``$.plan.result.addons`` for the
+add-on Map, ``$.Payload.stage`` when a stage begins). camelCase on the wire, like the HTTP API.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from instantstart.models.common import OperationType, StageName
+
+
+class WorkflowModel(BaseModel):
+    """Base of the workflow contract: camelCase, fields this version does not know are ignored."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def to_wire(self) -> dict[str, object]:
+        """The camelCase JSON-ready dict the ASL sees."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class PollSeconds(WorkflowModel):
+    """Realistic poll intervals (seconds) of each wait loop."""
+
+    nat_gateway: int = 15
+    eks_cluster: int = 30
+    kubernetes_access: int = 10
+    addon: int = 15
+    hyper_pod_cluster: int = 60
+    storage: int = 5
+    verify: int = 15
+    deletion: int = 30
+
+
+class MaxPolls(WorkflowModel):
+    """Bounds of each poll loop: interval x bound is the wait's time budget."""
+
+    nat_gateway: int = 40
+    eks_cluster: int = 60
+    kubernetes_access: int = 30
+    addon: int = 60
+    hyper_pod_cluster: int = 60
+    storage: int = 60
+    verify: int = 40
+    deletion: int = 120
+
+
+class LoopConfig(WorkflowModel):
+    """Wait configuration of an execution (the ASL reads it through ``SecondsPath`` and bounds)."""
+
+    poll_seconds: PollSeconds = Field(default_factory=PollSeconds)
+    max_polls: MaxPolls = Field(default_factory=MaxPolls)
+    hyper_pod_event_timeout_seconds: int = Field(
+        default=900, description="How long the HyperPod stage waits for the state-change event before polling."
+    )
+
+
+class ExecutionInput(WorkflowModel):
+    """Input of a create, retry or delete execution (the execution's name is the operation id)."""
+
+    operation_id: str
+    operation_type: OperationType
+    cluster_tag: str
+    generation: int
+    start_stage: StageName
+    config: LoopConfig = Field(default_factory=LoopConfig)
+
+
+class StepError(BaseModel):
+    """A Step Functions ``Catch`` result: ``{"Error": name, "Cause": text}`` (the Lambda error JSON as cause)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    Error: str | None = None
+    Cause: str | None = None
+
+
+class StepPayload(WorkflowModel):
+    """The payload of every task (built by the ASL from the execution input)."""
+
+    action: str
+    operation_id: str
+    cluster_tag: str
+    generation: int
+    operation_type: OperationType | None = None
+    stage: StageName | None = None
+    addon_name: str | None = None
+    task_token: str | None = None
+    error: StepError | None = None
+
+
+class StepResult(WorkflowModel):
+    """The result of a one-shot step: a short summary of what it found or did."""
+
+    status: str | None = None
+
+
+class PollResult(WorkflowModel):
+    """The result of one check of a poll loop: ``done`` ends the loop."""
+
+    done: bool
+    status: str | None = None
+
+
+class StageStarted(WorkflowModel):
+    """The result of ``begin_stage``: the stage now running (kept as ``$.currentStage`` for the failure path)."""
+
+    stage: StageName
+
+
+class AddonItem(WorkflowModel):
+    """One item of the add-on Map state."""
+
+    addon_name: str
+
+
+class AddonPlan(WorkflowModel):
+    """The add-ons the dependencies stage installs, in parallel."""
+
+    addons: list[AddonItem]
