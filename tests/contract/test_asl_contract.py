@@ -1,4 +1,4 @@
-"""The committed state machines keep the workflow conventions (DESIGN.md section 5).
+"""The committed state machines keep the workflow conventions (see statemachines/build.py).
 
 Every scope (the top level, each Parallel branch, each Map ItemProcessor) is checked on its own:
 its states, its edges (Next, Default, Choices[].Next, Catch[].Next) and its cycles.
