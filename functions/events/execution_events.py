@@ -9,10 +9,11 @@ from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from instantstart.clusters.reconcile import on_execution_status_change
+from instantstart.config import EVENT_SETTINGS
 from instantstart.runtime import Runtime
 
 logger = Logger()
-RUNTIME = Runtime.from_env()
+RUNTIME = Runtime.from_env(EVENT_SETTINGS)
 STATUS_CHANGE = "Step Functions Execution Status Change"
 
 

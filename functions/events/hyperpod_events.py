@@ -9,10 +9,11 @@ from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from instantstart.clusters.reconcile import on_hyperpod_state_change, on_node_health_event
+from instantstart.config import EVENT_SETTINGS
 from instantstart.runtime import Runtime
 
 logger = Logger()
-RUNTIME = Runtime.from_env()
+RUNTIME = Runtime.from_env(EVENT_SETTINGS)
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 

@@ -8,10 +8,11 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from instantstart.clusters.steps import run_step
+from instantstart.config import STEP_SETTINGS
 from instantstart.runtime import Runtime
 
 logger = Logger()
-RUNTIME = Runtime.from_env()
+RUNTIME = Runtime.from_env(STEP_SETTINGS)
 
 
 @logger.inject_lambda_context

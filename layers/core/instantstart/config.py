@@ -1,14 +1,21 @@
 """Configuration of the control plane, read once per process (Lambda cold start) into a model.
 
-Domain code never reads ``os.environ``: handlers call :func:`get_settings` and pass values down.
+Domain code never reads ``os.environ``: handlers build a :class:`~instantstart.runtime.Runtime` at cold
+start with the settings they require (:func:`load_settings`), and pass it down. A missing required
+setting stops the cold start with a message naming it, instead of a 503 on the first request.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class MissingSettings(RuntimeError):
+    """Required settings are empty or absent from the function's environment."""
 
 
 class Settings(BaseSettings):
@@ -31,8 +38,48 @@ class Settings(BaseSettings):
     POWERTOOLS_SERVICE_NAME: str = "instantstart"
     DEFAULT_PAGE_SIZE: int = Field(default=20, ge=1, le=100)
 
+    def require(self, names: Iterable[str]) -> Settings:
+        """This settings object, after checking that every one of ``names`` is set (not empty).
+
+        Raises:
+            MissingSettings: names the empty settings and where they come from.
+        """
+        missing = [n for n in names if not str(getattr(self, n, "") or "").strip()]
+        if missing:
+            raise MissingSettings(
+                f"required settings are not set: {', '.join(missing)}; they are the function's environment "
+                "variables (template.yaml, Environment.Variables)"
+            )
+        return self
+
+
+API_SETTINGS = ("TABLE_NAME", "CREATE_CLUSTER_STATE_MACHINE_ARN", "DELETE_CLUSTER_STATE_MACHINE_ARN")
+"""What the API function cannot work without."""
+
+STEP_SETTINGS = (
+    "TABLE_NAME",
+    "EVENT_BUS_NAME",
+    "LIFECYCLE_BUCKET",
+    "EKS_CLUSTER_ROLE_ARN",
+    "HYPERPOD_EXECUTION_ROLE_ARN",
+    "CONTROL_PLANE_ROLE_ARN",
+)
+"""What the workflow steps function cannot work without."""
+
+EVENT_SETTINGS = ("TABLE_NAME", "EVENT_BUS_NAME")
+"""What the event reconcilers cannot work without."""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings (cached: read once at cold start)."""
     return Settings()
+
+
+def load_settings(required: Iterable[str]) -> Settings:
+    """The process-wide settings, checked for ``required`` names.
+
+    Raises:
+        MissingSettings: a required setting is empty.
+    """
+    return get_settings().require(required)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from instantstart.aws.clients import client
-from instantstart.config import Settings, get_settings
+from instantstart.config import Settings, load_settings
 from instantstart.store.table import Store
 
 
@@ -18,9 +19,13 @@ class Runtime:
     settings: Settings
 
     @classmethod
-    def from_env(cls) -> Runtime:
-        """The runtime of this process, from the environment read once into :class:`Settings`."""
-        return cls(get_settings())
+    def from_env(cls, required: Iterable[str] = ()) -> Runtime:
+        """The runtime of this process, from the environment read once into :class:`Settings`.
+
+        Raises:
+            MissingSettings: one of ``required`` is not set (the cold start stops with its name).
+        """
+        return cls(load_settings(required))
 
     @property
     def region(self) -> str:
