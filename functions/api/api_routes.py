@@ -8,16 +8,29 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from instantstart.clusters import service
-from instantstart.models.cluster import ClusterList, ClusterTag, ClusterView, CreateClusterRequest, StageList
-from instantstart.models.common import ApiModel
-from instantstart.models.operation import OperationView
+from instantstart.models.cluster import (
+    AVAILABILITY_ZONE_PATTERN,
+    AVAILABILITY_ZONE_RULE,
+    ClusterList,
+    ClusterTag,
+    ClusterView,
+    CreateClusterRequest,
+    StageList,
+)
+from instantstart.models.common import ApiModel, StageName
+from instantstart.models.errors import ErrorResponse, pattern_rule
+from instantstart.models.operation import OperationId, OperationView
 from instantstart.runtime import Runtime
 
 router = APIGatewayHttpRouter()
 RUNTIME: Runtime | None = None
+
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
+IDEMPOTENCY_KEY_RULE = "letters, digits, '.', '_', ':' or '-' only (e.g. a UUID)"
+"""The Idempotency-Key pattern in words."""
 
 IdempotencyKey = Annotated[
     str | None,
@@ -25,9 +38,11 @@ IdempotencyKey = Annotated[
         alias="Idempotency-Key",
         min_length=1,
         max_length=128,
-        pattern=r"^[A-Za-z0-9._:-]+$",
+        pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Optional: the same key with the same body returns the same operation; "
         "with a different body the answer is 409.",
+        examples=["3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"],
+        json_schema_extra=pattern_rule(IDEMPOTENCY_KEY_RULE),
     ),
 ]
 
@@ -52,20 +67,6 @@ def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[A
 
     op = run_idempotent(route=route, key=key, body=body, call=call)
     return _accepted(OperationView.model_validate(op))
-
-
-class ErrorBody(ApiModel):
-    """``error`` of every 4xx/5xx answer."""
-
-    code: str
-    message: str
-    details: list[dict[str, Any]]
-
-
-class ErrorResponse(ApiModel):
-    """Every 4xx/5xx answer: ``{"error": {"code", "message", "details": [{"field", ...}]}}``."""
-
-    error: ErrorBody
 
 
 _ERROR_MEANINGS = {
@@ -99,20 +100,22 @@ _ACCEPTED: dict[int, OpenAPIResponse] = {
 class AvailabilityZone(ApiModel):
     """One zone of the Region."""
 
-    zone_name: str
-    zone_id: str
+    zone_name: str = Field(description="Availability Zone name (use it as availabilityZone).", examples=["us-west-2c"])
+    zone_id: str = Field(description="Availability Zone id (the same in every account).", examples=["usw2-az3"])
 
 
 class AvailabilityZoneList(ApiModel):
     """Body of ``GET /catalog/availability-zones``."""
 
-    availability_zones: list[AvailabilityZone]
+    availability_zones: list[AvailabilityZone] = Field(description="The zones of the API's Region.")
 
 
 class InstanceTypeList(ApiModel):
     """Body of ``GET /catalog/instance-types``."""
 
-    instance_types: list[str]
+    instance_types: list[str] = Field(
+        description="HyperPod instance types offered in the zone.", examples=[["ml.g5.8xlarge", "ml.g6.4xlarge"]]
+    )
 
 
 @router.post(
@@ -140,8 +143,17 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
     tags=["clusters"],
 )
 def list_clusters(
-    max_results: Annotated[int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.")] = 20,
-    next_token: Annotated[str | None, Query(alias="nextToken", max_length=2048)] = None,
+    max_results: Annotated[
+        int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.", examples=[20])
+    ] = 20,
+    next_token: Annotated[
+        str | None,
+        Query(
+            alias="nextToken",
+            max_length=2048,
+            description="The nextToken of the previous page; omit for the first page.",
+        ),
+    ] = None,
 ) -> Response[ClusterList]:
     """A page of live clusters."""
     return _json(service.list_clusters(runtime(), max_results, next_token))
@@ -199,15 +211,15 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
 )
 def retry_stage(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    stage: Annotated[str, Path(description="network, access, dependencies, hyperpod, storage or verify")],
+    stage: Annotated[StageName, Path(description="The FAILED stage to run again.", examples=["hyperpod"])],
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
     """Start a retry of one stage."""
     return _idempotent(
-        f"POST /clusters/{cluster_tag}/stages/{stage}/retry",
+        f"POST /clusters/{cluster_tag}/stages/{stage.value}/retry",
         idempotency_key,
-        {"clusterTag": cluster_tag, "stage": stage},
-        lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
+        {"clusterTag": cluster_tag, "stage": stage.value},
+        lambda: service.retry_stage(runtime(), cluster_tag, stage.value).to_api(),
     )
 
 
@@ -219,7 +231,7 @@ def retry_stage(
     tags=["operations"],
 )
 def get_operation(
-    operation_id: Annotated[str, Path(alias="operationId", max_length=64)],
+    operation_id: Annotated[OperationId, Path(alias="operationId")],
 ) -> Response[OperationView]:
     """One operation."""
     return _json(service.get_operation(runtime(), operation_id))
@@ -247,7 +259,13 @@ def list_availability_zones() -> Response[AvailabilityZoneList]:
 def list_instance_types(
     availability_zone: Annotated[
         str,
-        Query(alias="availabilityZone", pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="Zone name."),
+        Query(
+            alias="availabilityZone",
+            pattern=AVAILABILITY_ZONE_PATTERN,
+            description="Availability Zone name (GET /catalog/availability-zones).",
+            examples=["us-west-2c"],
+            json_schema_extra=pattern_rule(AVAILABILITY_ZONE_RULE),
+        ),
     ],
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""
