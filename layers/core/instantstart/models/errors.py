@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from instantstart.models.common import ApiModel
 
@@ -45,36 +46,38 @@ class ErrorDetail(ApiModel):
         "(`instanceGroups[0].instanceCount`), a path or query parameter name, or a header name.",
         examples=["instanceGroups[0].instanceCount"],
     )
-    message: str | None = Field(
+    message: str | SkipJsonSchema[None] = Field(
         default=None,
         description="What is wrong with this field and the rule it must follow, in words.",
         examples=["instanceGroups[0].instanceCount must be an integer between 1 and 6758; got 0"],
     )
-    type: str | None = Field(
+    type: str | SkipJsonSchema[None] = Field(
         default=None,
         description="Machine-readable kind of the validation failure (pydantic error type).",
         examples=["greater_than_equal", "string_pattern_mismatch", "missing", "enum"],
     )
-    allowed_values: list[str] | None = Field(
+    allowed_values: list[str] | SkipJsonSchema[None] = Field(
         default=None, description="The values the field accepts, when they are a closed set.", examples=[["OnDemand"]]
     )
-    minimum: int | float | None = Field(default=None, description="Smallest allowed number (inclusive).", examples=[1])
-    maximum: int | float | None = Field(
+    minimum: int | float | SkipJsonSchema[None] = Field(
+        default=None, description="Smallest allowed number (inclusive).", examples=[1]
+    )
+    maximum: int | float | SkipJsonSchema[None] = Field(
         default=None, description="Largest allowed number (inclusive).", examples=[6758]
     )
-    min_length: int | None = Field(default=None, description="Fewest characters allowed.", examples=[3])
-    max_length: int | None = Field(default=None, description="Most characters allowed.", examples=[24])
-    min_items: int | None = Field(default=None, description="Fewest list items allowed.", examples=[1])
-    max_items: int | None = Field(default=None, description="Most list items allowed.", examples=[20])
-    pattern: str | None = Field(
+    min_length: int | SkipJsonSchema[None] = Field(default=None, description="Fewest characters allowed.", examples=[3])
+    max_length: int | SkipJsonSchema[None] = Field(default=None, description="Most characters allowed.", examples=[24])
+    min_items: int | SkipJsonSchema[None] = Field(default=None, description="Fewest list items allowed.", examples=[1])
+    max_items: int | SkipJsonSchema[None] = Field(default=None, description="Most list items allowed.", examples=[20])
+    pattern: str | SkipJsonSchema[None] = Field(
         default=None,
         description="The regular expression the value must match (the message states it in words).",
         examples=["^[a-z]{2}(-[a-z]+)+-\\d[a-z]$"],
     )
-    status: str | None = Field(
+    status: str | SkipJsonSchema[None] = Field(
         default=None, description="For a conflict: the current status of the cluster or stage.", examples=["CREATING"]
     )
-    operation_status: str | None = Field(
+    operation_status: str | SkipJsonSchema[None] = Field(
         default=None, description="For a conflict: the status of the operation in the way.", examples=["RUNNING"]
     )
 
