@@ -71,10 +71,11 @@ def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[A
 
 _ERROR_MEANINGS = {
     400: "Malformed request (body not JSON, bad nextToken)",
-    404: "Unknown cluster, stage or operation",
+    404: "Unknown cluster or operation",
     409: "Conflict with the current state (names it)",
     415: "Body is not application/json",
-    422: "A field failed validation (details name the fields and allowed values)",
+    422: "A field failed validation: each detail names the field and states its rule (range, allowed values, "
+    "length, format in words)",
     503: "An AWS dependency is unavailable; nothing was changed",
 }
 
