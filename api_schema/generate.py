@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "api_schema" / "openapi.json"
@@ -37,7 +38,37 @@ def generate() -> str:
         },
         security=[{"sigv4": []}],
     )
-    return json.dumps(json.loads(schema), indent=2, sort_keys=True) + "\n"
+    return json.dumps(without_unused_schemas(json.loads(schema)), indent=2, sort_keys=True) + "\n"
+
+
+def _refs(node: Any) -> set[str]:
+    """Names of the component schemas ``node`` references (``#/components/schemas/<name>``)."""
+    if isinstance(node, dict):
+        found = {str(v).rsplit("/", 1)[-1] for k, v in node.items() if k == "$ref"}
+        return found.union(*(_refs(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node))
+    return set()
+
+
+def without_unused_schemas(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` without the component schemas no operation reaches.
+
+    Powertools always adds its own validation-error shapes (``HTTPValidationError``, ``ValidationError``,
+    ``ResponseValidationError``); this API never answers them (every error is ``ErrorResponse``).
+    """
+    schemas = document.get("components", {}).get("schemas", {})
+    reached: set[str] = set()
+    todo = _refs(document.get("paths", {}))
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in schemas:
+            continue
+        reached.add(name)
+        todo |= _refs(schemas[name]) - reached
+    for name in set(schemas) - reached:
+        del schemas[name]
+    return document
 
 
 def main() -> int:

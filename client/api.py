@@ -476,8 +476,8 @@ class InstantStartClient:
             The Operation (``type`` ``RETRY_STAGE``) from the 202 answer.
 
         Raises:
-            ApiError: 404 unknown cluster/stage; 409 when the stage is not FAILED (the message names
-                its status) or another operation is running.
+            ApiError: 404 unknown cluster; 422 unknown stage name (lists the stages); 409 when the stage
+                is not FAILED (the message names its status) or another operation is running.
         """
         path = f"/clusters/{self._segment(cluster_tag)}/stages/{self._segment(stage)}/retry"
         op = self.request("POST", path, headers=self._idempotency_headers(idempotency_key))

@@ -2,7 +2,8 @@
 
 These are static hints for the dicts the client returns; the server is the authority on the shapes
 (its pydantic models generate ``api_schema/openapi.json``). Fields the server adds later are kept in
-the dicts unchanged, so readers use ``.get`` for optional fields.
+the dicts unchanged, so readers use ``.get`` for optional fields. ``tests/contract/test_client_shapes.py``
+checks every shape and tuple here against that document.
 """
 
 from __future__ import annotations
@@ -13,6 +14,25 @@ CLUSTER_STATUSES = ("CREATING", "READY", "FAILED", "DELETING", "DELETED")
 STAGE_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED")
 OPERATION_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 TERMINAL_OPERATION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+STAGE_NAMES = ("network", "access", "dependencies", "hyperpod", "storage", "verify")
+"""The stages of a cluster, in the order they run."""
+
+
+class ErrorDetail(TypedDict):
+    """One entry of ``error.details``: the field concerned and, for a 422, its rule."""
+
+    field: str
+    message: NotRequired[str]
+    type: NotRequired[str]
+    allowedValues: NotRequired[list[str]]
+
+
+class ErrorBody(TypedDict):
+    """``error`` of every 4xx/5xx answer of the API (``{"error": {"code", "message", "details"}}``)."""
+
+    code: str
+    message: str
+    details: list[ErrorDetail]
 
 
 class ErrorInfo(TypedDict):
@@ -23,9 +43,9 @@ class ErrorInfo(TypedDict):
 
 
 class InstanceGroupSpec(TypedDict):
-    """One instance group of ``POST /clusters``."""
+    """One instance group of ``POST /clusters`` (the API names it ``accel`` when no name is given)."""
 
-    instanceGroupName: str
+    instanceGroupName: NotRequired[str]
     instanceType: str
     instanceCount: int
     capacityType: NotRequired[str]

@@ -520,6 +520,10 @@ class FakeInstantStartApi:
         return self._start_operation(found, "DELETE_CLUSTER", [])
 
     def _retry_stage(self, tag: str, stage_name: str) -> CannedResponse:
+        if stage_name not in STAGE_NAMES:
+            rule = f"stage must be one of: {', '.join(STAGE_NAMES)}; got '{stage_name}'"
+            detail = {"field": "stage", "message": rule, "type": "enum", "allowedValues": list(STAGE_NAMES)}
+            return CannedResponse(422, error_body("ValidationError", f"invalid request: {rule}", [detail]))
         found = self._cluster_or_404(tag)
         if isinstance(found, CannedResponse):
             return found
@@ -592,7 +596,7 @@ class FakeInstantStartApi:
         }
 
     def _start_operation(self, cluster: dict[str, Any], kind: str, stages: list[str]) -> CannedResponse:
-        operation_id = str(uuid.uuid4())
+        operation_id = f"op-{uuid.uuid4().hex}"  # the API's format (OPERATION_ID_PATTERN)
         now = _now()
         record = {
             "operationId": operation_id,

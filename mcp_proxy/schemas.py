@@ -30,7 +30,7 @@ from instantstart.models.cluster import (
     StageView,
 )
 from instantstart.models.common import ApiModel, StageName
-from instantstart.models.operation import OperationView
+from instantstart.models.operation import OperationId, OperationView
 
 _CONSTRAINT_KEYS = (
     "type",
@@ -121,6 +121,7 @@ def advertised_constraints(constraints: dict[str, Any]) -> Any:
 # -- parameters -----------------------------------------------------------------------------------------
 
 CLUSTER_TAG_CONSTRAINTS = _type_constraints(ClusterTag)
+OPERATION_ID_CONSTRAINTS = _type_constraints(OperationId)
 STAGE_NAMES = [stage.value for stage in StageName]
 CAPACITY_TYPES = [capacity.value for capacity in SUPPORTED_CAPACITY_TYPES]
 DEFAULT_INSTANCE_GROUP_NAME = api_default(InstanceGroupRequest, "instanceGroupName")
@@ -228,8 +229,8 @@ OperationIdParam = Annotated[
     str,
     advertised(
         "Operation id (required, no default): the operationId of a cluster_create, cluster_retry_stage or "
-        "cluster_delete result.",
-        {"minLength": 1, "maxLength": 64},
+        "cluster_delete result, e.g. op-0123456789abcdef0123456789abcdef.",
+        OPERATION_ID_CONSTRAINTS,
     ),
 ]
 

@@ -5,6 +5,8 @@ API Gateway (HTTP API, payload 2.0, ``AWS_IAM`` authorization) invokes ``lambda_
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from typing import Any
 
 import api_errors
@@ -31,9 +33,20 @@ def _domain_error(exc: InstantStartError) -> Response[Any]:
     return api_errors.from_domain_error(exc)
 
 
+@cache
+def _openapi() -> dict[str, Any]:
+    # The published contract of the routes, built once per container on the first invalid request.
+    return dict(json.loads(app.get_openapi_json_schema()))
+
+
 @app.exception_handler(RequestValidationError)
 def _validation_error(exc: RequestValidationError) -> Response[Any]:
-    return api_errors.from_validation_error(exc)
+    # The rules of the matched route's parameters and body, to state each failed field's rule in words.
+    route = app.context.get("_route")
+    document = _openapi()
+    operation = document["paths"].get(route.openapi_path, {}).get(route.method.lower(), {}) if route else {}
+    rules = api_errors.RequestRules(operation, document.get("components", {}).get("schemas", {}))
+    return api_errors.from_validation_error(exc, rules)
 
 
 @app.exception_handler([UnicodeDecodeError, RecursionError])

@@ -1,8 +1,17 @@
-"""The one error map of the HTTP API: domain errors and validation failures to ``{"error": ...}`` answers."""
+"""The one error map of the HTTP API: domain errors and validation failures to ``{"error": ...}`` answers.
+
+Every answer is built from :class:`instantstart.models.errors.ErrorResponse`, the model the OpenAPI
+document references. A 422 states each field's rule in the user's terms, derived from the field's own
+JSON schema (the route's parameters and body in the OpenAPI document): both bounds of a range, the
+allowed values of an enum, a length range, and a pattern's rule in words (``x-patternRule``, set next
+to the pattern in the models), never a bare regular expression.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -16,7 +25,7 @@ from instantstart.errors import (
     UpstreamUnavailable,
     ValidationFailed,
 )
-from instantstart.models.cluster import CLUSTER_TAG_RULE
+from instantstart.models.errors import PATTERN_RULE_KEY, ErrorResponse
 
 STATUS_BY_ERROR: dict[type[InstantStartError], int] = {
     InvalidRequest: 400,
@@ -26,11 +35,20 @@ STATUS_BY_ERROR: dict[type[InstantStartError], int] = {
     UpstreamUnavailable: 503,
 }
 
+_LOCATIONS = ("body", "query", "path", "header")
+_CUSTOM_MESSAGE_TYPES = ("value_error", "assertion_error")
+_SCHEMA_DETAIL_KEYS = ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern")
+
+
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, object]:
+    """The JSON body ``{"error": {"code", "message", "details"}}`` (validated by :class:`ErrorResponse`)."""
+    return ErrorResponse.of(code, message, details).to_api()
+
 
 def error_response(status: int, code: str, message: str, details: list[dict[str, Any]] | None = None) -> Response[Any]:
     """A JSON error answer ``{"error": {"code", "message", "details"}}``."""
-    body = {"error": {"code": code, "message": message, "details": details or []}}
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
+    body = json.dumps(error_body(code, message, details))
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 def unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -43,13 +61,11 @@ def unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     content_type = headers.get("content-type", "")
     if not event.get("body") or not content_type or content_type.split(";")[0].strip().lower() == "application/json":
         return None
-    body = {
-        "error": {
-            "code": "UnsupportedMediaType",
-            "message": f"Content-Type '{content_type}' is not supported; send application/json",
-            "details": [{"field": "Content-Type", "allowedValues": ["application/json"]}],
-        }
-    }
+    body = error_body(
+        "UnsupportedMediaType",
+        f"Content-Type '{content_type}' is not supported; send application/json",
+        [{"field": "Content-Type", "allowedValues": ["application/json"]}],
+    )
     return {
         "statusCode": 415,
         "headers": {"Content-Type": content_types.APPLICATION_JSON},
@@ -64,11 +80,78 @@ def from_domain_error(exc: InstantStartError) -> Response[Any]:
     return error_response(status, exc.code, exc.message, exc.details)
 
 
-_TAG_ERRORS = ("string_pattern_mismatch", "string_too_short", "string_too_long")
+@dataclass(frozen=True)
+class RequestRules:
+    """The JSON schemas one route validates, to state a failed field's rule.
+
+    Attributes:
+        operation: the route's OpenAPI operation object (``parameters``, ``requestBody``).
+        schemas: the document's ``components.schemas`` (targets of ``$ref``).
+    """
+
+    operation: Mapping[str, Any] = field(default_factory=dict)
+    schemas: Mapping[str, Any] = field(default_factory=dict)
+
+    def resolve(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """``schema`` with its ``$ref`` target and non-null ``anyOf`` branch merged in (its own keys win)."""
+        out = dict(schema)
+        branches = out.get("anyOf")
+        if isinstance(branches, list):
+            concrete = [b for b in branches if b.get("type") != "null"]
+            if len(concrete) == 1:
+                out = {**self.resolve(concrete[0]), **{k: v for k, v in out.items() if k != "anyOf"}}
+        ref = out.get("$ref")
+        if isinstance(ref, str):
+            target = self.schemas.get(ref.rsplit("/", 1)[-1], {})
+            out = {**self.resolve(target), **{k: v for k, v in out.items() if k != "$ref"}}
+        return out
+
+    def _root(self, loc: Sequence[Any]) -> dict[str, Any] | None:
+        if not loc:
+            return None
+        where = loc[0]
+        if where == "body":
+            content = self.operation.get("requestBody", {}).get("content", {})
+            schema = content.get("application/json", {}).get("schema")
+            return self.resolve(schema) if schema else None
+        if where in _LOCATIONS and len(loc) > 1:
+            name = str(loc[1]).lower()
+            for param in self.operation.get("parameters", []):
+                if param.get("in") == where and str(param.get("name", "")).lower() == name:
+                    return self.resolve(param.get("schema", {}))
+        return None
+
+    def schema_at(self, loc: Sequence[Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The resolved schema of the field at a pydantic error ``loc``, and of its parent object.
+
+        Returns:
+            ``(field schema, parent schema)``; either is None when the location is not in the document
+            (e.g. an unknown body field has no schema but its parent object has).
+        """
+        schema = self._root(loc)
+        parent: dict[str, Any] | None = None
+        path = loc[1:] if loc and loc[0] == "body" else loc[2:]
+        for part in path:
+            if schema is None:
+                return None, None
+            if isinstance(part, int):
+                items = schema.get("items")
+                parent, schema = schema, (self.resolve(items) if isinstance(items, Mapping) else None)
+            elif isinstance(schema.get("properties"), Mapping):
+                prop = schema["properties"].get(part)
+                parent, schema = schema, (self.resolve(prop) if prop is not None else None)
+            # other parts (pydantic's union or validator tags) do not move in the schema
+        return schema, parent
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
+def field_name(loc: Sequence[Any]) -> str:
+    """The user's name of the field at a pydantic ``loc``: a JSON path into the body, or the parameter name.
+
+    Header names are shown in their usual capitalisation (``Idempotency-Key``).
+    """
+    if loc and loc[0] == "header" and len(loc) > 1:
+        return "-".join(word.capitalize() for word in str(loc[1]).split("-"))
+    parts = [p for p in loc if p not in _LOCATIONS]
     out = ""
     for p in parts:
         if isinstance(p, int):
@@ -78,29 +161,117 @@ def _field(loc: tuple[Any, ...]) -> str:
     return out or "body"
 
 
-def from_validation_error(exc: RequestValidationError) -> Response[Any]:
-    """400 for a body that is not JSON (or missing), 422 with one detail per invalid field otherwise."""
+def _number(value: Any) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+def _range(noun: str, low: Any, high: Any, unit: str = "") -> str:
+    """``noun`` with its bounds in words (``an integer between 1 and 100``, ``3-24 characters long``)."""
+    suffix = f" {unit}" if unit else ""
+    if low is not None and high is not None:
+        if unit and _number(low) == _number(high):
+            return f"{noun}exactly {_number(low)}{suffix}".strip()
+        if unit:
+            return f"{noun}{_number(low)}-{_number(high)}{suffix}".strip()
+        return f"{noun} between {_number(low)} and {_number(high)}"
+    of = "" if unit else " of"
+    if low is not None:
+        return f"{noun}{of} at least {_number(low)}{suffix}".strip()
+    if high is not None:
+        return f"{noun}{of} at most {_number(high)}{suffix}".strip()
+    return noun
+
+
+def rule_of(schema: Mapping[str, Any]) -> str:
+    """The rule of a field in words, from its resolved JSON schema (a phrase completing "<field> must be ...").
+
+    States the allowed values of an enum, both bounds of a number range, the length range of a string,
+    the item range of a list and a pattern by its rule in words (never the regular expression).
+    """
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return "one of: " + ", ".join(str(v) for v in enum)
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        noun = "an integer" if kind == "integer" else "a number"
+        return _range(noun, schema.get("minimum"), schema.get("maximum"))
+    if kind == "string":
+        words = schema.get(PATTERN_RULE_KEY)
+        if not words:
+            words = "text in the format the API documentation describes" if "pattern" in schema else "a string"
+        length = _range("", schema.get("minLength"), schema.get("maxLength"), "characters long")
+        return f"{words}, {length}" if length else str(words)
+    if kind == "array":
+        items = _range("", schema.get("minItems"), schema.get("maxItems"), "items")
+        return f"a list of {items}" if items else "a list"
+    if kind == "object":
+        return "a JSON object"
+    if kind == "boolean":
+        return "true or false"
+    return ""
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"'{shown}'"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _detail(error: Mapping[str, Any], rules: RequestRules) -> dict[str, Any]:
+    loc = tuple(error.get("loc", ()))
+    name = field_name(loc)
+    kind = str(error.get("type", ""))
+    schema, parent = rules.schema_at(loc)
+    rule = rule_of(schema) if schema else ""
+    if kind == "extra_forbidden":
+        allowed = sorted((parent or {}).get("properties", {}))
+        message = f"{name} is not a field of this request"
+        if allowed:
+            message += f"; allowed fields: {', '.join(allowed)}"
+    elif kind == "missing":
+        message = f"{name} is required" + (f": {rule}" if rule else "")
+    elif kind in _CUSTOM_MESSAGE_TYPES or not rule:
+        # A validator's own message (already in the user's terms), or a field the document does not describe.
+        text = str(error.get("msg", "invalid value")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        message = f"{name}: {text}"
+    else:
+        message = f"{name} must be {rule}"
+        if "input" in error:
+            message += f"; got {_got(error['input'])}"
+    detail: dict[str, Any] = {"field": name, "message": message, "type": kind}
+    if schema:
+        if isinstance(schema.get("enum"), list):
+            detail["allowedValues"] = [str(v) for v in schema["enum"]]
+        for key in _SCHEMA_DETAIL_KEYS:
+            if key in schema:
+                value = schema[key]
+                detail[key] = int(value) if isinstance(value, float) and value.is_integer() else value
+    return detail
+
+
+def from_validation_error(exc: RequestValidationError, rules: RequestRules | None = None) -> Response[Any]:
+    """400 for a body that is not JSON (or missing), 422 with one detail per invalid field otherwise.
+
+    Args:
+        exc: the request validation failure Powertools raised.
+        rules: the schemas of the route (see :class:`RequestRules`); without them the details carry
+            the validators' own messages.
+
+    Each 422 detail has ``field``, ``message`` (the field's name and rule in words, and the value sent),
+    ``type`` (pydantic's error type) and the machine-readable rule: ``allowedValues``, ``minimum``/``maximum``,
+    ``minLength``/``maxLength``, ``minItems``/``maxItems``, ``pattern``.
+    """
     errors = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
         return error_response(400, "BadRequest", "the request body is not valid JSON")
     if any(e.get("loc") == ("body",) and e.get("type") in ("missing", "model_attributes_type") for e in errors):
         return error_response(400, "BadRequest", "the request body must be a JSON object")
-    details = []
-    for e in errors:
-        message = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        field = _field(tuple(e.get("loc", ())))
-        if field == "clusterTag" and e.get("type") in (
-            "string_pattern_mismatch",
-            "string_too_short",
-            "string_too_long",
-        ):
-            message = f"clusterTag must be {CLUSTER_TAG_RULE}"
-        detail: dict[str, Any] = {"field": field, "message": message, "type": e.get("type")}
-        ctx = e.get("ctx") or {}
-        if "expected" in ctx:
-            detail["allowedValues"] = str(ctx["expected"])
-        if "pattern" in ctx:
-            detail["pattern"] = str(ctx["pattern"])
-        details.append(detail)
-    summary = "; ".join(f"{d['field']}: {d['message']}" for d in details)
+    details = [_detail(e, rules or RequestRules()) for e in errors]
+    summary = "; ".join(d["message"] for d in details)
     return error_response(422, "ValidationError", f"invalid request: {summary}", details)

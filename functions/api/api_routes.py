@@ -8,17 +8,30 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from instantstart.clusters import catalog, service
 from instantstart.clusters.catalog import AvailabilityZone
-from instantstart.models.cluster import ClusterList, ClusterTag, ClusterView, CreateClusterRequest, StageList
-from instantstart.models.common import ApiModel
-from instantstart.models.operation import OperationView
+from instantstart.models.cluster import (
+    AVAILABILITY_ZONE_PATTERN,
+    AVAILABILITY_ZONE_RULE,
+    ClusterList,
+    ClusterTag,
+    ClusterView,
+    CreateClusterRequest,
+    StageList,
+)
+from instantstart.models.common import ApiModel, StageName
+from instantstart.models.errors import ErrorResponse, pattern_rule
+from instantstart.models.operation import OperationId, OperationView
 from instantstart.runtime import Runtime
 
 router = APIGatewayHttpRouter()
 RUNTIME: Runtime | None = None
+
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
+IDEMPOTENCY_KEY_RULE = "letters, digits, '.', '_', ':' or '-' only (e.g. a UUID)"
+"""The Idempotency-Key pattern in words."""
 
 IdempotencyKey = Annotated[
     str | None,
@@ -26,9 +39,11 @@ IdempotencyKey = Annotated[
         alias="Idempotency-Key",
         min_length=1,
         max_length=128,
-        pattern=r"^[A-Za-z0-9._:-]+$",
+        pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Optional: the same key with the same body returns the same operation; "
         "with a different body the answer is 409.",
+        examples=["3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"],
+        json_schema_extra=pattern_rule(IDEMPOTENCY_KEY_RULE),
     ),
 ]
 
@@ -55,26 +70,13 @@ def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[A
     return _accepted(OperationView.model_validate(op))
 
 
-class ErrorBody(ApiModel):
-    """``error`` of every 4xx/5xx answer."""
-
-    code: str
-    message: str
-    details: list[dict[str, Any]]
-
-
-class ErrorResponse(ApiModel):
-    """Every 4xx/5xx answer: ``{"error": {"code", "message", "details": [{"field", ...}]}}``."""
-
-    error: ErrorBody
-
-
 _ERROR_MEANINGS = {
     400: "Malformed request (body not JSON, bad nextToken)",
-    404: "Unknown cluster, stage or operation",
+    404: "Unknown cluster or operation",
     409: "Conflict with the current state (names it)",
     415: "Body is not application/json",
-    422: "A field failed validation (details name the fields and allowed values)",
+    422: "A field failed validation: each detail names the field and states its rule (range, allowed values, "
+    "length, format in words)",
     503: "An AWS dependency is unavailable; nothing was changed",
 }
 
@@ -100,13 +102,15 @@ _ACCEPTED: dict[int, OpenAPIResponse] = {
 class AvailabilityZoneList(ApiModel):
     """Body of ``GET /catalog/availability-zones``."""
 
-    availability_zones: list[AvailabilityZone]
+    availability_zones: list[AvailabilityZone] = Field(description="The zones of the API's Region.")
 
 
 class InstanceTypeList(ApiModel):
     """Body of ``GET /catalog/instance-types``."""
 
-    instance_types: list[str]
+    instance_types: list[str] = Field(
+        description="HyperPod instance types offered in the zone.", examples=[["ml.g5.8xlarge", "ml.g6.4xlarge"]]
+    )
 
 
 @router.post(
@@ -134,8 +138,17 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
     tags=["clusters"],
 )
 def list_clusters(
-    max_results: Annotated[int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.")] = 20,
-    next_token: Annotated[str | None, Query(alias="nextToken", max_length=2048)] = None,
+    max_results: Annotated[
+        int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.", examples=[20])
+    ] = 20,
+    next_token: Annotated[
+        str | None,
+        Query(
+            alias="nextToken",
+            max_length=2048,
+            description="The nextToken of the previous page; omit for the first page.",
+        ),
+    ] = None,
 ) -> Response[ClusterList]:
     """A page of live clusters."""
     return _json(service.list_clusters(runtime(), max_results, next_token))
@@ -193,14 +206,14 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
 )
 def retry_stage(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    stage: Annotated[str, Path(description="network, access, dependencies, hyperpod, storage or verify")],
+    stage: Annotated[StageName, Path(description="The FAILED stage to run again.", examples=["hyperpod"])],
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
     """Start a retry of one stage."""
     return _idempotent(
-        f"POST /clusters/{cluster_tag}/stages/{stage}/retry",
+        f"POST /clusters/{cluster_tag}/stages/{stage.value}/retry",
         idempotency_key,
-        {"clusterTag": cluster_tag, "stage": stage},
+        {"clusterTag": cluster_tag, "stage": stage.value},
         lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
     )
 
@@ -213,7 +226,7 @@ def retry_stage(
     tags=["operations"],
 )
 def get_operation(
-    operation_id: Annotated[str, Path(alias="operationId", max_length=64)],
+    operation_id: Annotated[OperationId, Path(alias="operationId")],
 ) -> Response[OperationView]:
     """One operation."""
     return _json(service.get_operation(runtime(), operation_id))
@@ -241,7 +254,13 @@ def list_availability_zones() -> Response[AvailabilityZoneList]:
 def list_instance_types(
     availability_zone: Annotated[
         str,
-        Query(alias="availabilityZone", pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="Zone name."),
+        Query(
+            alias="availabilityZone",
+            pattern=AVAILABILITY_ZONE_PATTERN,
+            description="Availability Zone name (GET /catalog/availability-zones).",
+            examples=["us-west-2c"],
+            json_schema_extra=pattern_rule(AVAILABILITY_ZONE_RULE),
+        ),
     ],
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""

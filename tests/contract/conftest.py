@@ -19,3 +19,52 @@ def template() -> dict[str, Any]:
     decoded, errors = cfnlint.decode.decode(str(ROOT / "template.yaml"))
     assert not errors and decoded is not None, errors
     return dict(json.loads(json.dumps(decoded, default=str)))
+
+
+class OpenApi:
+    """The committed ``api_schema/openapi.json`` with ``$ref``/nullable resolution for the contract tests."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+        self.schemas: dict[str, Any] = document["components"]["schemas"]
+
+    def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with its ``$ref`` target merged in (its own keys win) and the non-null ``anyOf`` branch.
+
+        A nullable schema gets ``"nullable": True``.
+        """
+        out = dict(schema)
+        branches = out.get("anyOf")
+        if isinstance(branches, list):
+            concrete = [b for b in branches if b.get("type") != "null"]
+            if len(concrete) == 1:
+                rest = {k: v for k, v in out.items() if k != "anyOf"}
+                out = {**self.resolve(concrete[0]), **rest, "nullable": len(concrete) < len(branches)}
+        ref = out.get("$ref")
+        if isinstance(ref, str):
+            out = {
+                **self.resolve(self.schemas[ref.rsplit("/", 1)[-1]]),
+                **{k: v for k, v in out.items() if k != "$ref"},
+            }
+        return out
+
+    def operation(self, method: str, path: str) -> dict[str, Any]:
+        """The operation object of ``METHOD path`` (KeyError when the document has none)."""
+        return dict(self.document["paths"][path][method.lower()])
+
+    def parameter(self, method: str, path: str, where: str, name: str) -> dict[str, Any]:
+        """The resolved schema of one parameter (header names compare case-insensitively)."""
+        for param in self.operation(method, path).get("parameters", []):
+            if param["in"] == where and param["name"].lower() == name.lower():
+                return self.resolve(param["schema"])
+        raise KeyError(f"{method} {path} has no {where} parameter {name}")
+
+    def body(self, method: str, path: str) -> dict[str, Any]:
+        """The resolved JSON request body schema of ``METHOD path``."""
+        return self.resolve(self.operation(method, path)["requestBody"]["content"]["application/json"]["schema"])
+
+
+@pytest.fixture(scope="session")
+def openapi() -> OpenApi:
+    """The committed OpenAPI document (``make openapi``)."""
+    return OpenApi(json.loads((ROOT / "api_schema" / "openapi.json").read_text()))

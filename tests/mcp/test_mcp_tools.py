@@ -235,11 +235,17 @@ async def test_api_4xx_answers_are_tool_errors_whose_text_is_the_api_json(
         assert unknown_zone.is_error
         assert json.loads(text_of(unknown_zone))["error"]["code"] == "ValidationError"
 
-        operation = await client.call_tool("operation_get", {"operationId": "no-such-operation"})
+        unknown_id = "op-" + "0" * 32
+        operation = await client.call_tool("operation_get", {"operationId": unknown_id})
         assert operation.is_error
         with pytest.raises(ApiError) as direct:
-            api.get_operation("no-such-operation")
+            api.get_operation(unknown_id)
         assert direct.value.status == 404 and json.loads(text_of(operation)) == direct.value.body
+
+        malformed = await client.call_tool("operation_get", {"operationId": "no-such-operation"})
+        assert malformed.is_error
+        [detail] = json.loads(text_of(malformed))["error"]["details"]
+        assert detail["field"] == "operationId" and "op- followed by 32 lowercase hex digits" in detail["message"]
 
     with pytest.raises(ApiError) as direct:
         api.get_cluster("mcpbad")

@@ -381,14 +381,17 @@ def test_given_the_failed_stage_when_retrying_then_202_and_the_workflow_restarts
     assert call(api, api_event("GET", "/clusters/demo")).body["status"] == "CREATING"
 
 
-def test_given_an_unknown_stage_when_retrying_then_404_listing_the_stages(
+def test_given_an_unknown_stage_when_retrying_then_422_listing_the_stages(
     api: ModuleType, backend: Backend, failed_cluster: str
 ) -> None:
     answer = call(api, api_event("POST", "/clusters/demo/stages/nodes/retry", body=None))
 
-    assert answer.status == 404
-    assert answer.error["code"] == "StageNotFound"
-    assert answer.error["details"][0]["allowedValues"] == [s.value for s in StageName]
+    assert answer.status == 422
+    assert answer.error["code"] == "ValidationError"
+    [detail] = answer.error["details"]
+    assert detail["field"] == "stage"
+    assert detail["allowedValues"] == [s.value for s in StageName]
+    assert "stage must be one of: network, access, dependencies, hyperpod, storage, verify" in detail["message"]
 
 
 def test_given_a_creating_cluster_when_deleting_then_409_operation_in_progress(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from instantstart.errors import ValidationFailed
 from instantstart.models.cluster import hyperpod_instance_types
 from instantstart.models.common import ApiModel
@@ -11,8 +13,8 @@ from instantstart.runtime import Runtime
 class AvailabilityZone(ApiModel):
     """One zone of the Region."""
 
-    zone_name: str
-    zone_id: str
+    zone_name: str = Field(description="Availability Zone name (use it as availabilityZone).", examples=["us-west-2c"])
+    zone_id: str = Field(description="Availability Zone id (the same in every account).", examples=["usw2-az3"])
 
 
 def list_availability_zones(rt: Runtime) -> list[AvailabilityZone]:

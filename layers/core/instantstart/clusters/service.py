@@ -228,22 +228,13 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
     )
 
 
-def retry_stage(rt: Runtime, tag: str, stage_name: str) -> OperationView:
+def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
     """Run a FAILED stage and every later stage again (earlier stages are kept).
 
     Raises:
-        NotFound: no live cluster, or ``stage_name`` is not a stage (details list the stages).
+        NotFound: no live cluster.
         Conflict: the stage is not FAILED (names its status) or an operation is running.
     """
-    try:
-        stage = StageName(stage_name)
-    except ValueError as exc:
-        allowed = [s.value for s in StageName]
-        raise NotFound(
-            f"stage '{stage_name}' does not exist; allowed values: {', '.join(allowed)}",
-            code="StageNotFound",
-            details=[{"field": "stage", "allowedValues": allowed}],
-        ) from exc
     cluster = _live_cluster(rt, tag)
     record = rt.store.get_stage(tag, cluster.generation, stage)
     stage_status = record.status.value if record else None

@@ -9,20 +9,46 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
+from instantstart.models.errors import pattern_rule
+
+# Each pattern has its rule in words next to it (a noun phrase completing "<field> must be ..."). The Fields
+# below attach it with ``pattern_rule``; the API's 422 messages quote the words, never the regular expression.
 
 CLUSTER_TAG_PATTERN = r"^[a-z](?:[a-z0-9-]{1,22})[a-z0-9]$"
 """Lowercase letter first, then lowercase letters, digits or hyphens, ending with a letter or digit (3-24)."""
 
 CLUSTER_TAG_RULE = (
-    "a lowercase letter first, then lowercase letters, digits or hyphens, ending with a letter or digit; "
-    "3-24 characters (e.g. demo, team-a-01)"
+    "a lowercase letter first, then lowercase letters, digits or hyphens, ending with a letter or digit "
+    "(e.g. demo, team-a-01)"
 )
-"""The clusterTag rule in words, for error messages."""
+"""The clusterTag pattern in words (the 3-24 length is stated from the field's own limits)."""
 
 INSTANCE_GROUP_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 """HyperPod ``InstanceGroupName`` pattern (1-63)."""
 
+INSTANCE_GROUP_NAME_RULE = (
+    "letters and digits, optionally joined by hyphens, starting and ending with a letter or digit "
+    "(e.g. accel, workers-1)"
+)
+"""The instanceGroupName pattern in words."""
+
 INSTANCE_TYPE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$"
+"""HyperPod ``ClusterInstanceType`` shape: ``ml.<family>.<size>``."""
+
+INSTANCE_TYPE_RULE = "a HyperPod instance type such as ml.g6.4xlarge (ml.<family>.<size>)"
+"""The instanceType pattern in words."""
+
+AVAILABILITY_ZONE_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
+"""An Availability Zone name: Region name plus a zone letter."""
+
+AVAILABILITY_ZONE_RULE = "an Availability Zone name such as us-west-2c (the Region name followed by a zone letter)"
+"""The availabilityZone pattern in words."""
+
+KUBERNETES_VERSION_PATTERN = r"^1\.(2[89]|3[0-3])$"
+"""The EKS Kubernetes versions HyperPod supports."""
+
+KUBERNETES_VERSION_RULE = "a Kubernetes minor version from 1.28 to 1.33, written like 1.32"
+"""The kubernetesVersion pattern in words."""
 
 MAX_INSTANCE_COUNT = 6758
 """HyperPod's per-group ``InstanceCount`` maximum."""
@@ -53,6 +79,7 @@ ClusterTag = Annotated[
         description="Cluster tag: lowercase letter first, then lowercase letters, digits or hyphens, "
         "ending with a letter or digit; 3-24 characters. Embedded in AWS and Kubernetes names.",
         examples=["demo"],
+        json_schema_extra=pattern_rule(CLUSTER_TAG_RULE),
     ),
 ]
 
@@ -64,22 +91,29 @@ class InstanceGroupRequest(ApiModel):
         default="accel",
         pattern=INSTANCE_GROUP_NAME_PATTERN,
         max_length=63,
-        description="HyperPod InstanceGroupName (1-63, letters, digits and hyphens).",
+        description="HyperPod InstanceGroupName (1-63, letters, digits and hyphens), unique within the cluster.",
+        examples=["accel"],
+        json_schema_extra=pattern_rule(INSTANCE_GROUP_NAME_RULE),
     )
     instance_type: str = Field(
         pattern=INSTANCE_TYPE_PATTERN,
         description="HyperPod ClusterInstanceType, e.g. ml.g6.4xlarge (see GET /catalog/instance-types).",
         examples=["ml.g6.4xlarge"],
+        json_schema_extra=pattern_rule(INSTANCE_TYPE_RULE),
     )
     instance_count: int = Field(
         strict=True,  # a JSON integer: "2", 2.0 and true are refused, not coerced
         ge=1,
         le=MAX_INSTANCE_COUNT,
         description=f"Number of instances, 1-{MAX_INSTANCE_COUNT}.",
+        examples=[1],
     )
     capacity_type: CapacityType = Field(
         default=CapacityType.ON_DEMAND,
-        description="OnDemand (Spot and TrainingPlan are not supported yet).",
+        description="How the capacity is paid for: OnDemand (Spot and TrainingPlan are not supported yet).",
+        examples=["OnDemand"],
+        # Advertise what this version accepts (the CapacityType enum also names the future values).
+        json_schema_extra={"enum": [c.value for c in SUPPORTED_CAPACITY_TYPES]},
     )
 
     @field_validator("instance_type")
@@ -98,7 +132,7 @@ class InstanceGroupRequest(ApiModel):
     def _supported_capacity_type(cls, value: CapacityType) -> CapacityType:
         if value not in SUPPORTED_CAPACITY_TYPES:
             allowed = ", ".join(c.value for c in SUPPORTED_CAPACITY_TYPES)
-            raise ValueError(f"capacityType '{value.value}' is not supported yet; allowed values: {allowed}")
+            raise ValueError(f"'{value.value}' is not supported yet; allowed values: {allowed}")
         return value
 
 
@@ -107,17 +141,22 @@ class CreateClusterRequest(ApiModel):
 
     cluster_tag: ClusterTag
     availability_zone: str = Field(
-        pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$",
+        pattern=AVAILABILITY_ZONE_PATTERN,
         description="Availability Zone name of the HyperPod compute subnet (GET /catalog/availability-zones).",
         examples=["us-west-2c"],
+        json_schema_extra=pattern_rule(AVAILABILITY_ZONE_RULE),
     )
     instance_groups: list[InstanceGroupRequest] = Field(
-        min_length=1, max_length=20, description="Instance groups of the HyperPod cluster (1-20)."
+        min_length=1,
+        max_length=20,
+        description="Instance groups of the HyperPod cluster (1-20), usually one.",
     )
     kubernetes_version: str | None = Field(
         default=None,
-        pattern=r"^1\.(2[89]|3[0-3])$",
+        pattern=KUBERNETES_VERSION_PATTERN,
         description="EKS Kubernetes version (1.28-1.33, the versions HyperPod supports); default 1.32.",
+        examples=["1.32"],
+        json_schema_extra=pattern_rule(KUBERNETES_VERSION_RULE),
     )
 
     @field_validator("instance_groups")
@@ -130,25 +169,51 @@ class CreateClusterRequest(ApiModel):
         return groups
 
 
+TIMESTAMP_EXAMPLE = "2026-11-29T17:04:05Z"
+"""Example of the API's timestamps: ISO-8601 UTC, seconds, ``Z`` suffix."""
+
+
+def _timestamp(what: str) -> Any:
+    return Field(description=f"{what} (ISO-8601 UTC).", examples=[TIMESTAMP_EXAMPLE])
+
+
+def _optional_timestamp(what: str) -> Any:
+    return Field(default=None, description=f"{what} (ISO-8601 UTC); null until then.", examples=[TIMESTAMP_EXAMPLE])
+
+
 class StageError(ApiModel):
     """The AWS (or control-plane) error that failed a stage, verbatim."""
 
-    code: str
-    message: str
+    code: str = Field(
+        description="Error code, as AWS (or the control plane) reported it.",
+        examples=["InsufficientCapacityException", "States.Timeout"],
+    )
+    message: str = Field(
+        description="Error message, verbatim.",
+        examples=["We currently do not have sufficient capacity for ml.g6.4xlarge in us-west-2c."],
+    )
 
 
 class StageView(ApiModel):
     """A stage as the API shows it."""
 
-    name: StageName
-    order: int
-    status: StageStatus
-    attempts: int = 0
-    started_at: str | None = None
-    ended_at: str | None = None
-    observed_status: str | None = None
-    resources: dict[str, Any] = Field(default_factory=dict)
-    error: StageError | None = None
+    name: StageName = Field(description="Stage name; stages run in this order.", examples=["hyperpod"])
+    order: int = Field(description="1-based position of the stage in the creation workflow.", examples=[4])
+    status: StageStatus = Field(description="Status of the stage.", examples=["RUNNING"])
+    attempts: int = Field(default=0, description="How many times the stage has started (retries count).", examples=[1])
+    started_at: str | None = _optional_timestamp("When the stage last started")
+    ended_at: str | None = _optional_timestamp("When the stage last ended")
+    observed_status: str | None = Field(
+        default=None,
+        description="Last status the stage observed on the AWS or Kubernetes resource it waits for.",
+        examples=["InService", "CREATE_IN_PROGRESS", "Bound"],
+    )
+    resources: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Identifiers of the resources the stage created or uses (names, ids, ARNs).",
+        examples=[{"vpcId": "vpc-0123456789abcdef0"}],
+    )
+    error: StageError | None = Field(default=None, description="The error that failed the stage; null otherwise.")
     teardown_status: StageStatus | None = Field(
         default=None, description="Progress of this stage's teardown while the cluster is deleted."
     )
@@ -157,43 +222,65 @@ class StageView(ApiModel):
 class EksView(ApiModel):
     """The EKS cluster as last observed."""
 
-    cluster_name: str
-    cluster_arn: str | None = None
-    status: str | None = None
-    kubernetes_version: str | None = None
-    endpoint: str | None = None
-    vpc_id: str | None = None
+    cluster_name: str = Field(description="EKS cluster name.", examples=["eks-cluster-demo"])
+    cluster_arn: str | None = Field(
+        default=None,
+        description="EKS cluster ARN; null until created.",
+        examples=["arn:aws:eks:us-west-2:123456789012:cluster/eks-cluster-demo"],
+    )
+    status: str | None = Field(default=None, description="EKS cluster status as last observed.", examples=["ACTIVE"])
+    kubernetes_version: str | None = Field(default=None, description="Kubernetes version.", examples=["1.32"])
+    endpoint: str | None = Field(
+        default=None,
+        description="Kubernetes API server endpoint.",
+        examples=["https://0123456789ABCDEF0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"],
+    )
+    vpc_id: str | None = Field(default=None, description="VPC of the cluster.", examples=["vpc-0123456789abcdef0"])
 
 
 class InstanceGroupView(ApiModel):
     """A HyperPod instance group as last observed."""
 
-    instance_group_name: str
-    instance_type: str
-    instance_count: int
-    current_count: int | None = None
-    status: str | None = None
-    capacity_type: CapacityType = CapacityType.ON_DEMAND
+    instance_group_name: str = Field(description="Instance group name.", examples=["accel"])
+    instance_type: str = Field(description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
+    instance_count: int = Field(description="Number of instances requested.", examples=[1])
+    current_count: int | None = Field(
+        default=None, description="Number of instances HyperPod reports running.", examples=[1]
+    )
+    status: str | None = Field(
+        default=None, description="Instance group status as last observed.", examples=["InService"]
+    )
+    capacity_type: CapacityType = Field(
+        default=CapacityType.ON_DEMAND, description="How the capacity is paid for.", examples=["OnDemand"]
+    )
 
 
 class HyperPodView(ApiModel):
     """The HyperPod cluster as last observed."""
 
-    cluster_name: str
-    cluster_arn: str | None = None
-    status: str | None = None
-    instance_groups: list[InstanceGroupView] = Field(default_factory=list)
+    cluster_name: str = Field(description="HyperPod cluster name.", examples=["hp-cluster-demo"])
+    cluster_arn: str | None = Field(
+        default=None,
+        description="HyperPod cluster ARN; null until created.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/abcd1234efgh"],
+    )
+    status: str | None = Field(
+        default=None, description="HyperPod cluster status as last observed.", examples=["InService"]
+    )
+    instance_groups: list[InstanceGroupView] = Field(default_factory=list, description="The instance groups.")
 
 
 class NodeView(ApiModel):
     """A Kubernetes node of a HyperPod instance group as last observed by the verify stage."""
 
-    node_name: str
-    instance_id: str | None = None
-    instance_type: str | None = None
-    instance_group_name: str | None = None
-    ready: bool
-    health_status: str | None = None
+    node_name: str = Field(description="Kubernetes node name.", examples=["hyperpod-i-0123456789abcdef0"])
+    instance_id: str | None = Field(default=None, description="EC2 instance id.", examples=["i-0123456789abcdef0"])
+    instance_type: str | None = Field(default=None, description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
+    instance_group_name: str | None = Field(default=None, description="Instance group of the node.", examples=["accel"])
+    ready: bool = Field(description="True when the node is Ready and schedulable.", examples=[True])
+    health_status: str | None = Field(
+        default=None, description="HyperPod node health status label.", examples=["Schedulable"]
+    )
     health_status_reason: str | None = Field(
         default=None, description="Reason of the last HyperPod node health finding (Node Health Event)."
     )
@@ -203,53 +290,69 @@ class NodeView(ApiModel):
 class StorageView(ApiModel):
     """The S3 storage mounted through the Mountpoint for S3 CSI driver."""
 
-    bucket_name: str
-    persistent_volume_claim: str
-    namespace: str
-    phase: str | None = None
+    bucket_name: str = Field(
+        description="S3 bucket of the cluster.", examples=["sagemaker-instantstart-demo-123456789012"]
+    )
+    persistent_volume_claim: str = Field(description="Kubernetes PersistentVolumeClaim name.", examples=["s3-claim"])
+    namespace: str = Field(description="Kubernetes namespace of the claim.", examples=["default"])
+    phase: str | None = Field(default=None, description="Phase of the claim as last observed.", examples=["Bound"])
 
 
 class ClusterView(ApiModel):
     """Body of ``GET /clusters/{clusterTag}``."""
 
-    cluster_tag: str
-    generation: int
-    status: ClusterStatus
-    availability_zone: str
-    region: str
-    created_at: str
-    updated_at: str
-    current_operation_id: str | None = None
-    stages: list[StageView]
-    eks: EksView | None = None
-    hyper_pod: HyperPodView | None = None
-    nodes: list[NodeView] = Field(default_factory=list)
-    storage: StorageView | None = None
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    generation: int = Field(
+        description="Generation of the tag: 1 for the first cluster with it, +1 each time it is created again "
+        "after a delete.",
+        examples=[1],
+    )
+    status: ClusterStatus = Field(description="Status of the cluster.", examples=["READY"])
+    availability_zone: str = Field(
+        description="Availability Zone of the HyperPod compute subnet.", examples=["us-west-2c"]
+    )
+    region: str = Field(description="AWS Region of the cluster.", examples=["us-west-2"])
+    created_at: str = _timestamp("When the cluster was requested")
+    updated_at: str = _timestamp("When the cluster record last changed")
+    current_operation_id: str | None = Field(
+        default=None,
+        description="Operation running on the cluster (create, retry or delete); null when none.",
+        examples=["op-0123456789abcdef0123456789abcdef"],
+    )
+    stages: list[StageView] = Field(description="The stages, in order.")
+    eks: EksView | None = Field(default=None, description="The EKS cluster as last observed.")
+    hyper_pod: HyperPodView | None = Field(default=None, description="The HyperPod cluster as last observed.")
+    nodes: list[NodeView] = Field(default_factory=list, description="HyperPod nodes as last observed.")
+    storage: StorageView | None = Field(default=None, description="The S3 storage as last observed.")
 
 
 class ClusterSummary(ApiModel):
     """One entry of ``GET /clusters``."""
 
-    cluster_tag: str
-    status: ClusterStatus
-    availability_zone: str
-    created_at: str
-    updated_at: str
-    eks_cluster_name: str
-    hyper_pod_cluster_name: str
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    status: ClusterStatus = Field(description="Status of the cluster.", examples=["READY"])
+    availability_zone: str = Field(
+        description="Availability Zone of the HyperPod compute subnet.", examples=["us-west-2c"]
+    )
+    created_at: str = _timestamp("When the cluster was requested")
+    updated_at: str = _timestamp("When the cluster record last changed")
+    eks_cluster_name: str = Field(description="EKS cluster name.", examples=["eks-cluster-demo"])
+    hyper_pod_cluster_name: str = Field(description="HyperPod cluster name.", examples=["hp-cluster-demo"])
 
 
 class ClusterList(ApiModel):
     """Body of ``GET /clusters``."""
 
-    clusters: list[ClusterSummary]
-    next_token: str | None = None
+    clusters: list[ClusterSummary] = Field(description="One page of clusters.")
+    next_token: str | None = Field(
+        default=None, description="Pass as nextToken to get the next page; null on the last page."
+    )
 
 
 class StageList(ApiModel):
     """Body of ``GET /clusters/{clusterTag}/stages``."""
 
-    stages: list[StageView]
+    stages: list[StageView] = Field(description="The stages, in order.")
 
 
 def is_valid_cluster_tag(tag: str) -> bool:

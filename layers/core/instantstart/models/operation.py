@@ -2,24 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from instantstart.models.cluster import StageError
+from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
+from instantstart.models.errors import pattern_rule
+
+OPERATION_ID_PATTERN = r"^op-[0-9a-f]{32}$"
+"""An operation id: ``op-`` and 32 lowercase hex digits (also the Step Functions execution name)."""
+
+OPERATION_ID_RULE = "an operation id as the API returns it: op- followed by 32 lowercase hex digits"
+"""The operationId pattern in words."""
+
+OPERATION_ID_EXAMPLE = "op-0123456789abcdef0123456789abcdef"
+
+OperationId = Annotated[
+    str,
+    Field(
+        pattern=OPERATION_ID_PATTERN,
+        min_length=35,
+        max_length=35,
+        description="Operation id, as returned by POST /clusters, DELETE /clusters/{clusterTag} or a stage retry.",
+        examples=[OPERATION_ID_EXAMPLE],
+        json_schema_extra=pattern_rule(OPERATION_ID_RULE),
+    ),
+]
 
 
 class OperationView(ApiModel):
     """Body of ``GET /operations/{operationId}`` and of every 202 answer."""
 
-    operation_id: str
-    type: OperationType
-    status: OperationStatus
-    cluster_tag: str
-    status_url: str
-    created_at: str
-    updated_at: str
-    started_at: str | None = None
-    ended_at: str | None = None
-    stage: str | None = Field(default=None, description="For RETRY_STAGE: the stage retried.")
-    execution_arn: str | None = None
-    error: StageError | None = None
+    operation_id: str = Field(description="Operation id.", examples=[OPERATION_ID_EXAMPLE])
+    type: OperationType = Field(description="What the operation does.", examples=["CREATE_CLUSTER"])
+    status: OperationStatus = Field(description="Status of the operation.", examples=["RUNNING"])
+    cluster_tag: str = Field(description="Cluster the operation acts on.", examples=["demo"])
+    status_url: str = Field(
+        description="Path to poll for this operation (also the Location header of a 202).",
+        examples=[f"/operations/{OPERATION_ID_EXAMPLE}"],
+    )
+    created_at: str = Field(
+        description="When the operation was requested (ISO-8601 UTC).", examples=[TIMESTAMP_EXAMPLE]
+    )
+    updated_at: str = Field(description="When the operation last changed (ISO-8601 UTC).", examples=[TIMESTAMP_EXAMPLE])
+    started_at: str | None = Field(
+        default=None,
+        description="When the workflow started (ISO-8601 UTC); null until then.",
+        examples=[TIMESTAMP_EXAMPLE],
+    )
+    ended_at: str | None = Field(
+        default=None,
+        description="When the workflow ended (ISO-8601 UTC); null until then.",
+        examples=[TIMESTAMP_EXAMPLE],
+    )
+    stage: str | None = Field(default=None, description="For RETRY_STAGE: the stage retried.", examples=["hyperpod"])
+    execution_arn: str | None = Field(
+        default=None,
+        description="ARN of the Step Functions execution running the operation.",
+        examples=[
+            f"arn:aws:states:us-west-2:123456789012:execution:instantstart-create-cluster:{OPERATION_ID_EXAMPLE}"
+        ],
+    )
+    error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")

@@ -1,0 +1,120 @@
+"""The MCP proxy's tool parameters advertise exactly the constraints the HTTP API publishes.
+
+The proxy is a separate deployable: its input schemas are checked here against ``api_schema/openapi.json``.
+Every parameter of every tool maps to the API field or parameter it is sent as, and its pattern, length,
+range, item limits, enum and default equal the API's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_proxy.server import build_server
+
+COMPARED = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "enum", "default")
+
+POST_CLUSTERS = ("POST", "/clusters")
+CLUSTER = "/clusters/{clusterTag}"
+RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
+
+API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
+    ("cluster_create", "availabilityZone"): (*POST_CLUSTERS, "body", "availabilityZone"),
+    ("cluster_create", "instanceGroups"): (*POST_CLUSTERS, "body", "instanceGroups"),
+    ("cluster_create", "kubernetesVersion"): (*POST_CLUSTERS, "body", "kubernetesVersion"),
+    ("cluster_create", "idempotencyKey"): (*POST_CLUSTERS, "header", "Idempotency-Key"),
+    ("cluster_get_status", "clusterTag"): ("GET", CLUSTER, "path", "clusterTag"),
+    ("cluster_get_stages", "clusterTag"): ("GET", f"{CLUSTER}/stages", "path", "clusterTag"),
+    ("cluster_retry_stage", "clusterTag"): ("POST", RETRY, "path", "clusterTag"),
+    ("cluster_retry_stage", "stage"): ("POST", RETRY, "path", "stage"),
+    ("cluster_retry_stage", "idempotencyKey"): ("POST", RETRY, "header", "Idempotency-Key"),
+    ("cluster_delete", "clusterTag"): ("DELETE", CLUSTER, "path", "clusterTag"),
+    ("cluster_delete", "idempotencyKey"): ("DELETE", CLUSTER, "header", "Idempotency-Key"),
+    ("operation_get", "operationId"): ("GET", "/operations/{operationId}", "path", "operationId"),
+    ("catalog_list_instance_types", "availabilityZone"): (
+        "GET",
+        "/catalog/instance-types",
+        "query",
+        "availabilityZone",
+    ),
+}
+"""(tool, parameter) -> (method, path, where, name) of the API field it is sent as."""
+
+MCP_ONLY = {
+    ("cluster_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
+    ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
+}
+
+
+@pytest.fixture(scope="module")
+def tool_inputs() -> dict[str, dict[str, Any]]:
+    """The input schema of every tool, as an MCP client lists them."""
+
+    async def listed() -> dict[str, dict[str, Any]]:
+        async with Client(build_server(api_url="http://127.0.0.1:9", region="us-west-2", allow_write=True)) as client:
+            return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    return anyio.run(listed)
+
+
+def mcp_resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """An MCP parameter schema with its local ``$ref`` and non-null ``anyOf`` branch merged in."""
+    out = dict(schema)
+    branches = out.pop("anyOf", None)
+    if isinstance(branches, list):
+        concrete = [b for b in branches if b.get("type") != "null"]
+        assert len(concrete) == 1
+        out = {**mcp_resolve(concrete[0], root), **out}
+    ref = out.pop("$ref", None)
+    if isinstance(ref, str):
+        out = {**mcp_resolve(root["$defs"][ref.rsplit("/", 1)[-1]], root), **out}
+    return out
+
+
+def api_field(openapi: Any, method: str, path: str, where: str, name: str) -> dict[str, Any]:
+    if where == "body":
+        schema = openapi.body(method, path)
+        prop = openapi.resolve(schema["properties"][name])
+        return {**prop, "default": schema["properties"][name].get("default")}
+    return dict(openapi.parameter(method, path, where, name))
+
+
+def constraints(schema: dict[str, Any]) -> dict[str, Any]:
+    return {key: schema.get(key) for key in COMPARED}
+
+
+def test_given_the_tools_then_every_parameter_is_mapped_to_an_api_field_or_is_proxy_only(
+    tool_inputs: dict[str, dict[str, Any]],
+) -> None:
+    params = {(tool, name) for tool, schema in tool_inputs.items() for name in schema.get("properties", {})}
+
+    assert params == set(API_FIELD_OF) | set(MCP_ONLY)
+
+
+@pytest.mark.parametrize(("tool", "param"), sorted(API_FIELD_OF), ids=lambda v: str(v))
+def test_given_a_tool_parameter_then_its_constraints_equal_the_api_fields(
+    openapi: Any, tool_inputs: dict[str, dict[str, Any]], tool: str, param: str
+) -> None:
+    root = tool_inputs[tool]
+    mcp = mcp_resolve(root["properties"][param], root)
+    api = api_field(openapi, *API_FIELD_OF[(tool, param)])
+
+    assert constraints(mcp) == constraints(api)
+
+
+def test_given_the_instance_group_item_then_each_field_advertises_the_api_constraints(
+    openapi: Any, tool_inputs: dict[str, dict[str, Any]]
+) -> None:
+    root = tool_inputs["cluster_create"]
+    item = mcp_resolve(mcp_resolve(root["properties"]["instanceGroups"], root)["items"], root)
+    api_item = openapi.resolve(openapi.body(*POST_CLUSTERS)["properties"]["instanceGroups"]["items"])
+
+    assert set(item["properties"]) == set(api_item["properties"])
+    assert set(item.get("required", [])) == set(api_item.get("required", []))
+    for name, schema in item["properties"].items():
+        api = {**openapi.resolve(api_item["properties"][name]), "default": api_item["properties"][name].get("default")}
+        assert constraints(mcp_resolve(schema, root)) == constraints(api), name

@@ -1,0 +1,283 @@
+"""Every 422 of the HTTP API names the field and states its rule in the user's terms.
+
+The test walks the published contract (``api_schema/openapi.json``): every operation's parameters (path,
+query, header) and every field of its JSON request body. For each constraint of each field it sends a
+value that breaks it through the real handler, in process, and checks the answer: the message names the
+field and states the whole rule (both bounds of a range, the allowed values, the length range, a pattern's
+rule in words and never the regular expression), the machine-readable details carry the same limits, and
+the body is the documented ``ErrorResponse``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jsonschema
+import pytest
+from test_api_handler import SAMPLE_BODY, STATE_MACHINE_ARN, Answer, api_event, call
+
+from instantstart.config import Settings
+from instantstart.models.errors import PATTERN_RULE_KEY
+from instantstart.runtime import Runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENT: dict[str, Any] = json.loads((ROOT / "api_schema" / "openapi.json").read_text())
+SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
+VALID_PATH_VALUES = {"clusterTag": "demo", "stage": "hyperpod", "operationId": "op-0123456789abcdef0123456789abcdef"}
+"""Valid values of the path parameters, to break one parameter at a time."""
+
+
+def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$ref`` target and non-null ``anyOf`` branch merged in (its own keys win)."""
+    out = dict(schema)
+    branches = out.pop("anyOf", None)
+    if branches:
+        [concrete] = [b for b in branches if b.get("type") != "null"]
+        out = {**resolve(concrete), **out}
+    ref = out.pop("$ref", None)
+    if ref:
+        out = {**resolve(SCHEMAS[ref.rsplit("/", 1)[-1]]), **out}
+    return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """One request breaking one rule of one field."""
+
+    method: str
+    path: str
+    where: str  # body, path, query or header
+    field: str  # the name the answer must use
+    location: tuple[str | int, ...]  # body path or parameter name
+    value: Any  # the violating value; MISSING removes a required body field
+    schema: dict[str, Any]  # the field's resolved schema (the rule)
+    kind: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path} {self.where}:{self.field}:{self.kind}"
+
+
+MISSING = object()
+
+
+def violations(schema: dict[str, Any], sample: Any) -> Iterator[tuple[str, Any]]:
+    """``(kind, value)`` pairs, each breaking one constraint of ``schema`` (``sample`` is a valid value)."""
+    if "enum" in schema:
+        yield "enum", "not-an-allowed-value"
+    if "minimum" in schema:
+        yield "below-minimum", int(schema["minimum"]) - 1
+    if "maximum" in schema:
+        yield "above-maximum", int(schema["maximum"]) + 1
+    if schema.get("type") == "integer":
+        yield "not-an-integer", "2"
+    low, high = schema.get("minLength"), schema.get("maxLength")
+    if low:
+        yield "too-short", "a" * (low - 1) if low > 1 else ""
+    if high:
+        yield "too-long", "a" * (high + 1)
+    if "pattern" in schema:
+        yield "pattern", "!" * max(low or 1, 3 if not high else min(3, high))
+    if "minItems" in schema:
+        yield "too-few-items", []
+    if "maxItems" in schema and isinstance(sample, list) and sample:
+        yield "too-many-items", [copy.deepcopy(sample[0]) for _ in range(schema["maxItems"] + 1)]
+
+
+def constrained(schema: dict[str, Any]) -> bool:
+    keys = ("enum", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems")
+    return any(key in schema for key in keys)
+
+
+def body_fields(
+    schema: dict[str, Any], sample: Any, location: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any], Any, bool]]:
+    """``(location, resolved schema, sample value, required)`` of every field of a request body schema."""
+    schema = resolve(schema)
+    if schema.get("type") == "object":
+        required = set(schema.get("required", []))
+        for name, prop in schema.get("properties", {}).items():
+            sub = sample.get(name) if isinstance(sample, dict) else None
+            yield (*location, name), resolve(prop), sub, name in required
+            yield from body_fields(prop, sub, (*location, name))
+    elif schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        item = sample[0] if isinstance(sample, list) and sample else None
+        yield from body_fields(schema["items"], item, (*location, 0))
+
+
+def display(location: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in location:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out
+
+
+def cases() -> Iterator[Case]:
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            method = method.upper()
+            for param in operation.get("parameters", []):
+                schema = resolve(param["schema"])
+                name = param["name"]
+                shown = "-".join(w.capitalize() for w in name.split("-")) if param["in"] == "header" else name
+                for kind, value in violations(schema, None):
+                    if value == "" or (param["in"] == "query" and kind == "not-an-integer"):
+                        continue  # an empty header or query value reads as absent; query values are all text
+                    yield Case(method, path, param["in"], shown, (name,), value, schema, kind)
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if body is None:
+                continue
+            assert (method, path) == ("POST", "/clusters"), "add a valid sample body for this route"
+            for location, schema, sample, required in body_fields(body, SAMPLE_BODY):
+                if not constrained(schema):
+                    continue
+                for kind, value in violations(schema, sample):
+                    yield Case(method, path, "body", display(location), location, value, schema, kind)
+                if required:
+                    yield Case(method, path, "body", display(location), location, MISSING, schema, "missing")
+
+
+ALL_CASES = list(cases())
+
+
+def rule_pieces(schema: dict[str, Any]) -> list[str]:
+    """The words every message about this field must contain, computed from its schema."""
+
+    def number(v: Any) -> str:
+        return str(int(v)) if float(v).is_integer() else str(v)
+
+    pieces = [str(v) for v in schema.get("enum", [])]
+    if "minimum" in schema and "maximum" in schema:
+        pieces.append(f"between {number(schema['minimum'])} and {number(schema['maximum'])}")
+    elif "minimum" in schema or "maximum" in schema:
+        pieces.append(number(schema.get("minimum", schema.get("maximum"))))
+    low, high = schema.get("minLength"), schema.get("maxLength")
+    if low is not None and high is not None:
+        pieces.append(f"exactly {low} characters" if low == high else f"{low}-{high} characters")
+    elif low is not None or high is not None:
+        pieces.append(f"{low if low is not None else high} characters")
+    if "minItems" in schema and "maxItems" in schema:
+        pieces.append(f"{schema['minItems']}-{schema['maxItems']} items")
+    if "pattern" in schema:
+        assert schema.get(PATTERN_RULE_KEY), f"pattern without {PATTERN_RULE_KEY}"
+        pieces.append(schema[PATTERN_RULE_KEY])
+    return pieces
+
+
+def send(handler: ModuleType, case: Case) -> Answer:
+    if case.where == "body":
+        body = copy.deepcopy(SAMPLE_BODY)
+        *parents, last = case.location
+        target: Any = body
+        for part in parents:
+            target = target[part]
+        if case.value is MISSING:
+            del target[last]
+        else:
+            target[last] = case.value
+        return call(handler, api_event(case.method, case.path, body=body))
+    values = {**VALID_PATH_VALUES}
+    query: dict[str, str] | None = None
+    key = None
+    if case.where == "path":
+        values[case.field] = str(case.value)
+    elif case.where == "query":
+        query = {str(case.location[0]): str(case.value)}
+    else:
+        key = str(case.value)
+    path = case.path.format(**values)
+    body = None if case.method != "POST" or case.path != "/clusters" else SAMPLE_BODY
+    return call(handler, api_event(case.method, path, body=body, query=query, idempotency_key=key))
+
+
+@pytest.fixture
+def handler(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """``functions/api/api_app.py`` as Lambda imports it; no AWS call is made before validation."""
+    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("create"))
+    monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("delete"))
+    monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
+    import api_app
+    import api_routes
+
+    api_routes.RUNTIME = Runtime(Settings())
+    yield api_app
+    api_routes.RUNTIME = None
+
+
+def test_the_walk_covers_every_route_parameter_and_body_field_with_a_rule() -> None:
+    covered = {(c.method, c.path, c.where, c.field) for c in ALL_CASES}
+
+    assert ("POST", "/clusters", "body", "instanceGroups[0].instanceCount") in covered
+    assert ("POST", "/clusters", "header", "Idempotency-Key") in covered
+    assert ("GET", "/clusters", "query", "maxResults") in covered
+    assert ("POST", "/clusters/{clusterTag}/stages/{stage}/retry", "path", "stage") in covered
+    assert ("GET", "/operations/{operationId}", "path", "operationId") in covered
+    assert ("GET", "/catalog/instance-types", "query", "availabilityZone") in covered
+    assert len(ALL_CASES) > 40
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.id)
+def test_given_a_value_breaking_a_rule_then_422_names_the_field_and_states_the_rule(
+    handler: ModuleType, case: Case
+) -> None:
+    answer = send(handler, case)
+
+    assert answer.status == 422, answer.body
+    jsonschema.validate(answer.body, {"$ref": "#/components/schemas/ErrorResponse", **DOCUMENT})
+    assert answer.error["code"] == "ValidationError"
+    details = [d for d in answer.error["details"] if d["field"] == case.field]
+    assert details, f"no detail for {case.field}: {answer.error}"
+    detail = details[0]
+    message = detail["message"]
+    assert message.startswith(case.field) and message in answer.error["message"]
+    for piece in rule_pieces(case.schema):
+        assert piece in message, f"{piece!r} missing from {message!r}"
+    if "pattern" in case.schema:
+        assert case.schema["pattern"] not in message, "a bare regular expression is not a rule a person can act on"
+    for key in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"):
+        assert detail.get(key) == case.schema.get(key), key
+    if "enum" in case.schema:
+        assert detail["allowedValues"] == [str(v) for v in case.schema["enum"]]
+
+
+def test_given_instance_count_zero_then_the_message_gives_both_bounds(handler: ModuleType) -> None:
+    body = copy.deepcopy(SAMPLE_BODY)
+    body["instanceGroups"][0]["instanceCount"] = 0
+
+    answer = call(handler, api_event("POST", "/clusters", body=body))
+
+    [detail] = answer.error["details"]
+    assert detail["message"] == "instanceGroups[0].instanceCount must be an integer between 1 and 6758; got 0"
+    assert (detail["minimum"], detail["maximum"], detail["type"]) == (1, 6758, "greater_than_equal")
+
+
+def test_given_an_unknown_body_field_then_the_message_lists_the_fields_of_that_object(handler: ModuleType) -> None:
+    body = copy.deepcopy(SAMPLE_BODY)
+    body["instanceGroups"][0]["gpuCount"] = 8
+
+    answer = call(handler, api_event("POST", "/clusters", body=body))
+
+    assert answer.status == 422
+    [detail] = answer.error["details"]
+    assert detail["field"] == "instanceGroups[0].gpuCount"
+    assert detail["message"] == (
+        "instanceGroups[0].gpuCount is not a field of this request; allowed fields: "
+        "capacityType, instanceCount, instanceGroupName, instanceType"
+    )
+
+
+def test_given_a_body_that_is_not_json_then_415_uses_the_documented_error_shape(handler: ModuleType) -> None:
+    event = api_event("POST", "/clusters", body="clusterTag=demo")
+    event["headers"]["content-type"] = "application/x-www-form-urlencoded"
+
+    answer = call(handler, event)
+
+    assert answer.status == 415
+    jsonschema.validate(answer.body, {"$ref": "#/components/schemas/ErrorResponse", **DOCUMENT})
+    assert answer.error["details"] == [{"field": "Content-Type", "allowedValues": ["application/json"]}]
