@@ -19,6 +19,9 @@ def generate() -> str:
     """The OpenAPI 3.1 document of the HTTP API as committed (sorted keys, 2-space indent)."""
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-west-2")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    # The handler requires its settings at import (cold start); the document does not depend on them.
+    for name in ("CREATE_CLUSTER_STATE_MACHINE_ARN", "DELETE_CLUSTER_STATE_MACHINE_ARN"):
+        os.environ.setdefault(name, f"arn:aws:states:us-west-2:000000000000:stateMachine:{name.lower()}")
     sys.path.insert(0, str(ROOT / "functions" / "api"))
     import api_app
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn

@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from instantstart.config import API_SETTINGS
 from instantstart.errors import InstantStartError
 from instantstart.runtime import Runtime
 
@@ -25,7 +26,9 @@ logger = Logger()
 tracer = Tracer()
 app = APIGatewayHttpResolver(enable_validation=True)
 app.include_router(api_routes.router)
-api_routes.RUNTIME = Runtime.from_env()
+# Built once per container; a missing setting stops the cold start naming it.
+RUNTIME = Runtime.from_env(API_SETTINGS)
+IDEMPOTENCY = api_idempotency.Idempotency(RUNTIME.settings.TABLE_NAME)
 
 
 @app.exception_handler(InstantStartError)
@@ -67,5 +70,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     unsupported = api_errors.unsupported_media_type(event)
     if unsupported is not None:
         return unsupported
-    api_idempotency.configure(api_routes.runtime().settings.TABLE_NAME, context)
+    IDEMPOTENCY.bind(context)
+    # Routes read their dependencies from the resolver's context (cleared after every request).
+    app.append_context(runtime=RUNTIME, idempotency=IDEMPOTENCY)
     return app.resolve(event, context)

@@ -24,25 +24,31 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from instantstart.errors import Conflict
 
-CONFIG = IdempotencyConfig(
-    event_key_jmespath="key",
-    payload_validation_jmespath="[route, body]",
-    raise_on_no_idempotency_key=True,
-    expires_after_seconds=24 * 3600,
-)
-_persistence: DynamoDBPersistenceLayer | None = None
+
+class Idempotency:
+    """Idempotency records of one API function (Powertools ``DynamoDBPersistenceLayer`` on the single table).
+
+    Built once per container (cold start); :meth:`bind` gives it each invocation's Lambda context.
+    """
+
+    def __init__(self, table_name: str) -> None:
+        self.config = IdempotencyConfig(
+            event_key_jmespath="key",
+            payload_validation_jmespath="[route, body]",
+            raise_on_no_idempotency_key=True,
+            expires_after_seconds=24 * 3600,
+        )
+        self.persistence = DynamoDBPersistenceLayer(table_name=table_name, key_attr="PK", sort_key_attr="SK")
+
+    def bind(self, context: LambdaContext | None) -> None:
+        """Register the invocation's Lambda context (Powertools uses its remaining time for in-progress records)."""
+        if context is not None:
+            self.config.register_lambda_context(context)
 
 
-def configure(table_name: str, context: LambdaContext | None) -> None:
-    """Bind the persistence layer to the table (once) and the Lambda context (every invocation)."""
-    global _persistence
-    if _persistence is None:
-        _persistence = DynamoDBPersistenceLayer(table_name=table_name, key_attr="PK", sort_key_attr="SK")
-    if context is not None:
-        CONFIG.register_lambda_context(context)
-
-
-def run_idempotent(*, route: str, key: str | None, body: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def run_idempotent(
+    idempotency: Idempotency, *, route: str, key: str | None, body: Any, call: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
     """Run ``call`` once per ``(route, key)``; replay its stored result for a repeated request.
 
     Raises:
@@ -50,9 +56,10 @@ def run_idempotent(*, route: str, key: str | None, body: Any, call: Callable[[],
     """
     if not key:
         return call()
-    assert _persistence is not None, "idempotency not configured"
 
-    @idempotent_function(data_keyword_argument="request", config=CONFIG, persistence_store=_persistence)
+    @idempotent_function(
+        data_keyword_argument="request", config=idempotency.config, persistence_store=idempotency.persistence
+    )
     def _run(request: dict[str, Any]) -> dict[str, Any]:
         return call()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
@@ -27,7 +27,6 @@ from instantstart.models.operation import OperationId, OperationView
 from instantstart.runtime import Runtime
 
 router = APIGatewayHttpRouter()
-RUNTIME: Runtime | None = None
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 IDEMPOTENCY_KEY_RULE = "letters, digits, '.', '_', ':' or '-' only (e.g. a UUID)"
@@ -49,9 +48,8 @@ IdempotencyKey = Annotated[
 
 
 def runtime() -> Runtime:
-    """The runtime built at cold start (set by the handler module)."""
-    assert RUNTIME is not None, "runtime not initialised"
-    return RUNTIME
+    """The runtime the handler put in the resolver's context for this request (built at cold start)."""
+    return cast(Runtime, router.context["runtime"])
 
 
 def _json(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -66,7 +64,7 @@ def _accepted(op: OperationView) -> Response[Any]:
 def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[Any]:
     from api_idempotency import run_idempotent
 
-    op = run_idempotent(route=route, key=key, body=body, call=call)
+    op = run_idempotent(router.context["idempotency"], route=route, key=key, body=body, call=call)
     return _accepted(OperationView.model_validate(op))
 
 

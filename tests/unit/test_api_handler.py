@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import pytest
@@ -103,11 +103,9 @@ def api(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(DELETE_SM))
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
     import api_app
-    import api_routes
 
-    api_routes.RUNTIME = Runtime(Settings())
+    monkeypatch.setattr(api_app, "RUNTIME", Runtime(Settings()))  # this test's settings, not the first import's
     yield api_app
-    api_routes.RUNTIME = None
 
 
 def call(api: ModuleType, event: dict[str, Any]) -> Answer:
@@ -123,9 +121,9 @@ class Backend:
 
     @property
     def runtime(self) -> Runtime:
-        import api_routes
+        import api_app
 
-        return api_routes.runtime()
+        return cast(Runtime, api_app.RUNTIME)
 
     def executions(self, name: str = CREATE_SM) -> list[dict[str, Any]]:
         sfn = self.session.client("stepfunctions")

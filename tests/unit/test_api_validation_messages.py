@@ -203,11 +203,9 @@ def handler(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("delete"))
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
     import api_app
-    import api_routes
 
-    api_routes.RUNTIME = Runtime(Settings())
+    monkeypatch.setattr(api_app, "RUNTIME", Runtime(Settings()))  # this test's settings, not the first import's
     yield api_app
-    api_routes.RUNTIME = None
 
 
 def test_the_walk_covers_every_route_parameter_and_body_field_with_a_rule() -> None:
