@@ -33,8 +33,28 @@ Template = Annotated[
 ]
 
 
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+def _configure_logging() -> None:
+    """Warnings to stderr; the sandbox's own records through a handler of their own.
+
+    Powertools (loaded with the in-process functions, service ``instantstart``) filters the root
+    handlers to drop every record whose logger name contains ``instantstart``, which includes this
+    package's loggers (``instantstart_sandbox.*``): without their own handler, the access log and
+    the sandbox's warnings would go silent after the first Lambda invocation.
+    """
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    own = logging.getLogger("instantstart_sandbox")
+    if not own.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        own.addHandler(handler)
+    own.propagate = False
+
+
 def _start(time_scale: float, template: Path | None) -> Sandbox:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging()
     try:
         sandbox = Sandbox(time_scale=time_scale, template_path=template)
     except TemplateNotFoundError as error:
