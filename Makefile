@@ -7,11 +7,12 @@ PYTEST_ARGS ?=
 
 .PHONY: install demo test lint typecheck contract unit sandbox-tests integration openapi asl clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# one resolve: the sandbox distribution depends on this one (instantstart-serverless)
+	$(BIN)/python -m pip install --quiet -e ./sandbox -e ".[dev]"
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install the project with its dev tools

@@ -21,8 +21,8 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.monotonic()
-    from sandbox import lambdas
-    from sandbox.runner import Sandbox
+    from instantstart_sandbox import lambdas
+    from instantstart_sandbox.runner import Sandbox
 
     sandbox = Sandbox(time_scale=args.time_scale).start()
     started = time.monotonic() - t0

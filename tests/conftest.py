@@ -19,7 +19,7 @@ TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "120"))
 @pytest.fixture(scope="session")
 def sandbox() -> Iterator[Any]:
     """The running sandbox (emulated AWS + Kubernetes, template deployed, HTTP API up)."""
-    from sandbox.runner import Sandbox
+    from instantstart_sandbox.runner import Sandbox
 
     sb = Sandbox(time_scale=TIME_SCALE).start()
     os.environ.update(sb.client_environment())

@@ -92,7 +92,7 @@ CONDITION_SCOPED: dict[str, str] = {
 @pytest.fixture(scope="module")
 def translated() -> dict[str, Any]:
     """The template after the SAM transform (policy templates and HttpApi expanded), offline."""
-    from sandbox.deploy import translate
+    from instantstart_sandbox.deploy import translate
 
     cfn, _ = translate(ROOT / "template.yaml", "us-west-2")
     return dict(cfn)

@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 from client.api import InstantStartClient
-from sandbox.runner import Sandbox
+from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
 

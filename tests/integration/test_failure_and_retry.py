@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from client.api import ApiError, InstantStartClient
-from sandbox.runner import Sandbox
+from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
 CAPACITY_MESSAGE = "We currently do not have sufficient capacity for ml.g6.4xlarge in us-west-2c."

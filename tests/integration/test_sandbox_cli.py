@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
 FAST = "400"  # simulated seconds per wall second: keeps these end-to-end runs short
 
 
@@ -23,10 +24,11 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def test_when_running_the_demo_then_it_ends_with_the_verified_summary() -> None:
+def test_when_running_the_demo_from_any_directory_then_it_ends_with_the_verified_summary(tmp_path: Path) -> None:
     out = subprocess.run(
         [str(BIN / "instantstart-sandbox"), "demo", "--time-scale", FAST, "--tag", "clidemo"],
         env=_clean_env(),
+        cwd=tmp_path,  # the checkout's template.yaml is found from the installed package, not the working directory
         capture_output=True,
         text=True,
         timeout=300,
@@ -38,15 +40,25 @@ def test_when_running_the_demo_then_it_ends_with_the_verified_summary() -> None:
 
 
 @pytest.fixture
-def served_sandbox() -> Iterator[tuple[dict[str, str], list[str]]]:
-    """``instantstart-sandbox serve --fail-hyperpod-capacity ml.g6.4xlarge`` in the background.
+def served_sandbox(tmp_path: Path) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """``instantstart-sandbox serve --template PATH --fail-hyperpod-capacity ml.g6.4xlarge`` in the background.
 
     Yields the environment its printed exports give a client, and the lines it logs (kept draining so
     the pipe never fills up).
     """
     proc = subprocess.Popen(
-        [str(BIN / "instantstart-sandbox"), "serve", "--time-scale", FAST, "--fail-hyperpod-capacity", "ml.g6.4xlarge"],
+        [
+            str(BIN / "instantstart-sandbox"),
+            "serve",
+            "--time-scale",
+            FAST,
+            "--template",
+            str(ROOT / "template.yaml"),
+            "--fail-hyperpod-capacity",
+            "ml.g6.4xlarge",
+        ],
         env=_clean_env(),
+        cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

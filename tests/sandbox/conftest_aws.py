@@ -1,6 +1,6 @@
 """Fixtures for the AWS sandbox tests: a fast server, boto3 clients, and a Kubernetes stand-in.
 
-The stand-in implements only the interface of ``sandbox.kube.KubeApiServer`` the AWS side uses
+The stand-in implements only the interface of ``instantstart_sandbox.kube.KubeApiServer`` the AWS side uses
 (``add_cluster``, ``remove_cluster``, ``ca_pem``, ``cluster(name)`` with create/apply/get/list/
 delete/patch_status) in memory, so these tests do not depend on the Kubernetes emulator.
 """
@@ -19,8 +19,8 @@ from typing import Any
 import boto3
 import pytest
 
-from sandbox.aws.server import AwsSandboxServer
-from sandbox.clock import SimClock
+from instantstart_sandbox.aws.server import AwsSandboxServer
+from instantstart_sandbox.clock import SimClock
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"

@@ -31,10 +31,10 @@ except ImportError:  # rootdir not on sys.path
         wait_for,
     )
 
-from sandbox.aws.server import AwsSandboxServer
-from sandbox.clock import SimClock
+from instantstart_sandbox.aws.server import AwsSandboxServer
+from instantstart_sandbox.clock import SimClock
 
-kube_server = pytest.importorskip("sandbox.kube.server")
+kube_server = pytest.importorskip("instantstart_sandbox.kube.server")
 kubernetes = pytest.importorskip("kubernetes")
 
 Client = Callable[[str], Any]

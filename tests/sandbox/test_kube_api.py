@@ -19,10 +19,10 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from sandbox.clock import SimClock
-from sandbox.kube.auth import eks_token_validator
-from sandbox.kube.server import KubeApiServer
-from sandbox.kube.store import KubeCluster
+from instantstart_sandbox.clock import SimClock
+from instantstart_sandbox.kube.auth import eks_token_validator
+from instantstart_sandbox.kube.server import KubeApiServer
+from instantstart_sandbox.kube.store import KubeCluster
 
 TOKEN = "Bearer sandbox-test-token"
 

@@ -9,10 +9,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from sandbox.kube.controllers import EXIT_CODE_ANNOTATION, SimulatedControllers
-from sandbox.kube.errors import KubeError
-from sandbox.kube.patches import Typer, json_patch, strategic_merge
-from sandbox.kube.store import KubeCluster
+from instantstart_sandbox.kube.controllers import EXIT_CODE_ANNOTATION, SimulatedControllers
+from instantstart_sandbox.kube.errors import KubeError
+from instantstart_sandbox.kube.patches import Typer, json_patch, strategic_merge
+from instantstart_sandbox.kube.store import KubeCluster
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sandbox import lambdas
+from instantstart_sandbox import lambdas
 
 HANDLER = """
 import threading, time

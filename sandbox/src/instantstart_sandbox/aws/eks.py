@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from sandbox.aws import backends
-from sandbox.aws.addons import (
+from instantstart_sandbox.aws import backends
+from instantstart_sandbox.aws.addons import (
     CATALOG,
     KUBERNETES_VERSIONS,
     AddonSpec,
@@ -30,9 +30,9 @@ from sandbox.aws.addons import (
     addon_version_info,
     versions_for,
 )
-from sandbox.aws.kubetypes import KubeApiServerLike
-from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
-from sandbox.clock import SimClock
+from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox.aws.protocol import AwsError
+from instantstart_sandbox.aws.protocol import AwsError
 
 
 def ec2(account_id: str, region: str) -> Any:

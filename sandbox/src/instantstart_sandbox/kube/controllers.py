@@ -11,7 +11,7 @@ They react to store changes (level-based: each reconcile reads the current state
 - PV controller: PVCs bind to the PV named in ``spec.volumeName`` or to a fitting Available PV,
   dynamic provisioning for StorageClasses, reclaim on PVC deletion; pod GC for deleted nodes.
 
-With a :class:`~sandbox.clock.SimClock` each step happens after a small simulated delay
+With a :class:`~instantstart_sandbox.clock.SimClock` each step happens after a small simulated delay
 (:data:`DEFAULT_DELAYS`), otherwise immediately in the thread that made the change.
 """
 
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from sandbox.kube.errors import KubeError
-from sandbox.kube.patches import clone
-from sandbox.kube.quantity import parse_quantity
-from sandbox.kube.resources import ResourceType
-from sandbox.kube.selectors import Requirement, match_labels, requirements_from_label_selector
+from instantstart_sandbox.kube.errors import KubeError
+from instantstart_sandbox.kube.patches import clone
+from instantstart_sandbox.kube.quantity import parse_quantity
+from instantstart_sandbox.kube.resources import ResourceType
+from instantstart_sandbox.kube.selectors import Requirement, match_labels, requirements_from_label_selector
 
 if TYPE_CHECKING:
-    from sandbox.clock import SimClock
-    from sandbox.kube.store import KubeCluster
+    from instantstart_sandbox.clock import SimClock
+    from instantstart_sandbox.kube.store import KubeCluster
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

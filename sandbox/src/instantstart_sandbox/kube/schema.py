@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from sandbox.kube.patches import clone
+from instantstart_sandbox.kube.patches import clone
 
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 

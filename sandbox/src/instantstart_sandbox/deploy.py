@@ -20,7 +20,7 @@ from typing import Any
 
 import boto3
 
-from sandbox.lambdas import REGISTRY, LambdaCode
+from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
 PLACEHOLDER_BUCKET = "sandbox-local-artifacts"

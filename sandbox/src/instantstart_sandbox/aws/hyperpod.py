@@ -28,12 +28,12 @@ from typing import Any
 
 import botocore.session
 
-from sandbox.aws import backends
-from sandbox.aws.faults import FaultInjector
-from sandbox.aws.instances import node_shape
-from sandbox.aws.kubetypes import KubeApiServerLike
-from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
-from sandbox.clock import SimClock
+from instantstart_sandbox.aws import backends
+from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.instances import node_shape
+from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The per-cluster object store behind the emulated Kubernetes API.
 
 :class:`KubeCluster` holds every object of one cluster behind one lock and implements the
-semantics the HTTP layer (:mod:`sandbox.kube.server`) exposes and that simulated controllers and
+semantics the HTTP layer (:mod:`instantstart_sandbox.kube.server`) exposes and that simulated controllers and
 the AWS emulation use in-process: create/update/patch/apply/delete, resourceVersions and
 generations, status subresources, finalizers, namespace and CRD cascades, owner-reference garbage
 collection, CRD registration with schema pruning/defaulting/validation, and watch streams.
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sandbox.kube import patches, schema
-from sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator, validate_name
-from sandbox.kube.errors import KubeError, already_exists, bad_request, conflict, invalid, not_found
-from sandbox.kube.patches import clone
-from sandbox.kube.resources import Registry, ResourceType, ScalePaths
-from sandbox.kube.selectors import (
+from instantstart_sandbox.kube import patches, schema
+from instantstart_sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator, validate_name
+from instantstart_sandbox.kube.errors import KubeError, already_exists, bad_request, conflict, invalid, not_found
+from instantstart_sandbox.kube.patches import clone
+from instantstart_sandbox.kube.resources import Registry, ResourceType, ScalePaths
+from instantstart_sandbox.kube.selectors import (
     FieldRequirement,
     Requirement,
     label_selector_to_string,
@@ -40,7 +40,7 @@ from sandbox.kube.selectors import (
 )
 
 if TYPE_CHECKING:
-    from sandbox.clock import SimClock
+    from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The slice of the sandbox Kubernetes API (``sandbox.kube``) the AWS side drives, as typing protocols."""
+"""The slice of the sandbox Kubernetes API (``instantstart_sandbox.kube``) the AWS side drives, as typing protocols."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 
 class KubeClusterLike(Protocol):
-    """One emulated Kubernetes cluster (``sandbox.kube.KubeCluster``)."""
+    """One emulated Kubernetes cluster (``instantstart_sandbox.kube.KubeCluster``)."""
 
     def create(self, obj: dict[str, Any]) -> Any:
         """Create ``obj`` (fails when it exists)."""
@@ -31,7 +31,7 @@ class KubeClusterLike(Protocol):
 
 
 class KubeApiServerLike(Protocol):
-    """The sandbox Kubernetes API server (``sandbox.kube.KubeApiServer``)."""
+    """The sandbox Kubernetes API server (``instantstart_sandbox.kube.KubeApiServer``)."""
 
     ca_pem: str
 

@@ -24,14 +24,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from sandbox.kube import certs
-from sandbox.kube.controllers import SimulatedControllers
-from sandbox.kube.errors import KubeError, bad_request
-from sandbox.kube.resources import ResourceType
-from sandbox.kube.store import KubeCluster
+from instantstart_sandbox.kube import certs
+from instantstart_sandbox.kube.controllers import SimulatedControllers
+from instantstart_sandbox.kube.errors import KubeError, bad_request
+from instantstart_sandbox.kube.resources import ResourceType
+from instantstart_sandbox.kube.store import KubeCluster
 
 if TYPE_CHECKING:
-    from sandbox.clock import SimClock
+    from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
 
@@ -654,7 +654,7 @@ class _Handler(BaseHTTPRequestHandler):
         params: dict[str, str],
         body: bytes,
     ) -> None:
-        from sandbox.kube import patches
+        from instantstart_sandbox.kube import patches
 
         dry_run = params.get("dryRun") == "All"
         manager = self._manager(params)

@@ -1,7 +1,7 @@
 """The resource table: which kinds the emulated API server serves, and under which paths.
 
 Built-in kinds are one line each in :data:`BUILTIN_RESOURCES`; custom resources are registered at
-runtime when a CustomResourceDefinition is created (see :mod:`sandbox.kube.store`).
+runtime when a CustomResourceDefinition is created (see :mod:`instantstart_sandbox.kube.store`).
 """
 
 from __future__ import annotations

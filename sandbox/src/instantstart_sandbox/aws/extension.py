@@ -12,12 +12,12 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sandbox.aws import ec2, eventbridge
-from sandbox.aws.eks import EksEmulator
-from sandbox.aws.faults import FaultInjector
-from sandbox.aws.hyperpod import HyperPodEmulator
-from sandbox.aws.kubetypes import KubeApiServerLike
-from sandbox.aws.protocol import (
+from instantstart_sandbox.aws import ec2, eventbridge
+from instantstart_sandbox.aws.eks import EksEmulator
+from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
+from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.aws.protocol import (
     MODELS,
     AwsError,
     AwsRequest,
@@ -34,7 +34,7 @@ from sandbox.aws.protocol import (
     send,
     signing_scope,
 )
-from sandbox.clock import SimClock
+from instantstart_sandbox.clock import SimClock
 
 __all__ = ["AwsExtension", "FaultInjector", "WSGIApplication"]
 

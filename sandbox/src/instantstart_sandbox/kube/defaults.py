@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.kube.selectors import match_labels, requirements_from_label_selector
+from instantstart_sandbox.kube.selectors import match_labels, requirements_from_label_selector
 
 Causes = list[dict[str, str]]
 Prepare = Callable[[dict[str, Any], dict[str, Any] | None, "Allocator"], Causes]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sandbox.kube.errors import KubeError, bad_request
+from instantstart_sandbox.kube.errors import KubeError, bad_request
 
 
 def clone(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from sandbox.aws.protocol import AwsError, AwsRequest, RawResponse, ec2_xml
+from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse, ec2_xml
 
 _FILTER_KEYS = {"instance-type": "InstanceType", "location": "Location"}
 

@@ -6,10 +6,10 @@ import logging
 import os
 import threading
 
-from sandbox.aws import eks, eventbridge
-from sandbox.aws.extension import AwsExtension
-from sandbox.aws.kubetypes import KubeApiServerLike
-from sandbox.clock import SimClock
+from instantstart_sandbox.aws import eks, eventbridge
+from instantstart_sandbox.aws.extension import AwsExtension
+from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class AwsSandboxServer:
 
     Args:
         clock: the sandbox's simulated clock (drives every lifecycle).
-        kube: the sandbox Kubernetes API server (``sandbox.kube.KubeApiServer``).
+        kube: the sandbox Kubernetes API server (``instantstart_sandbox.kube.KubeApiServer``).
         region: the region whose EKS / SageMaker requests the extension emulates.
         account_id: the account of moto's default credentials.
     """

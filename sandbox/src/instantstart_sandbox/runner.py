@@ -14,18 +14,52 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sandbox import lambdas, moto_fixes, stepfunctions
-from sandbox.clock import SimClock
-from sandbox.deploy import Deployer, Deployment
-from sandbox.httpapi import HttpApiServer
+from instantstart_sandbox import lambdas, moto_fixes, stepfunctions
+from instantstart_sandbox.clock import SimClock
+from instantstart_sandbox.deploy import Deployer, Deployment
+from instantstart_sandbox.httpapi import HttpApiServer
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "template.yaml"
+PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_TIME_SCALE = 60.0
 """Simulated seconds per wall second: a ~35-minute cluster creation takes well under a minute."""
 
 CREDENTIALS = {"access_key": "AKIASANDBOXEXAMPLE00", "secret_key": "sandbox-secret-access-key"}
 ACCOUNT_ID = "123456789012"
+
+
+class TemplateNotFoundError(FileNotFoundError):
+    """No SAM template to deploy: none was given and the package does not sit in a project checkout."""
+
+
+def checkout_template(package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """The project checkout's ``template.yaml`` when this package is installed from its source tree.
+
+    In a checkout (an editable install), the package lives at ``<checkout>/sandbox/src/instantstart_sandbox``;
+    an installed wheel sits in ``site-packages`` with no template next to it. Returns ``None`` then.
+    """
+    candidate = package_dir.parent.parent.parent / "template.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def resolve_template(template_path: Path | str | None = None, package_dir: Path = PACKAGE_DIR) -> Path:
+    """The SAM template to deploy: ``template_path`` if given, else the checkout's ``template.yaml``.
+
+    Raises:
+        TemplateNotFoundError: the given file does not exist, or none was given and the package is not
+            installed from a checkout (the message says to pass ``--template``).
+    """
+    if template_path is not None:
+        path = Path(template_path).expanduser().resolve()
+        if not path.is_file():
+            raise TemplateNotFoundError(f"SAM template {path} does not exist")
+        return path
+    found = checkout_template(package_dir)
+    if found is None:
+        raise TemplateNotFoundError(
+            f"no SAM template given and none found in a project checkout around {package_dir}; "
+            "pass the project's template.yaml with --template PATH (Sandbox(template_path=...))"
+        )
+    return found
 
 
 class Sandbox:
@@ -35,11 +69,21 @@ class Sandbox:
         time_scale: simulated seconds per wall second (``--time-scale``).
         region: the emulated Region.
         log_level: log level of the in-process Lambda functions (Powertools).
+        template_path: the SAM template to deploy (``--template``); its ``CodeUri``/``ContentUri`` paths are
+            relative to it. Default: the checkout's ``template.yaml`` (see :func:`resolve_template`).
+
+    Raises:
+        TemplateNotFoundError: no template was given or found (checked here, before anything starts).
     """
 
     def __init__(
-        self, time_scale: float = DEFAULT_TIME_SCALE, region: str = "us-west-2", log_level: str = "WARNING"
+        self,
+        time_scale: float = DEFAULT_TIME_SCALE,
+        region: str = "us-west-2",
+        log_level: str = "WARNING",
+        template_path: Path | str | None = None,
     ) -> None:
+        self.template_path = resolve_template(template_path)
         self.time_scale = time_scale
         self.log_level = log_level
         self.region = region
@@ -73,9 +117,9 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         """Start every part and deploy the template; returns self."""
-        from sandbox.aws.server import AwsSandboxServer
-        from sandbox.kube.auth import eks_token_validator
-        from sandbox.kube.server import KubeApiServer
+        from instantstart_sandbox.aws.server import AwsSandboxServer
+        from instantstart_sandbox.kube.auth import eks_token_validator
+        from instantstart_sandbox.kube.server import KubeApiServer
 
         os.environ.update(
             {
@@ -98,7 +142,7 @@ class Sandbox:
         moto_fixes.install()
         stepfunctions.install(self.clock)
         deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id)
-        self.deployment = deployer.deploy(TEMPLATE)
+        self.deployment = deployer.deploy(self.template_path)
         # In-process functions share this process's environment (the deployer checked it is consistent).
         # Only the log level is the sandbox's own: Lambda logs would otherwise flood the terminal.
         os.environ.update(self.deployment.environment)

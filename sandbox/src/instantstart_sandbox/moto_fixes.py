@@ -1,6 +1,6 @@
 """Corrections of moto behaviour that differs from AWS on paths the control plane uses.
 
-Each fix names the AWS behaviour it restores. Applied once by :class:`sandbox.runner.Sandbox`.
+Each fix names the AWS behaviour it restores. Applied once by :class:`instantstart_sandbox.runner.Sandbox`.
 """
 
 from __future__ import annotations

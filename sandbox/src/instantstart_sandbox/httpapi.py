@@ -24,9 +24,9 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from sandbox.deploy import Route
+from instantstart_sandbox.deploy import Route
 
-access_log = logging.getLogger("sandbox.httpapi.access")
+access_log = logging.getLogger("instantstart_sandbox.httpapi.access")
 
 _AUTH_RE = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<akid>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request,\s*"

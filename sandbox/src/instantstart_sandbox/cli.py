@@ -7,12 +7,13 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from sandbox.runner import DEFAULT_TIME_SCALE, Sandbox
+from instantstart_sandbox.runner import DEFAULT_TIME_SCALE, Sandbox, TemplateNotFoundError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The InstantStart offline sandbox.")
 console = Console()
@@ -22,12 +23,45 @@ TimeScale = Annotated[
     typer.Option("--time-scale", min=1.0, max=100000.0, help="Simulated seconds per wall second (1 = real time)."),
 ]
 
+Template = Annotated[
+    Path | None,
+    typer.Option(
+        "--template",
+        metavar="PATH",
+        help="SAM template to deploy. Default: template.yaml of the project checkout this package is installed from.",
+    ),
+]
 
-def _start(time_scale: float) -> Sandbox:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+def _configure_logging() -> None:
+    """Warnings to stderr; the sandbox's own records through a handler of their own.
+
+    Powertools (loaded with the in-process functions, service ``instantstart``) filters the root
+    handlers to drop every record whose logger name contains ``instantstart``, which includes this
+    package's loggers (``instantstart_sandbox.*``): without their own handler, the access log and
+    the sandbox's warnings would go silent after the first Lambda invocation.
+    """
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    own = logging.getLogger("instantstart_sandbox")
+    if not own.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        own.addHandler(handler)
+    own.propagate = False
+
+
+def _start(time_scale: float, template: Path | None) -> Sandbox:
+    _configure_logging()
+    try:
+        sandbox = Sandbox(time_scale=time_scale, template_path=template)
+    except TemplateNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="--template") from error
     started = time.monotonic()
     with console.status("Starting the sandbox: emulated AWS, Kubernetes API, template deployment..."):
-        sandbox = Sandbox(time_scale=time_scale).start()
+        sandbox.start()
     console.print(
         f"[green]Sandbox ready[/green] in {time.monotonic() - started:.1f}s: API {sandbox.api_url}, "
         f"time scale {time_scale:g}x"
@@ -38,6 +72,7 @@ def _start(time_scale: float) -> Sandbox:
 @app.command()
 def demo(
     time_scale: TimeScale = DEFAULT_TIME_SCALE,
+    template: Template = None,
     cluster_tag: Annotated[str, typer.Option("--tag", help="Cluster tag.")] = "demo",
     availability_zone: Annotated[str, typer.Option("--az", help="Availability Zone.")] = "us-west-2c",
     instance_type: Annotated[str, typer.Option("--instance-type")] = "ml.g6.4xlarge",
@@ -47,7 +82,7 @@ def demo(
     from client.api import InstantStartClient
     from client.demo import run_demo
 
-    sandbox = _start(time_scale)
+    sandbox = _start(time_scale, template)
     started = time.monotonic()
     try:
         os.environ.update(sandbox.client_environment())
@@ -78,9 +113,11 @@ FailCapacity = Annotated[
 
 
 @app.command()
-def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE, fail_capacity: FailCapacity = None) -> None:
+def serve(
+    time_scale: TimeScale = DEFAULT_TIME_SCALE, template: Template = None, fail_capacity: FailCapacity = None
+) -> None:
     """Start the sandbox and keep it running; prints the environment a client needs."""
-    sandbox = _start(time_scale)
+    sandbox = _start(time_scale, template)
     for instance_type in fail_capacity or []:
         sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type)
         console.print(f"The next HyperPod cluster using {instance_type} will fail for insufficient capacity.")
@@ -88,7 +125,7 @@ def serve(time_scale: TimeScale = DEFAULT_TIME_SCALE, fail_capacity: FailCapacit
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")
     console.print("Ctrl-C stops the sandbox. Requests are logged below.")
-    logging.getLogger("sandbox.httpapi.access").setLevel(logging.INFO)
+    logging.getLogger("instantstart_sandbox.httpapi.access").setLevel(logging.INFO)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

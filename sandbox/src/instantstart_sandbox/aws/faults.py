@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from sandbox.aws.protocol import MODELS, AwsError
+from instantstart_sandbox.aws.protocol import MODELS, AwsError
 
 DEFAULT_CAPACITY_MESSAGE = (
     "We currently do not have sufficient capacity to launch new {instance_type} instances. "

@@ -15,7 +15,7 @@ import types
 import uuid
 from typing import Any
 
-from sandbox.clock import SimClock
+from instantstart_sandbox.clock import SimClock
 
 _CLOCK: SimClock | None = None
 
@@ -96,7 +96,7 @@ def _emit_execution_status_change() -> None:
     def terminated(self: Any) -> None:
         original(self)
         execution = self.execution
-        from sandbox.aws.eventbridge import put_event
+        from instantstart_sandbox.aws.eventbridge import put_event
 
         status = execution.exec_status.value if execution.exec_status else "FAILED"
         detail = {
