@@ -1,6 +1,6 @@
 """The SigV4 HTTP client: signing, bodies and headers, error mapping, retries, pagination, settings.
 
-Every test talks HTTP to :class:`client.testing.FakeInstantStartApi` on 127.0.0.1 with dummy
+Every test talks HTTP to :class:`instantstart_client.testing.FakeInstantStartApi` on 127.0.0.1 with dummy
 credentials from the environment.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
-from client.shapes import InstanceGroupSpec
-from client.testing import (
+from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
+from instantstart_client.shapes import InstanceGroupSpec
+from instantstart_client.testing import (
     CannedResponse,
     FakeInstantStartApi,
     SignatureMismatch,

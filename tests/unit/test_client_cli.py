@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-import client.cli
-from client.api import InstantStartClient
-from client.cli import app
-from client.testing import CannedResponse, FakeInstantStartApi, error_body
+import instantstart_client.cli
+from instantstart_client.api import InstantStartClient
+from instantstart_client.cli import app
+from instantstart_client.testing import CannedResponse, FakeInstantStartApi, error_body
 
 ACCESS_KEY, SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 SUMMARY = [
@@ -50,7 +50,9 @@ def fake() -> Iterator[FakeInstantStartApi]:
 
 def no_backoff_client(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the CLI's client skip the real backoff sleeps between retries."""
-    monkeypatch.setattr(client.cli, "InstantStartClient", functools.partial(InstantStartClient, sleep=lambda s: None))
+    monkeypatch.setattr(
+        instantstart_client.cli, "InstantStartClient", functools.partial(InstantStartClient, sleep=lambda s: None)
+    )
 
 
 def run(fake_url: str, *args: str, input: str | None = None) -> Result:

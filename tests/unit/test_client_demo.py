@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from client.api import InstantStartClient
-from client.demo import run_demo
-from client.testing import FakeInstantStartApi
+from instantstart_client.api import InstantStartClient
+from instantstart_client.demo import run_demo
+from instantstart_client.testing import FakeInstantStartApi
 
 ACCESS_KEY, SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 SUMMARY = """\

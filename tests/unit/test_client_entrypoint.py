@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from client.testing import FakeInstantStartApi
+from instantstart_client.testing import FakeInstantStartApi
 
 ACCESS_KEY, SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 SCRIPT = Path(sys.executable).parent / "instantstart"

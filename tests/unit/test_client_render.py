@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from client.api import InstantStartClient
-from client.progress import watch_operation
-from client.render import StageBoard, format_duration, format_summary, stages_table, summary_rows
-from client.shapes import Cluster, Stage
-from client.testing import FakeInstantStartApi
+from instantstart_client.api import InstantStartClient
+from instantstart_client.progress import watch_operation
+from instantstart_client.render import StageBoard, format_duration, format_summary, stages_table, summary_rows
+from instantstart_client.shapes import Cluster, Stage
+from instantstart_client.testing import FakeInstantStartApi
 
 SPINNER_FRAMES = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 READY_CLUSTER: dict[str, Any] = {
@@ -316,7 +316,7 @@ def test_a_timeout_stops_watching_without_waiting_for_the_end(fake: FakeInstantS
 
 
 def test_given_a_delete_operation_when_shown_then_stages_follow_their_teardown_in_reverse_order() -> None:
-    from client.progress import stages_as_shown
+    from instantstart_client.progress import stages_as_shown
 
     cluster = {
         "clusterTag": "t",
