@@ -27,7 +27,7 @@ def main() -> None:
     sandbox = Sandbox(time_scale=args.time_scale).start()
     started = time.monotonic() - t0
     os.environ.update(sandbox.client_environment())
-    from client.api import InstantStartClient
+    from instantstart_client.api import InstantStartClient
 
     api = InstantStartClient(sandbox.api_url, region=sandbox.region)
     group = {

@@ -22,8 +22,8 @@ from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from mcp.server.mcpserver.resources import TextResource
 from pydantic import Field
 
-from client import __version__
-from client.api import API_URL_ENV, InstantStartClient
+from instantstart_client import __version__
+from instantstart_client.api import API_URL_ENV, InstantStartClient
 from mcp_proxy.skills import Skill, load_skills
 from mcp_proxy.tools import ALLOW_WRITE_ENV, InstantStartTools, Sleep, env_allows_write
 

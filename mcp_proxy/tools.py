@@ -2,7 +2,7 @@
 
 Rules every tool follows:
 
-- It calls the HTTP API through :class:`client.api.InstantStartClient` (SigV4, botocore credential
+- It calls the HTTP API through :class:`instantstart_client.api.InstantStartClient` (SigV4, botocore credential
   chain) and nothing else: no boto3 service calls, no kubectl, no logic the API lacks.
 - Its result is the API's JSON answer as structured content (and as JSON text), described by an
   ``outputSchema`` derived from the API's response model.
@@ -29,8 +29,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
-from client.shapes import InstanceGroupSpec
+from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
+from instantstart_client.shapes import InstanceGroupSpec
 from mcp_proxy import schemas
 from mcp_proxy.schemas import (
     AvailabilityZoneParam,

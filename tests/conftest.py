@@ -29,8 +29,8 @@ def sandbox() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def api(sandbox: Any) -> Any:
-    """A SigV4-signing client of the sandbox API (``client.api.InstantStartClient``)."""
-    from client.api import InstantStartClient
+    """A SigV4-signing client of the sandbox API (``instantstart_client.api.InstantStartClient``)."""
+    from instantstart_client.api import InstantStartClient
 
     return InstantStartClient(sandbox.api_url, region=sandbox.region)
 

@@ -12,7 +12,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-from client.api import ApiError, InstantStartClient
+from instantstart_client.api import ApiError, InstantStartClient
 from tests.integration.conftest import GROUP
 
 

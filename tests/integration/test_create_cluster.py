@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 import pytest
 
-from client.api import InstantStartClient
+from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
@@ -131,7 +131,7 @@ def test_when_listing_then_the_new_cluster_is_there(ready_cluster: dict[str, Any
 def test_given_a_ready_cluster_when_creating_the_same_tag_then_409(
     ready_cluster: dict[str, Any], api: InstantStartClient
 ) -> None:
-    from client.api import ApiError
+    from instantstart_client.api import ApiError
 
     with pytest.raises(ApiError) as err:
         api.create_cluster("itest", "us-west-2c", [GROUP])
@@ -142,7 +142,7 @@ def test_given_a_ready_cluster_when_creating_the_same_tag_then_409(
 def test_given_a_ready_cluster_when_retrying_a_succeeded_stage_then_409_names_its_status(
     ready_cluster: dict[str, Any], api: InstantStartClient
 ) -> None:
-    from client.api import ApiError
+    from instantstart_client.api import ApiError
 
     with pytest.raises(ApiError) as err:
         api.retry_stage("itest", "hyperpod")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from client.api import ApiError, InstantStartClient
+from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 

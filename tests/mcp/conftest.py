@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from client.api import InstantStartClient
+from instantstart_client.api import InstantStartClient
 from mcp_proxy.server import build_server
 
 BIN = Path(sys.executable).parent

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from client.api import ApiError, InstantStartClient
 from instantstart.models.cluster import CLUSTER_TAG_PATTERN, MAX_INSTANCE_COUNT
+from instantstart_client.api import ApiError, InstantStartClient
 from mcp_proxy.tools import OPERATION_TOOLS, WRITE_TOOLS
 from tests.mcp.conftest import GROUP, McpConnect, ScaledSleep, call, poll_operation, text_of
 

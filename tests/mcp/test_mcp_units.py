@@ -8,7 +8,7 @@ import socket
 import pytest
 from mcp import Client
 
-from client.api import ApiError, InstantStartClient
+from instantstart_client.api import ApiError, InstantStartClient
 from mcp_proxy.server import build_server
 from mcp_proxy.skills import SKILL_FILES, load_skills, parse_skill
 from mcp_proxy.tools import api_error_result, env_allows_write

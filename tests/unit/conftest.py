@@ -1,6 +1,7 @@
-"""Shared fixtures of the unit tests: dummy AWS credentials, a network guard, moto, the template's table.
+"""Shared fixtures of the unit tests: dummy AWS credentials, a network guard, moto, the template's table,
+and the real HTTP API in process for the client tests (:mod:`inprocess_api`).
 
-Nothing here is autouse: the client tests in this folder keep their own fixtures.
+Nothing here is autouse.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from typing import Any
 
 import boto3
 import pytest
+from inprocess_api import (
+    CREATE_SM,
+    DELETE_SM,
+    ROOT,
+    STATE_MACHINE_ARN,
+    STEPS_FUNCTION_ARN,
+    InProcessApi,
+    WorkflowDriver,
+)
 from moto import mock_aws
 
-ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account
 TABLE_NAME = "instantstart-unit"
@@ -151,3 +160,31 @@ def create_table_from_template(name: str = TABLE_NAME) -> str:
 def table(aws: Clients) -> str:
     """The control plane's table (from template.yaml) in moto; returns its name."""
     return create_table_from_template()
+
+
+@pytest.fixture
+def inprocess_api(table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessApi]:
+    """The real API function (``functions/api/api_app.py``) behind API Gateway's checks, in process.
+
+    moto holds the table and both state machines (their executions do not run: the API's
+    :class:`inprocess_api.WorkflowDriver` moves the records instead). Callers sign with the dummy
+    credentials of ``aws_env``; :meth:`InProcessApi.client` builds a client that uses it as transport.
+    """
+    from instantstart.config import Settings
+    from instantstart.runtime import Runtime
+
+    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(CREATE_SM))
+    monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(DELETE_SM))
+    monkeypatch.delenv("INSTANTSTART_API_URL", raising=False)
+    sfn = _clients().client("stepfunctions")
+    for name, asl in ((CREATE_SM, "create_cluster.asl.json"), (DELETE_SM, "delete_cluster.asl.json")):
+        definition = (
+            (ROOT / "statemachines" / asl).read_text().replace("${ClusterStepsFunctionArn}", STEPS_FUNCTION_ARN)
+        )
+        sfn.create_state_machine(name=name, definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/workflows")
+    monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
+    import api_app
+
+    runtime = Runtime(Settings())
+    monkeypatch.setattr(api_app, "RUNTIME", runtime)  # this test's settings, not the first import's
+    yield InProcessApi(api_app.lambda_handler, WorkflowDriver(runtime))

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import copy
 import io
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess_api import InProcessApi
 from rich.console import Console
 
-from client.api import InstantStartClient
-from client.progress import watch_operation
-from client.render import StageBoard, format_duration, format_summary, stages_table, summary_rows
-from client.shapes import Cluster, Stage
-from client.testing import FakeInstantStartApi
+from instantstart_client.progress import watch_operation
+from instantstart_client.render import StageBoard, format_duration, format_summary, stages_table, summary_rows
+from instantstart_client.shapes import Cluster, Stage
 
 SPINNER_FRAMES = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 READY_CLUSTER: dict[str, Any] = {
@@ -218,31 +215,17 @@ def test_the_board_waits_for_the_first_status() -> None:
 # -- watching an operation ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeInstantStartApi]:
-    """A fake API, with dummy credentials in the environment."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    with FakeInstantStartApi(credentials=("AKIDEXAMPLE", "secret", None)) as api:
-        yield api
-
-
 GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1}
 
 
 def test_watching_polls_at_the_requested_interval_until_the_operation_succeeds(
-    fake: FakeInstantStartApi,
+    inprocess_api: InProcessApi,
 ) -> None:
     """Given a create operation,
     when it is watched with a 2 s interval (fake sleep),
     then every wait is exactly 2 s, polls alternate operation then cluster, and the result is the
     SUCCEEDED operation with a READY cluster."""
-    client = InstantStartClient(fake.url)
+    client = inprocess_api.client()
     op = client.create_cluster("demo", "us-west-2c", [GROUP])  # type: ignore[list-item]
     waits: list[float] = []
     out = io.StringIO()
@@ -251,16 +234,16 @@ def test_watching_polls_at_the_requested_interval_until_the_operation_succeeds(
 
     assert result.succeeded and result.cluster is not None and result.cluster["status"] == "READY"
     assert waits and set(waits) == {2.0}
-    polls = [r.path for r in fake.requests[1:]]
+    polls = [r.path for r in inprocess_api.requests[1:]]
     assert polls[0::2] == [f"/operations/{op['operationId']}"] * (len(waits) + 1)
     assert polls[1::2] == ["/clusters/demo"] * (len(waits) + 1)
 
 
-def test_off_a_terminal_each_stage_change_is_one_line_in_order(fake: FakeInstantStartApi) -> None:
+def test_off_a_terminal_each_stage_change_is_one_line_in_order(inprocess_api: InProcessApi) -> None:
     """Given a console that is not a terminal (CI log),
     when a create is watched,
     then each stage prints RUNNING then SUCCEEDED, in stage order, and the final table follows."""
-    client = InstantStartClient(fake.url)
+    client = inprocess_api.client()
     op = client.create_cluster("demo", "us-west-2c", [GROUP])  # type: ignore[list-item]
     out = io.StringIO()
     watch_operation(client, Console(file=out, width=120), op, poll_interval=0.01)
@@ -274,13 +257,13 @@ def test_off_a_terminal_each_stage_change_is_one_line_in_order(fake: FakeInstant
     assert out.getvalue().rstrip().endswith("┘")
 
 
-def test_on_a_terminal_the_live_display_ends_with_the_final_stage_table(fake: FakeInstantStartApi) -> None:
+def test_on_a_terminal_the_live_display_ends_with_the_final_stage_table(inprocess_api: InProcessApi) -> None:
     """Given a terminal console and a stage that fails,
     when the operation is watched,
     then the live display animates (spinner frames were drawn), the final table names the failure,
     and the result reports the failed stage."""
-    fake.fail_stage, fake.fail_remaining = "storage", 1
-    client = InstantStartClient(fake.url)
+    inprocess_api.driver.fail("storage")
+    client = inprocess_api.client()
     op = client.create_cluster("demo", "us-west-2c", [GROUP])  # type: ignore[list-item]
     out = io.StringIO()
 
@@ -293,11 +276,11 @@ def test_on_a_terminal_the_live_display_ends_with_the_final_stage_table(fake: Fa
     assert "FAILED" in final and "ResourceLimitExceeded" in final
 
 
-def test_a_timeout_stops_watching_without_waiting_for_the_end(fake: FakeInstantStartApi) -> None:
+def test_a_timeout_stops_watching_without_waiting_for_the_end(inprocess_api: InProcessApi) -> None:
     """Given a 5 s timeout and a fake clock advancing 2 s per poll,
     when a create is watched,
     then watching stops as timed out before the operation ends."""
-    client = InstantStartClient(fake.url)
+    client = inprocess_api.client()
     op = client.create_cluster("demo", "us-west-2c", [GROUP])  # type: ignore[list-item]
     clock = [0.0]
 
@@ -316,7 +299,7 @@ def test_a_timeout_stops_watching_without_waiting_for_the_end(fake: FakeInstantS
 
 
 def test_given_a_delete_operation_when_shown_then_stages_follow_their_teardown_in_reverse_order() -> None:
-    from client.progress import stages_as_shown
+    from instantstart_client.progress import stages_as_shown
 
     cluster = {
         "clusterTag": "t",

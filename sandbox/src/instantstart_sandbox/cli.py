@@ -79,8 +79,8 @@ def demo(
     instance_count: Annotated[int, typer.Option("--count", min=1)] = 1,
 ) -> None:
     """Start the sandbox and create a HyperPod cluster through the HTTP API, as the article's agent does."""
-    from client.api import InstantStartClient
-    from client.demo import run_demo
+    from instantstart_client.api import InstantStartClient
+    from instantstart_client.demo import run_demo
 
     sandbox = _start(time_scale, template)
     started = time.monotonic()

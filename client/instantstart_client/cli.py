@@ -1,6 +1,6 @@
 """``instantstart``: the command line of the InstantStart HTTP API.
 
-Every command is one or more calls of :class:`client.api.InstantStartClient` (SigV4-signed, with the
+Every command is one or more calls of :class:`instantstart_client.api.InstantStartClient` (SigV4-signed, with the
 botocore credential chain); the CLI has no logic the API lacks. Human tables by default, the raw
 JSON answers with ``--json``.
 
@@ -20,8 +20,8 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from client import __version__
-from client.api import (
+from instantstart_client import __version__
+from instantstart_client.api import (
     API_URL_ENV,
     REGION_ENV,
     ApiConnectionError,
@@ -29,8 +29,8 @@ from client.api import (
     ConfigurationError,
     InstantStartClient,
 )
-from client.progress import DEFAULT_POLL_INTERVAL, WatchResult, watch_operation
-from client.render import (
+from instantstart_client.progress import DEFAULT_POLL_INTERVAL, WatchResult, watch_operation
+from instantstart_client.render import (
     cluster_overview_table,
     clusters_table,
     esc,
@@ -42,7 +42,7 @@ from client.render import (
     stages_table,
     zones_table,
 )
-from client.shapes import InstanceGroupSpec, Operation
+from instantstart_client.shapes import InstanceGroupSpec, Operation
 
 EXIT_OPERATION_FAILED = 1
 EXIT_CLIENT_ERROR = 2
@@ -539,7 +539,7 @@ def demo(
     poll_interval: Annotated[float, typer.Option("--poll-interval", min=0.1, help="Seconds between polls.")] = 1.0,
 ) -> None:
     """The article's walkthrough: inspect clusters and catalog, create a cluster, follow it, summarise."""
-    from client.demo import run_demo
+    from instantstart_client.demo import run_demo
 
     state = _state(ctx)
     code = run_demo(

@@ -1,5 +1,5 @@
-"""Client side of InstantStart: the SigV4 HTTP client (:mod:`client.api`), the ``instantstart`` CLI
-(:mod:`client.cli`) and the demo flow (:mod:`client.demo`)."""
+"""Client side of InstantStart: the SigV4 HTTP client (:mod:`instantstart_client.api`), the ``instantstart`` CLI
+(:mod:`instantstart_client.cli`) and the demo flow (:mod:`instantstart_client.demo`)."""
 
 from importlib.metadata import PackageNotFoundError, version
 

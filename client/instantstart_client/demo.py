@@ -3,18 +3,18 @@
 It follows the three rules of the article's agent skill: inspect before creating (existing clusters,
 offered zones and instance types), ask only decision-grade questions (the arguments: tag, zone,
 instance type and count), and poll to a terminal state instead of stopping early. It calls only the
-HTTP API through :class:`client.api.InstantStartClient`, and shows progress with the CLI's live stage
-display (:func:`client.progress.watch_operation`).
+HTTP API through :class:`instantstart_client.api.InstantStartClient`, and shows progress with the CLI's live stage
+display (:func:`instantstart_client.progress.watch_operation`).
 """
 
 from __future__ import annotations
 
 from rich.console import Console
 
-from client.api import ApiError, InstantStartClient
-from client.progress import watch_operation
-from client.render import clusters_table, esc, failed_stage, print_summary
-from client.shapes import Cluster, InstanceGroupSpec, Operation
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_client.progress import watch_operation
+from instantstart_client.render import clusters_table, esc, failed_stage, print_summary
+from instantstart_client.shapes import Cluster, InstanceGroupSpec, Operation
 
 PLAN = (
     "Create EKS cluster (network: VPC, subnets, EKS control plane; about 8-12 minutes on AWS)",

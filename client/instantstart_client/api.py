@@ -31,8 +31,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from client import __version__
-from client.shapes import (
+from instantstart_client import __version__
+from instantstart_client.shapes import (
     AvailabilityZone,
     Cluster,
     ClusterPage,

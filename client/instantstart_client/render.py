@@ -16,7 +16,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from client.shapes import (
+from instantstart_client.shapes import (
     TERMINAL_OPERATION_STATUSES,
     AvailabilityZone,
     Cluster,

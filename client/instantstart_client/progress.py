@@ -17,9 +17,9 @@ from typing import cast
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from client.api import ApiError, InstantStartClient
-from client.render import StageBoard, failed_stage, format_time, stages_table, styled_status
-from client.shapes import TERMINAL_OPERATION_STATUSES, Cluster, Operation, Stage
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_client.render import StageBoard, failed_stage, format_time, stages_table, styled_status
+from instantstart_client.shapes import TERMINAL_OPERATION_STATUSES, Cluster, Operation, Stage
 
 DEFAULT_POLL_INTERVAL = 2.0
 """Seconds between polls: the API reads DynamoDB, not AWS, so this is cheap but not free."""
