@@ -23,6 +23,8 @@ demo: $(STAMP) ## start the sandbox and create a HyperPod cluster through the HT
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/deptry .
+	$(BIN)/deptry sandbox --config sandbox/pyproject.toml
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -40,9 +42,12 @@ sandbox-tests: $(STAMP)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 
 integration: $(STAMP)
-	$(BIN)/pytest tests/integration tests/mcp $(PYTEST_ARGS)
+	$(BIN)/pytest tests/integration tests/mcp -n $${INSTANTSTART_TEST_WORKERS:-3} --dist loadfile $(PYTEST_ARGS)
 
-test: lint typecheck contract unit sandbox-tests integration ## lint, types, contracts and every test
+# Every check, as parallel processes (tests/run_suites.py): the sandbox suites wait on the simulated
+# clock, so they run beside the CPU-bound checks; per-suite wall times are printed at the end.
+test: $(STAMP) ## lint, types, contracts and every test
+	$(BIN)/python tests/run_suites.py
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py
@@ -51,4 +56,4 @@ asl: $(STAMP) ## regenerate statemachines/*.asl.json
 	$(BIN)/python statemachines/build.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .test-logs

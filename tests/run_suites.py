@@ -1,0 +1,133 @@
+"""Run every check of ``make test`` as parallel processes and print each suite's wall time.
+
+The suites run in lanes: the sandbox suites (integration and MCP) spend most of their wall time
+waiting on the simulated clock, so they start at once, split over pytest-xdist workers (each worker
+starts its own sandbox: moto's backends are process-global), while the CPU-bound checks run one
+after another in a second lane. Each suite's output goes to ``.test-logs/<suite>.log``; the log of a
+failed suite is printed. Exit status 1 when any suite failed.
+
+Usage: ``python tests/run_suites.py [--only SUITE ...]`` (``make test`` calls it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+LOGS = ROOT / ".test-logs"
+
+
+@dataclass
+class Suite:
+    """One check: its commands run in order in one lane; the first failing command fails the suite."""
+
+    name: str
+    commands: list[list[str]]
+    returncode: int | None = None
+    seconds: float = 0.0
+    log: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = LOGS / f"{self.name}.log"
+
+    def run(self) -> None:
+        """Run the commands, appending their output to the suite's log."""
+        start = time.monotonic()
+        with self.log.open("w") as out:
+            for command in self.commands:
+                out.write(f"$ {' '.join(command)}\n")
+                out.flush()
+                self.returncode = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                if self.returncode:
+                    break
+        self.seconds = time.monotonic() - start
+
+
+def pytest(*args: str) -> list[str]:
+    """A pytest command of this environment."""
+    return [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", *args]
+
+
+def lanes(workers: int) -> list[list[Suite]]:
+    """The suites of ``make test`` grouped in lanes (a lane runs its suites one after another)."""
+    sandbox_lane = [
+        Suite(
+            "integration",
+            [pytest("tests/integration", "tests/mcp", "-n", str(workers), "--dist", "loadfile")],
+        )
+    ]
+    cpu_lane = [
+        Suite(
+            "lint",
+            [
+                [str(BIN / "ruff"), "check", "."],
+                [str(BIN / "ruff"), "format", "--check", "."],
+                [str(BIN / "deptry"), "."],
+                [str(BIN / "deptry"), "sandbox", "--config", "sandbox/pyproject.toml"],
+            ],
+        ),
+        Suite("typecheck", [[str(BIN / "mypy")]]),
+        Suite(
+            "contract",
+            [
+                [str(BIN / "cfn-lint"), "template.yaml"],
+                [str(BIN / "python"), "api_schema/generate.py", "--check"],
+                [str(BIN / "python"), "statemachines/build.py", "--check"],
+            ],
+        ),
+        Suite("unit", [pytest("tests/unit", "tests/contract", "-n", "2")]),
+        Suite("sandbox", [pytest("tests/sandbox")]),
+    ]
+    return [sandbox_lane, cpu_lane]
+
+
+def main() -> int:
+    """Run the lanes in parallel; print each suite's status and wall time; 1 when any failed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="run only these suites")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "3")),
+        help="pytest-xdist workers of the integration suite (each runs its own sandbox)",
+    )
+    args = parser.parse_args()
+    LOGS.mkdir(exist_ok=True)
+    selected = [[s for s in lane if not args.only or s.name in args.only] for lane in lanes(args.workers)]
+    start = time.monotonic()
+
+    def run_lane(lane: list[Suite]) -> None:
+        for suite in lane:
+            suite.run()
+            status = "passed" if suite.returncode == 0 else "FAILED"
+            print(f"  {suite.name:<12} {status:<7} {suite.seconds:6.1f} s", flush=True)
+
+    threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in selected if lane]
+    print("make test: suites in parallel lanes (logs in .test-logs/)", flush=True)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = time.monotonic() - start
+    suites = [s for lane in selected for s in lane]
+    failed = [s for s in suites if s.returncode != 0]
+    for suite in failed:
+        print(f"\n===== {suite.name} failed; its log ({suite.log.relative_to(ROOT)}) ends with:\n")
+        print("\n".join(suite.log.read_text().splitlines()[-80:]))
+    print("\nwall time per suite:")
+    for suite in suites:
+        print(f"  {suite.name:<12} {'passed' if suite.returncode == 0 else 'FAILED':<7} {suite.seconds:6.1f} s")
+    print(f"  {'total':<12} {'':<7} {total:6.1f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
