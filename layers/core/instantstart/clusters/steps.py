@@ -54,7 +54,6 @@ def record_failure(rt: Runtime, p: StepPayload) -> BaseModel:
         generation=p.generation,
         stage=p.stage if p.operation_type is not OperationType.DELETE_CLUSTER else None,
         error=p.error,
-        cluster_status=ClusterStatus.FAILED,
     )
 
 

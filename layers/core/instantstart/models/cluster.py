@@ -238,14 +238,30 @@ class EksView(ApiModel):
     vpc_id: str | None = Field(default=None, description="VPC of the cluster.", examples=["vpc-0123456789abcdef0"])
 
 
+class ClusterEventView(ApiModel):
+    """A HyperPod cluster event (SageMaker ``ClusterEventSummary``), verbatim."""
+
+    event_time: str = Field(description="When HyperPod recorded it (ISO-8601 UTC).", examples=["2026-11-30T12:03:00Z"])
+    event_level: str = Field(description="Info, Warn or Error.", examples=["Error"])
+    description: str = Field(
+        description="HyperPod's description, verbatim.",
+        examples=["We currently do not have sufficient ml.g6.4xlarge capacity in the Availability Zone you requested."],
+    )
+    instance_group_name: str | None = Field(default=None, description="Instance group concerned.", examples=["accel"])
+    instance_id: str | None = Field(default=None, description="Instance concerned.", examples=["i-0123456789abcdef0"])
+
+
 class InstanceGroupView(ApiModel):
     """A HyperPod instance group as last observed."""
 
     instance_group_name: str = Field(description="Instance group name.", examples=["accel"])
     instance_type: str = Field(description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
     instance_count: int = Field(description="Number of instances requested.", examples=[1])
+    target_count: int | None = Field(
+        default=None, description="HyperPod's TargetCount: the instances it is provisioning toward.", examples=[2]
+    )
     current_count: int | None = Field(
-        default=None, description="Number of instances HyperPod reports running.", examples=[1]
+        default=None, description="HyperPod's CurrentCount: the instances running now.", examples=[1]
     )
     status: str | None = Field(
         default=None, description="Instance group status as last observed.", examples=["InService"]
@@ -268,6 +284,11 @@ class HyperPodView(ApiModel):
         default=None, description="HyperPod cluster status as last observed.", examples=["InService"]
     )
     instance_groups: list[InstanceGroupView] = Field(default_factory=list, description="The instance groups.")
+    latest_errors: list[ClusterEventView] = Field(
+        default_factory=list,
+        description="The latest Error-level HyperPod cluster events (newest first, verbatim), e.g. capacity "
+        "shortages while instances are retried.",
+    )
 
 
 class NodeView(ApiModel):

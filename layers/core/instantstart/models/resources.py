@@ -114,3 +114,6 @@ class VerifyResources(StageResources):
     ready_nodes: int | None = None
     expected_nodes: int | None = None
     pvc_phase: str | None = None
+    addons_active: int | None = None
+    checks_since_nodes_ready: int | None = None
+    """Checks that found every group at target while an add-on was not ACTIVE yet (its grace period)."""

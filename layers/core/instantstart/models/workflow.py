@@ -33,6 +33,7 @@ class PollSeconds(WorkflowModel):
     hyper_pod_cluster: int = 60
     storage: int = 5
     verify: int = 15
+    nodes: int = 60
     deletion: int = 30
 
 
@@ -46,6 +47,7 @@ class MaxPolls(WorkflowModel):
     hyper_pod_cluster: int = 60
     storage: int = 60
     verify: int = 40
+    nodes: int = 200
     deletion: int = 120
 
 
@@ -54,8 +56,14 @@ class LoopConfig(WorkflowModel):
 
     poll_seconds: PollSeconds = Field(default_factory=PollSeconds)
     max_polls: MaxPolls = Field(default_factory=MaxPolls)
-    hyper_pod_event_timeout_seconds: int = Field(
-        default=900, description="How long the HyperPod stage waits for the state-change event before polling."
+    node_wait_seconds: int = Field(
+        default=2700,
+        description="How long verify waits for every instance group to reach its target count of Ready nodes "
+        "before the create ends FAILED (InsufficientCapacity) with the cluster DEGRADED.",
+    )
+    addon_grace_seconds: int = Field(
+        default=600,
+        description="How long an add-on may stay DEGRADED after the nodes are Ready before verify fails on it.",
     )
 
 
@@ -91,6 +99,7 @@ class StepPayload(WorkflowModel):
     addon_name: str | None = None
     task_token: str | None = None
     error: StepError | None = None
+    config: LoopConfig | None = None
 
 
 class StepResult(WorkflowModel):
@@ -107,9 +116,13 @@ class PollResult(WorkflowModel):
 
 
 class StageStarted(WorkflowModel):
-    """The result of ``begin_stage``: the stage now running (kept as ``$.currentStage`` for the failure path)."""
+    """The result of ``begin_stage``: the stage now running (kept as ``$.currentStage`` for the failure path).
+
+    ``skip`` is true for a stage that already SUCCEEDED (a retry walks the graph past it).
+    """
 
     stage: StageName
+    skip: bool = False
 
 
 class AddonItem(WorkflowModel):

@@ -480,6 +480,7 @@ class Store:
                     "startedAt": now,
                     "updatedAt": now,
                     "operationId": operation_id,
+                    "waits": {},
                 },
                 removes=["error", "endedAt"],
                 expected_status=[StageStatus.PENDING.value, StageStatus.FAILED.value],
@@ -503,7 +504,6 @@ class Store:
                 keys.cluster_pk(tag),
                 keys.stage_sk(generation, stage),
                 updates,
-                removes=["taskToken"],
                 expected_status=[StageStatus.RUNNING.value],
             )
         )
@@ -537,7 +537,6 @@ class Store:
                     "endedAt": now,
                     "updatedAt": now,
                 },
-                removes=["taskToken"],
                 expected_status=[s.value for s in from_statuses],
                 equals={"operationId": operation_id} if operation_id else {},
             )
@@ -591,20 +590,27 @@ class Store:
             raise
         return StageRecord.model_validate(deserialize(out["Attributes"]))
 
-    def set_task_token(self, tag: str, generation: int, stage: StageName, task_token: str) -> None:
-        """Store the Step Functions task token the stage waits on (an event handler sends it).
+    def set_wait_token(self, tag: str, generation: int, stage: StageName, wait: str, task_token: str) -> None:
+        """Store the Step Functions task token of the stage's ``wait`` (an event handler may send it).
+
+        One key of the stage's ``waits`` map, so parallel waits of a stage never overwrite each other.
 
         Raises:
             ConditionFailed: the stage is not RUNNING.
         """
-        self._update(
-            _Write(
-                keys.cluster_pk(tag),
-                keys.stage_sk(generation, stage),
-                {"taskToken": task_token},
-                expected_status=[StageStatus.RUNNING.value],
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="SET #waits.#w = :t",
+                ConditionExpression="attribute_exists(#waits) AND #s = :running",
+                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status"},
+                ExpressionAttributeValues=serialize({":t": task_token, ":running": StageStatus.RUNNING.value}),
             )
-        )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"stage {stage.value} of {tag} is not RUNNING") from exc
+            raise
 
     def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
         """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).
@@ -648,6 +654,8 @@ class Store:
                 continue
             if view is None:
                 removes.append(attribute)
+                if attribute == "hyperPod":
+                    removes.append("hyperPodObservedAt")
             else:
                 updates[attribute] = view.model_dump(mode="json", by_alias=True, exclude_none=True)
         if nodes is not _UNSET:
@@ -655,3 +663,66 @@ class Store:
         equals = {"updatedAt": if_updated_at} if if_updated_at is not None else {}
         item = self._update(_Write(keys.cluster_pk(tag), keys.META, updates, removes=removes, equals=equals))
         return ClusterRecord.model_validate(item)
+
+    def record_hyperpod_observation(self, tag: str, view: HyperPodView, *, observed_at: str, now: str) -> bool:
+        """Record the HyperPod cluster as observed at ``observed_at`` unless a newer observation is recorded.
+
+        Events arrive late and out of order: an observation older than ``hyperPodObservedAt`` never
+        overwrites the newer one. Returns False when it was older (nothing written).
+
+        Raises:
+            ConditionFailed: never for an older observation; only when the cluster record is missing.
+        """
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.META}),
+                UpdateExpression="SET #hp = :hp, #at = :at, #ua = :ua",
+                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(#at) OR #at <= :at)",
+                ExpressionAttributeNames={"#hp": "hyperPod", "#at": "hyperPodObservedAt", "#ua": "updatedAt"},
+                ExpressionAttributeValues=serialize(
+                    {
+                        ":hp": view.model_dump(mode="json", by_alias=True, exclude_none=True),
+                        ":at": observed_at,
+                        ":ua": now,
+                    }
+                ),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if self.get_cluster(tag) is None:
+                raise ConditionFailed(f"cluster {tag} does not exist") from exc
+            return False
+        return True
+
+    def recover_degraded(self, tag: str, generation: int, *, observed_status: str, now: str) -> None:
+        """A DEGRADED cluster got its nodes: the cluster READY and its FAILED ``verify`` stage SUCCEEDED, atomically.
+
+        Raises:
+            ConditionFailed: the cluster is no longer DEGRADED at this generation (another writer won).
+        """
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.META,
+                    {"status": ClusterStatus.READY.value, "updatedAt": now},
+                    expected_status=[ClusterStatus.DEGRADED.value],
+                    equals={"generation": generation},
+                ),
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.stage_sk(generation, StageName.VERIFY),
+                    {
+                        "status": StageStatus.SUCCEEDED.value,
+                        "observedStatus": observed_status,
+                        "endedAt": now,
+                        "updatedAt": now,
+                    },
+                    removes=["error"],
+                    expected_status=[StageStatus.FAILED.value],
+                ),
+            ],
+        )
