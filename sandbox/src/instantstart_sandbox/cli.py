@@ -53,10 +53,12 @@ def _configure_logging() -> None:
     own.propagate = False
 
 
-def _start(time_scale: float, template: Path | None) -> Sandbox:
+def _start(time_scale: float, template: Path | None, state_change_events: bool = True) -> Sandbox:
     _configure_logging()
     try:
-        sandbox = Sandbox(time_scale=time_scale, template_path=template)
+        sandbox = Sandbox(
+            time_scale=time_scale, template_path=template, hyperpod_state_change_events=state_change_events
+        )
     except TemplateNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint="--template") from error
     started = time.monotonic()
@@ -107,20 +109,44 @@ FailCapacity = Annotated[
     typer.Option(
         "--fail-hyperpod-capacity",
         metavar="INSTANCE_TYPE",
-        help="The next HyperPod cluster using this instance type fails for insufficient capacity (repeatable).",
+        help="HyperPod launches of this instance type fail for insufficient capacity (repeatable): Error cluster "
+        "events, the cluster stays InService below its target and HyperPod retries every few simulated minutes.",
+    ),
+]
+
+CapacityFailures = Annotated[
+    int,
+    typer.Option(
+        "--capacity-failures",
+        min=0,
+        metavar="N",
+        help="Failed launch attempts per --fail-hyperpod-capacity type before capacity returns (0: never).",
+    ),
+]
+
+StateChangeEvents = Annotated[
+    bool,
+    typer.Option(
+        "--hyperpod-state-change-events/--no-hyperpod-state-change-events",
+        help='Emit the EventBridge "SageMaker HyperPod Cluster State Change" events (cluster events are always on).',
     ),
 ]
 
 
 @app.command()
 def serve(
-    time_scale: TimeScale = DEFAULT_TIME_SCALE, template: Template = None, fail_capacity: FailCapacity = None
+    time_scale: TimeScale = DEFAULT_TIME_SCALE,
+    template: Template = None,
+    fail_capacity: FailCapacity = None,
+    capacity_failures: CapacityFailures = 2,
+    state_change_events: StateChangeEvents = True,
 ) -> None:
     """Start the sandbox and keep it running; prints the environment a client needs."""
-    sandbox = _start(time_scale, template)
+    sandbox = _start(time_scale, template, state_change_events)
     for instance_type in fail_capacity or []:
-        sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type)
-        console.print(f"The next HyperPod cluster using {instance_type} will fail for insufficient capacity.")
+        sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type, times=capacity_failures or None)
+        until = f"for {capacity_failures} launch attempts" if capacity_failures else "until the sandbox stops"
+        console.print(f"HyperPod launches of {instance_type} fail for insufficient capacity {until}.")
     console.print("Point the CLI or the MCP proxy at it:")
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")

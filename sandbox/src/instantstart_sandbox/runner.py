@@ -71,6 +71,9 @@ class Sandbox:
         log_level: log level of the in-process Lambda functions (Powertools).
         template_path: the SAM template to deploy (``--template``); its ``CodeUri``/``ContentUri`` paths are
             relative to it. Default: the checkout's ``template.yaml`` (see :func:`resolve_template`).
+        hyperpod_state_change_events: whether HyperPod emits "SageMaker HyperPod Cluster State Change" events
+            (``--no-hyperpod-state-change-events``); cluster events are emitted either way. Settable later on
+            ``sandbox.aws.extension.hyperpod.state_change_events``.
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
@@ -82,8 +85,10 @@ class Sandbox:
         region: str = "us-west-2",
         log_level: str = "WARNING",
         template_path: Path | str | None = None,
+        hyperpod_state_change_events: bool = True,
     ) -> None:
         self.template_path = resolve_template(template_path)
+        self.hyperpod_state_change_events = hyperpod_state_change_events
         self.time_scale = time_scale
         self.log_level = log_level
         self.region = region
@@ -135,7 +140,9 @@ class Sandbox:
         os.environ.pop("AWS_PROFILE", None)
         self.kube = KubeApiServer(token_validator=eks_token_validator, clock=self.clock)
         self.kube.start()
-        self.aws = AwsSandboxServer(self.clock, self.kube, self.region, self.account_id)
+        self.aws = AwsSandboxServer(
+            self.clock, self.kube, self.region, self.account_id, self.hyperpod_state_change_events
+        )
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()

@@ -58,6 +58,7 @@ class AwsExtension:
         kube: KubeApiServerLike,
         region: str = "us-west-2",
         account_id: str = "123456789012",
+        hyperpod_state_change_events: bool = True,
     ) -> None:
         self.clock = clock
         self.region = region
@@ -73,6 +74,7 @@ class AwsExtension:
             self.faults,
             self.eks.cluster_status,
             self.eks.authentication_mode,
+            state_change_events=hyperpod_state_change_events,
         )
         self._handlers: dict[tuple[str, str], Handler] = {}
         for op, handler in self.eks.handlers().items():
