@@ -63,7 +63,7 @@ def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any], event_time: st
             cluster.generation,
             {**detail, "ClusterStatus": status},
             cluster.request.instance_groups,
-            observed_at=event_time,
+            event_time=event_time,
         )
     if not waits.wake(rt, tag, cluster.generation, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER):
         return Reconciled(action="recorded", cluster_tag=tag, status=status)

@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -664,29 +665,42 @@ class Store:
         item = self._update(_Write(keys.cluster_pk(tag), keys.META, updates, removes=removes, equals=equals))
         return ClusterRecord.model_validate(item)
 
-    def record_hyperpod_observation(self, tag: str, view: HyperPodView, *, observed_at: str, now: str) -> bool:
-        """Record the HyperPod cluster as observed at ``observed_at`` unless a newer observation is recorded.
+    def record_hyperpod_observation(
+        self, tag: str, view: HyperPodView, *, now: str, event_time: str | None = None
+    ) -> bool:
+        """Record the HyperPod cluster as a poll (``event_time`` None) or an event observed it.
 
-        Events arrive late and out of order: an observation older than ``hyperPodObservedAt`` never
-        overwrites the newer one. Returns False when it was older (nothing written).
+        Events arrive late and out of order: an event older than the newest recorded observation
+        (``hyperPodObservedAt``) changes nothing. A poll (DescribeCluster) is a fresh read: it is always
+        recorded and moves ``hyperPodObservedAt`` forward to ``now``. Returns False when an event was
+        older (nothing written).
 
         Raises:
-            ConditionFailed: never for an older observation; only when the cluster record is missing.
+            ConditionFailed: the cluster record is missing.
         """
+        names = {"#hp": "hyperPod", "#at": "hyperPodObservedAt", "#ua": "updatedAt"}
+        values = {":hp": view.model_dump(mode="json", by_alias=True, exclude_none=True), ":ua": now}
+        key = serialize({"PK": keys.cluster_pk(tag), "SK": keys.META})
+        if event_time is None:
+            self._update(_Write(keys.cluster_pk(tag), keys.META, {"hyperPod": values[":hp"], "updatedAt": now}))
+            with suppress(ClientError):  # a newer mark (a later event) stays
+                self._db.update_item(
+                    TableName=self.table_name,
+                    Key=key,
+                    UpdateExpression="SET #at = :at",
+                    ConditionExpression="attribute_not_exists(#at) OR #at < :at",
+                    ExpressionAttributeNames={"#at": "hyperPodObservedAt"},
+                    ExpressionAttributeValues=serialize({":at": now}),
+                )
+            return True
         try:
             self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.META}),
+                Key=key,
                 UpdateExpression="SET #hp = :hp, #at = :at, #ua = :ua",
                 ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(#at) OR #at <= :at)",
-                ExpressionAttributeNames={"#hp": "hyperPod", "#at": "hyperPodObservedAt", "#ua": "updatedAt"},
-                ExpressionAttributeValues=serialize(
-                    {
-                        ":hp": view.model_dump(mode="json", by_alias=True, exclude_none=True),
-                        ":at": observed_at,
-                        ":ua": now,
-                    }
-                ),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=serialize({**values, ":at": event_time}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":

@@ -158,13 +158,13 @@ def observe(
     found: dict[str, Any],
     requested: list[InstanceGroupRequest],
     *,
-    observed_at: str | None = None,
+    event_time: str | None = None,
 ) -> bool:
     """Record an observation of the HyperPod cluster (a DescribeCluster answer or a state-change event detail).
 
     One recorder for the poll path and the event path: the cluster's ``hyperPod`` view (status, instance
     groups with target/current counts and the requested capacity type) and the stage's observed status.
-    An observation older than the recorded one (``observed_at``, e.g. a late event) changes nothing.
+    An event (``event_time``) older than the recorded observation changes nothing; a poll always records.
     Returns True when it was recorded.
     """
     capacity = {g.instance_group_name: g.capacity_type for g in requested}
@@ -189,7 +189,7 @@ def observe(
         latest_errors=cluster.hyper_pod.latest_errors if cluster and cluster.hyper_pod else [],
     )
     now = records.now()
-    if not rt.store.record_hyperpod_observation(tag, view, observed_at=observed_at or now, now=now):
+    if not rt.store.record_hyperpod_observation(tag, view, now=now, event_time=event_time):
         return False
     stage = rt.store.get_stage(tag, generation, STAGE)
     if stage is not None and stage.status.value == "RUNNING":

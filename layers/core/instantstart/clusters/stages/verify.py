@@ -82,7 +82,7 @@ def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
     cluster = records.cluster_record(rt, tag)
     if cluster.hyper_pod is not None and cluster.hyper_pod.latest_errors != errors:
         view = cluster.hyper_pod.model_copy(update={"latest_errors": errors})
-        rt.store.record_hyperpod_observation(tag, view, observed_at=records.now(), now=records.now())
+        rt.store.record_hyperpod_observation(tag, view, now=records.now())
     return {g.instance_group_name: g.instance_count for g in groups}
 
 
