@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,8 @@ class Sandbox:
         log_level: log level of the in-process Lambda functions (Powertools).
         template_path: the SAM template to deploy (``--template``); its ``CodeUri``/``ContentUri`` paths are
             relative to it. Default: the checkout's ``template.yaml`` (see :func:`resolve_template`).
+        engine_log: file for moto's own log records (the Step Functions engine's internals); default
+            a new file under ``<tmp>/instantstart-sandbox/``. Its path is :attr:`engine_log_path`.
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
@@ -82,8 +86,16 @@ class Sandbox:
         region: str = "us-west-2",
         log_level: str = "WARNING",
         template_path: Path | str | None = None,
+        engine_log: Path | str | None = None,
     ) -> None:
         self.template_path = resolve_template(template_path)
+        self.engine_log_path = (
+            Path(engine_log)
+            if engine_log is not None
+            else Path(tempfile.gettempdir())
+            / "instantstart-sandbox"
+            / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        )
         self.time_scale = time_scale
         self.log_level = log_level
         self.region = region
@@ -133,6 +145,7 @@ class Sandbox:
         )
         os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.pop("AWS_PROFILE", None)
+        stepfunctions.route_engine_logs(self.engine_log_path)
         self.kube = KubeApiServer(token_validator=eks_token_validator, clock=self.clock)
         self.kube.start()
         self.aws = AwsSandboxServer(self.clock, self.kube, self.region, self.account_id)
