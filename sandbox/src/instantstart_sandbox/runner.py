@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,8 @@ class Sandbox:
         hyperpod_state_change_events: whether HyperPod emits "SageMaker HyperPod Cluster State Change" events
             (``--no-hyperpod-state-change-events``); cluster events are emitted either way. Settable later on
             ``sandbox.aws.extension.hyperpod.state_change_events``.
+        engine_log: file for moto's own log records (the Step Functions engine's internals); default
+            a new file under ``<tmp>/instantstart-sandbox/``. Its path is :attr:`engine_log_path`.
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
@@ -86,9 +90,17 @@ class Sandbox:
         log_level: str = "WARNING",
         template_path: Path | str | None = None,
         hyperpod_state_change_events: bool = True,
+        engine_log: Path | str | None = None,
     ) -> None:
         self.template_path = resolve_template(template_path)
         self.hyperpod_state_change_events = hyperpod_state_change_events
+        self.engine_log_path = (
+            Path(engine_log)
+            if engine_log is not None
+            else Path(tempfile.gettempdir())
+            / "instantstart-sandbox"
+            / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        )
         self.time_scale = time_scale
         self.log_level = log_level
         self.region = region
@@ -138,6 +150,7 @@ class Sandbox:
         )
         os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.pop("AWS_PROFILE", None)
+        stepfunctions.route_engine_logs(self.engine_log_path)
         self.kube = KubeApiServer(token_validator=eks_token_validator, clock=self.clock)
         self.kube.start()
         self.aws = AwsSandboxServer(
