@@ -145,8 +145,18 @@ def delete_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 
 
 def delete_network(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every owned network resource is gone (:func:`instantstart.network.vpc.delete_network`)."""
-    deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+    """Done once every owned network resource is gone (:func:`instantstart.network.vpc.delete_network`).
+
+    Network interfaces of a deleted HyperPod or EKS cluster linger for a while (AWS releases them
+    asynchronously), and EC2 refuses to delete their subnet, security group or VPC with
+    ``DependencyViolation`` until then: that is "not yet", checked again at the next poll.
+    """
+    try:
+        deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+    except ClientError as exc:
+        if error_code(exc) != "DependencyViolation":
+            raise
+        return PollResult(done=False, status=f"waiting for network interfaces to be released: {exc}")
     return PollResult(done=not deleting, status=f"NAT gateways deleting: {', '.join(deleting)}" if deleting else None)
 
 
