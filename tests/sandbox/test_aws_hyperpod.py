@@ -263,7 +263,7 @@ def test_given_an_existing_name_when_hyperpod_cluster_is_created_again_then_reso
 def test_given_no_capacity_for_the_instance_type_when_cluster_is_created_then_it_is_accepted_and_fails(
     aws: Any, client: Client, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
 ) -> None:
-    aws.extension.faults.fail_hyperpod_capacity("ml.p5.48xlarge")
+    aws.extension.faults.fail_hyperpod_capacity("ml.p5.48xlarge", times=1)  # the older mode: one CreateCluster
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge"})
     arn = sm.create_cluster(**request)["ClusterArn"]
