@@ -269,8 +269,8 @@ def test_given_no_capacity_for_the_instance_type_when_cluster_is_created_then_it
     arn = sm.create_cluster(**request)["ClusterArn"]
     assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Creating"
     failed = wait_for(lambda: (d := sm.describe_cluster(ClusterName=arn))["ClusterStatus"] == "Failed" and d)
-    assert "sufficient capacity" in failed["FailureMessage"]
-    assert "ml.p5.48xlarge" in failed["FailureMessage"]
+    assert "do not have sufficient ml.p5.48xlarge capacity" in failed["FailureMessage"]
+    assert "(us-west-2b)" in failed["FailureMessage"], "the Availability Zone of the group's subnet"
     # the fault is consumed: the next cluster with the same type is created
     again = _request(
         eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 0}

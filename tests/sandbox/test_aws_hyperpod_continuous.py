@@ -11,6 +11,7 @@ These tests run their own AWS sandbox on a slower simulated clock (600x: an inst
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import tempfile
 import time
@@ -201,7 +202,7 @@ def test_given_continuous_mode_when_created_then_in_service_before_nodes_and_nod
     ]
     assert sorted(f"hyperpod-{e['InstanceId']}" for e in running) == sorted(n.metadata.name for n in nodes)
     times = [e["EventTime"].timestamp() for e in running]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(gap >= hyperpod.INSTANCE_LAUNCH_SECONDS - 1 for gap in gaps), gaps
     listed = sm.list_cluster_nodes(ClusterName=name)["ClusterNodeSummaries"]
     assert [n["InstanceStatus"]["Status"] for n in listed] == ["Running"] * 3
@@ -231,7 +232,7 @@ def test_given_no_capacity_when_created_then_error_events_repeat_in_service_kept
 
     attempts = wait_for(lambda: len(found := failed_attempts()) >= 3 and found, timeout=TIMEOUT)
     times = sorted(e["EventTime"].timestamp() for e in attempts)
-    assert all(b - a >= hyperpod.LAUNCH_RETRY_SECONDS - 1 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= hyperpod.LAUNCH_RETRY_SECONDS - 1 for a, b in itertools.pairwise(times))
     described = sm.describe_cluster(ClusterName=name)
     groups = {g["InstanceGroupName"]: g for g in described["InstanceGroups"]}
     assert described["ClusterStatus"] == "InService"
@@ -250,7 +251,8 @@ def test_given_no_capacity_when_created_then_error_events_repeat_in_service_kept
     detail = sm.describe_cluster_event(ClusterName=name, EventId=attempts[0]["EventId"])["EventDetails"]
     message = detail["EventDetails"]["EventMetadata"]["InstanceGroupScaling"]["FailureMessage"]
     assert message.startswith(
-        "We currently do not have sufficient ml.g6.4xlarge capacity in the Availability Zone you requested (us-west-2a)."
+        "We currently do not have sufficient ml.g6.4xlarge capacity in the Availability Zone you requested "
+        "(us-west-2a)."
     )
     instance_errors = [
         e for e in _all_events(sm, name, InstanceGroupName="gpu", ResourceType="Instance") if e["EventLevel"] == "Error"
