@@ -357,7 +357,10 @@ class HyperPodEmulator:
             )
         continuous = params.get("NodeProvisioningMode") == "Continuous"
         problem = self._network_problem(params)
-        failure = None if continuous else self.faults.take_capacity_failure([_instance_type(g) for g in groups])
+        failure = None
+        if not continuous and groups:
+            zone, others = self._zones(params, groups[0])
+            failure = self.faults.take_capacity_failure([_instance_type(g) for g in groups], zone, others)
         now = self.clock.now()
         cluster = HpCluster(
             name=name,
@@ -539,11 +542,11 @@ class HyperPodEmulator:
             group.launching = True
         self.clock.call_later(delay, lambda: self._launch_step(cluster.arn, group_name))
 
-    def _zones(self, cluster: HpCluster, group: HpGroup) -> tuple[str, str]:
-        """(the AZ the group's next instance launches in, the Region's other AZs as EC2 lists them)."""
-        vpc = group.spec.get("OverrideVpcConfig") or cluster.request.get("VpcConfig") or {}
+    def _zones(self, request: dict[str, Any], spec: dict[str, Any], index: int = 0) -> tuple[str, str]:
+        """(the AZ the group's ``index``-th instance launches in, the Region's other AZs as EC2 lists them)."""
+        vpc = spec.get("OverrideVpcConfig") or request.get("VpcConfig") or {}
         subnets = list(vpc.get("Subnets") or [])
-        subnet_id = subnets[len(group.nodes) % len(subnets)] if subnets else ""
+        subnet_id = subnets[index % len(subnets)] if subnets else ""
         subnet = backends.subnet(self.account_id, self.region, subnet_id) if subnet_id else None
         zone = subnet.availability_zone if subnet is not None else f"{self.region}a"
         others = [f"{self.region}{letter}" for letter in "abcd" if f"{self.region}{letter}" != zone]
@@ -583,7 +586,7 @@ class HyperPodEmulator:
                         },
                     )
             else:
-                zone, others = self._zones(cluster, group)
+                zone, others = self._zones(cluster.request, group.spec, len(group.nodes))
                 failure = self.faults.take_capacity_failure([_instance_type(group.spec)], zone, others)
                 if failure is not None:
                     missing = group.target - len(group.nodes)
@@ -1177,7 +1180,8 @@ class HyperPodEmulator:
         if cluster.continuous:
             self._update_continuous(cluster, specs, to_delete, params)
             return {"ClusterArn": cluster.arn}
-        failure = self.faults.take_capacity_failure([_instance_type(s) for s in specs])
+        zone, others = self._zones(cluster.request, specs[0]) if specs else ("", "")
+        failure = self.faults.take_capacity_failure([_instance_type(s) for s in specs], zone, others)
         with self._lock:
             biggest_change = 0
             for spec in specs:
