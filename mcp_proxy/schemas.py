@@ -21,6 +21,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from instantstart.models.cluster import (
+    INSTANCE_GROUP_NAME_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
     ClusterSummary,
     ClusterTag,
@@ -28,6 +29,13 @@ from instantstart.models.cluster import (
     CreateClusterRequest,
     InstanceGroupRequest,
     StageView,
+)
+from instantstart.models.cluster_events import (
+    EVENTS_DEFAULT_PAGE_SIZE,
+    EVENTS_MAX_PAGE_SIZE,
+    EVENTS_TOKEN_MAX_LENGTH,
+    ClusterEventLevel,
+    ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
 from instantstart.models.operation import OperationId, OperationView
@@ -234,6 +242,44 @@ OperationIdParam = Annotated[
     ),
 ]
 
+EVENT_LEVELS = [level.value for level in ClusterEventLevel]
+
+EventsMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most events to return (default {EVENTS_DEFAULT_PAGE_SIZE}), 1-{EVENTS_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": EVENTS_MAX_PAGE_SIZE},
+        default=EVENTS_DEFAULT_PAGE_SIZE,
+    ),
+]
+
+EventsNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": EVENTS_TOKEN_MAX_LENGTH})] | None,
+    Field(
+        default=None,
+        description="Optional nextToken of the previous cluster_list_events result (default: none, the newest "
+        "events); pass the same level and instanceGroupName as for that call.",
+    ),
+]
+
+EventLevelParam = Annotated[
+    Annotated[str, advertised_constraints({"enum": EVENT_LEVELS})] | None,
+    Field(
+        default=None,
+        description=f"Optional level filter (default: none, every level); allowed values: {', '.join(EVENT_LEVELS)}. "
+        "Use Error to find why a cluster or a node failed.",
+    ),
+]
+
+EventsInstanceGroupParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": INSTANCE_GROUP_NAME_PATTERN, "maxLength": 63})] | None,
+    Field(
+        default=None,
+        description="Optional instance group name (default: none, every group and the cluster's own events), "
+        "e.g. accel.",
+    ),
+]
+
 WaitSecondsParam = Annotated[
     int,
     advertised(
@@ -319,14 +365,21 @@ STAGES_SCHEMA = output_schema(StagesResult)
 ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
 INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
+EVENTS_SCHEMA = output_schema(ClusterEventList)
 
 __all__ = [
     "CAPACITY_TYPES",
+    "EVENTS_DEFAULT_PAGE_SIZE",
+    "EVENT_LEVELS",
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
     "WAIT_MIN_SECONDS",
     "AvailabilityZoneParam",
     "ClusterTagParam",
+    "EventLevelParam",
+    "EventsInstanceGroupParam",
+    "EventsMaxResultsParam",
+    "EventsNextTokenParam",
     "IdempotencyKeyParam",
     "InstanceGroupInput",
     "InstanceGroupsParam",

@@ -35,6 +35,10 @@ from mcp_proxy import schemas
 from mcp_proxy.schemas import (
     AvailabilityZoneParam,
     ClusterTagParam,
+    EventLevelParam,
+    EventsInstanceGroupParam,
+    EventsMaxResultsParam,
+    EventsNextTokenParam,
     IdempotencyKeyParam,
     InstanceGroupsParam,
     KubernetesVersionParam,
@@ -51,6 +55,7 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "CreateCluster": "cluster_create",
     "GetCluster": "cluster_get_status",
     "ListStages": "cluster_get_stages",
+    "ListClusterEvents": "cluster_list_events",
     "RetryStage": "cluster_retry_stage",
     "DeleteCluster": "cluster_delete",
     "GetOperation": "operation_get",
@@ -140,6 +145,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _read("cluster_get_status", "Get a cluster's status", schemas.CLUSTER_SCHEMA),
     _read("cluster_get_stages", "Get a cluster's stages", schemas.STAGES_SCHEMA),
+    _read("cluster_list_events", "List a cluster's HyperPod events", schemas.EVENTS_SCHEMA),
     _write(
         "cluster_retry_stage", "Retry a failed stage", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
     ),
@@ -278,6 +284,33 @@ class InstantStartTools:
         Use it while polling to report which stage is running. Read-only.
         """
         return self._call(lambda client: {"clusterTag": clusterTag, "stages": client.get_stages(clusterTag)})
+
+    def cluster_list_events(
+        self,
+        clusterTag: ClusterTagParam,
+        maxResults: EventsMaxResultsParam = schemas.EVENTS_DEFAULT_PAGE_SIZE,
+        nextToken: EventsNextTokenParam = None,
+        level: EventLevelParam = None,
+        instanceGroupName: EventsInstanceGroupParam = None,
+    ) -> CallToolResult:
+        """List SageMaker HyperPod's own events of a cluster, newest first (GET /clusters/{clusterTag}/events):
+        time, level (Info, Warn, Error), resource type, instance group, instance id and SageMaker's
+        description verbatim (provisioning, scaling, node replacement, capacity errors).
+
+        Use it when a hyperpod or verify stage is slow or FAILED, or a node is unhealthy, to tell the user
+        what HyperPod reported (level Error first). Empty while the HyperPod cluster does not exist yet.
+        One page per call: when nextToken is not null, call again with it (and the same filters) for
+        older events; with a level filter a page may be short or empty while nextToken is set. Read-only.
+        """
+        return self._call(
+            lambda client: client.list_cluster_events(
+                clusterTag,
+                max_results=maxResults,
+                next_token=nextToken,
+                level=level,
+                instance_group_name=instanceGroupName,
+            )
+        )
 
     def cluster_retry_stage(
         self,

@@ -22,6 +22,7 @@ EXPECTED_TOOLS = {
     "cluster_create",
     "cluster_get_status",
     "cluster_get_stages",
+    "cluster_list_events",
     "cluster_retry_stage",
     "cluster_delete",
     "operation_get",
