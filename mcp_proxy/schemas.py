@@ -56,7 +56,13 @@ _CONSTRAINT_KEYS = (
 WAIT_MIN_SECONDS = 1
 """Shortest ``wait_seconds`` wait."""
 WAIT_MAX_SECONDS = 300
-"""Longest ``wait_seconds`` wait (inclusive); longer waits are several calls with status checks between."""
+"""Longest ``wait_seconds`` request (inclusive); one call waits at most :data:`WAIT_PER_CALL_MAX_SECONDS` of it."""
+WAIT_PER_CALL_MAX_SECONDS = 50
+"""Longest wait of one ``wait_seconds`` call: MCP clients commonly time a tool call out at 60 s (progress
+notifications do not extend that unless the client opts in), so a call returns after this long at most and
+says how much of the requested wait is left."""
+WAIT_RECOMMENDED = "30-50"
+"""The poll interval the tools and skills recommend, in seconds: one call each."""
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 """``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
@@ -283,8 +289,9 @@ EventsInstanceGroupParam = Annotated[
 WaitSecondsParam = Annotated[
     int,
     advertised(
-        f"Seconds to wait (required, no default), {WAIT_MIN_SECONDS}-{WAIT_MAX_SECONDS} inclusive. "
-        "Use 30-120 between status polls of a long-running operation.",
+        f"Seconds to wait (required, no default), {WAIT_MIN_SECONDS}-{WAIT_MAX_SECONDS} inclusive; one call waits "
+        f"at most {WAIT_PER_CALL_MAX_SECONDS} s and reports what is left. Use {WAIT_RECOMMENDED} between status "
+        "polls of a long-running operation.",
         {"minimum": WAIT_MIN_SECONDS, "maximum": WAIT_MAX_SECONDS},
     ),
 ]
@@ -337,7 +344,13 @@ class InstanceTypesResult(_Result):
 class WaitResult(_Result):
     """Result of ``wait_seconds``."""
 
-    waited_seconds: int
+    waited_seconds: int = Field(description="Seconds this call waited.")
+    requested_seconds: int = Field(description="Seconds asked for.")
+    remaining_seconds: int = Field(
+        description="Seconds of the request not waited (the call returned early to stay under client timeouts); "
+        "0 when the whole wait fitted in one call."
+    )
+    message: str = Field(description="What was waited and what to do next.")
 
 
 def _permissive(schema: Any) -> Any:
@@ -374,6 +387,8 @@ __all__ = [
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
     "WAIT_MIN_SECONDS",
+    "WAIT_PER_CALL_MAX_SECONDS",
+    "WAIT_RECOMMENDED",
     "AvailabilityZoneParam",
     "ClusterTagParam",
     "EventLevelParam",
