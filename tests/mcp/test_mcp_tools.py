@@ -22,6 +22,7 @@ EXPECTED_TOOLS = {
     "cluster_create",
     "cluster_get_status",
     "cluster_get_stages",
+    "cluster_list_events",
     "cluster_retry_stage",
     "cluster_delete",
     "operation_get",
@@ -298,18 +299,28 @@ async def test_wait_seconds_outside_1_to_300_is_a_tool_error(mcp_client: McpConn
     assert result.is_error and "between 1 and 300 inclusive" in text_of(result)
 
 
-async def test_wait_seconds_sleeps_the_whole_time_and_reports_progress(
+async def test_wait_seconds_returns_within_55_s_saying_how_long_it_waited_and_to_call_again(
     mcp_client: McpConnect, scaled_sleep: ScaledSleep
 ) -> None:
-    """300 s (the maximum) is slept in steps with a progress notification after each."""
+    """wait_seconds(120) returns after at most 55 s of (scaled) time, before a client's 60 s timeout, with
+    the early-return text and the waited and remaining seconds; a wait that fits one call is waited whole."""
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total))
 
     async with mcp_client(allow_write=False) as client:
-        result = await client.call_tool("wait_seconds", {"seconds": 300}, progress_callback=on_progress)
-        assert not result.is_error and result.structured_content == {"waitedSeconds": 300}
-        assert (await client.call_tool("wait_seconds", {"seconds": 1})).structured_content == {"waitedSeconds": 1}
-    assert scaled_sleep.total == 301
-    assert progress and progress[-1] == (300, 300)
+        result = await client.call_tool("wait_seconds", {"seconds": 120}, progress_callback=on_progress)
+        assert not result.is_error and scaled_sleep.total <= 55
+        data = result.structured_content
+        assert data is not None
+        assert (data["waitedSeconds"], data["requestedSeconds"]) == (scaled_sleep.total, 120)
+        assert data["remainingSeconds"] == 120 - data["waitedSeconds"]
+        assert f"Waited {data['waitedSeconds']} of 120 s and returned early" in text_of(result)
+        assert f"call wait_seconds again with seconds={data['remainingSeconds']}" in text_of(result)
+        assert progress and progress[-1] == (data["waitedSeconds"], data["waitedSeconds"])
+
+        whole = await client.call_tool("wait_seconds", {"seconds": 1})
+        assert whole.structured_content is not None
+        assert (whole.structured_content["waitedSeconds"], whole.structured_content["remainingSeconds"]) == (1, 0)
+    assert scaled_sleep.total == data["waitedSeconds"] + 1
