@@ -111,7 +111,7 @@ def decode_cursor(token: str) -> _Cursor:
     return cursor
 
 
-def _event_view(event: dict[str, Any]) -> ClusterEventView:
+def event_view(event: dict[str, Any]) -> ClusterEventView:
     """A SageMaker ``ClusterEventSummary`` in the API's camelCase, ``EventTime`` as ISO-8601 ``Z``."""
     when = event["EventTime"]
     return ClusterEventView(
@@ -246,7 +246,7 @@ def list_cluster_events(
         for index in range(start, len(raw)):
             event = raw[index]
             if wanted is None or event.get("EventLevel") == wanted:
-                found.append(_event_view(event))
+                found.append(event_view(event))
             if len(found) == max_results:
                 if index + 1 < len(raw):
                     return page(found, at(token, size, index + 1, ids[index]))

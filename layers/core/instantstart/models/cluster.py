@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
+from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
 from instantstart.models.errors import pattern_rule
 
@@ -236,19 +237,6 @@ class EksView(ApiModel):
         examples=["https://0123456789ABCDEF0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"],
     )
     vpc_id: str | None = Field(default=None, description="VPC of the cluster.", examples=["vpc-0123456789abcdef0"])
-
-
-class ClusterEventView(ApiModel):
-    """A HyperPod cluster event (SageMaker ``ClusterEventSummary``), verbatim."""
-
-    event_time: str = Field(description="When HyperPod recorded it (ISO-8601 UTC).", examples=["2026-11-30T12:03:00Z"])
-    event_level: str = Field(description="Info, Warn or Error.", examples=["Error"])
-    description: str = Field(
-        description="HyperPod's description, verbatim.",
-        examples=["We currently do not have sufficient ml.g6.4xlarge capacity in the Availability Zone you requested."],
-    )
-    instance_group_name: str | None = Field(default=None, description="Instance group concerned.", examples=["accel"])
-    instance_id: str | None = Field(default=None, description="Instance concerned.", examples=["i-0123456789abcdef0"])
 
 
 class InstanceGroupView(ApiModel):

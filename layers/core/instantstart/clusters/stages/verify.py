@@ -15,13 +15,15 @@ from typing import Any
 
 from instantstart.clusters import records, waits
 from instantstart.clusters.addons import ADDONS, AddonHealth, addon_state
+from instantstart.clusters.events_feed import event_view
 from instantstart.clusters.records import INSUFFICIENT_CAPACITY
 from instantstart.clusters.stages import hyperpod
 from instantstart.clusters.stages.common import Step
 from instantstart.clusters.stages.storage import pvc_phase
 from instantstart.errors import StageFailed
-from instantstart.models.cluster import ClusterEventView, NodeView
-from instantstart.models.common import StageName, iso
+from instantstart.models.cluster import NodeView
+from instantstart.models.cluster_events import ClusterEventView
+from instantstart.models.common import StageName
 from instantstart.models.resources import VerifyResources
 from instantstart.models.workflow import LoopConfig, StepPayload, StepResult
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
@@ -54,18 +56,8 @@ def latest_error_events(sm: Any, cluster_name: str, limit: int = LATEST_ERRORS) 
 
     https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ListClusterEvents.html
     """
-    out = sm.list_cluster_events(ClusterName=cluster_name, SortOrder="Descending", MaxResults=50)
-    return [
-        ClusterEventView(
-            event_time=iso(e["EventTime"]) or "",
-            event_level=e["EventLevel"],
-            description=e.get("Description", ""),
-            instance_group_name=e.get("InstanceGroupName"),
-            instance_id=e.get("InstanceId"),
-        )
-        for e in out.get("Events", [])
-        if e.get("EventLevel") == "Error"
-    ][:limit]
+    out = sm.list_cluster_events(ClusterName=cluster_name, SortBy="EventTime", SortOrder="Descending", MaxResults=50)
+    return [event_view(e) for e in out.get("Events", []) if e.get("EventLevel") == "Error"][:limit]
 
 
 def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
@@ -213,7 +205,7 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
         counts = ", ".join(f"{g} {h}/{t}" for g, (h, t) in sorted(found.short.items()))
         cluster = records.cluster_record(rt, p.cluster_tag)
         errors = cluster.hyper_pod.latest_errors if cluster.hyper_pod else []
-        reason = errors[0].description if errors else "HyperPod has not launched the instances yet"
+        reason = (errors[0].description if errors else None) or "HyperPod has not launched the instances yet"
         raise StageFailed(INSUFFICIENT_CAPACITY, f"{reason} (Ready nodes: {counts}; HyperPod keeps retrying)")
     if found.pending_addons:
         raise found.pending_addons[0].error()
