@@ -129,26 +129,23 @@ def poll_loop(
             "ResultPath": "$.pollCount",
             "Next": f"Check {name}",
         },
-        f"Check {name}": task(action, f"Is {name} Done", extra=extra, catch_to=catch_to),
-        f"Is {name} Done": {
-            "Type": "Choice",
-            "Choices": [{"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next}],
-            "Default": f"Count {name} Poll",
-        },
+        f"Check {name}": task(action, f"Count {name} Poll", extra=extra, catch_to=catch_to),
         f"Count {name} Poll": {
             "Type": "Pass",
             "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
             "ResultPath": "$.pollCount",
-            "Next": f"Has {name} Polls Left",
+            "Next": f"Is {name} Done",
         },
-        f"Has {name} Polls Left": {
+        # One Choice per poll (state transitions are what Step Functions bills): done first, then the bound.
+        f"Is {name} Done": {
             "Type": "Choice",
             "Choices": [
+                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
                 {
                     "Variable": "$.pollCount.value",
                     "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
                     "Next": f"{name} Timed Out",
-                }
+                },
             ],
             "Default": f"Wait Before Checking {name}",
         },
@@ -192,7 +189,7 @@ def event_wait(
         f"Wait For {name}": {
             **task(
                 action,
-                f"Is {name} Done",
+                f"Count {name} Round",
                 extra={"config.$": "$.config"},
                 catch_to=catch_to,
                 wait_for_token=True,
@@ -200,25 +197,28 @@ def event_wait(
                 timeout_next=f"Count {name} Round",
             ),
         },
-        f"Is {name} Done": {
-            "Type": "Choice",
-            "Choices": [{"Variable": "$.last.done", "BooleanEquals": True, "Next": done_next}],
-            "Default": f"Count {name} Round",
-        },
         f"Count {name} Round": {
             "Type": "Pass",
             "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
             "ResultPath": "$.pollCount",
-            "Next": f"Has {name} Rounds Left",
+            "Next": f"Is {name} Done",
         },
-        f"Has {name} Rounds Left": {
+        f"Is {name} Done": {
             "Type": "Choice",
             "Choices": [
+                {
+                    # after a timeout $.last is the previous round's result (or none): not done
+                    "And": [
+                        {"Variable": "$.last.done", "IsPresent": True},
+                        {"Variable": "$.last.done", "BooleanEquals": True},
+                    ],
+                    "Next": done_next,
+                },
                 {
                     "Variable": "$.pollCount.value",
                     "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
                     "Next": timed_out,
-                }
+                },
             ],
             "Default": f"Wait For {name}",
         },

@@ -27,7 +27,7 @@ class PollSeconds(WorkflowModel):
     """Realistic poll intervals (seconds) of each wait loop."""
 
     nat_gateway: int = 15
-    eks_cluster: int = 30
+    eks_cluster: int = 60
     kubernetes_access: int = 10
     addon: int = 15
     hyper_pod_cluster: int = 60
@@ -41,7 +41,7 @@ class MaxPolls(WorkflowModel):
     """Bounds of each poll loop: interval x bound is the wait's time budget."""
 
     nat_gateway: int = 40
-    eks_cluster: int = 60
+    eks_cluster: int = 30
     kubernetes_access: int = 30
     addon: int = 60
     hyper_pod_cluster: int = 60
