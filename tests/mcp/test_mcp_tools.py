@@ -175,11 +175,15 @@ async def _nothing(_: dict[str, Any]) -> None:
 async def test_a_failed_stage_is_shown_and_retried_to_ready(
     mcp_client: McpConnect, sandbox: Any, api: InstantStartClient, no_faults: None
 ) -> None:
-    """Given no HyperPod capacity once, the hyperpod stage fails with the AWS message; retrying a
-    stage that did not fail is the API's 409 JSON; retrying hyperpod ends READY."""
+    """Given SageMaker refuses CreateCluster once (a service quota), the hyperpod stage fails with the AWS code
+    and message verbatim; retrying a stage that did not fail is the API's 409 JSON; retrying hyperpod ends READY."""
     tag, instance_type = "mcpretry", "ml.g5.8xlarge"
-    message = f"We currently do not have sufficient capacity for {instance_type} in us-west-2c."
-    sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type, message, times=1)
+    message = (
+        f"The account-level service limit '{instance_type} for cluster usage' is 0 Instances, with current "
+        "utilization of 0 Instances and a request delta of 1 Instances. Please use AWS Service Quotas to "
+        "request an increase for this quota."
+    )
+    sandbox.aws.extension.faults.inject("sagemaker", "CreateCluster", "ResourceLimitExceeded", message, times=1)
     group = {"instanceType": instance_type, "instanceCount": 1}
     async with mcp_client(allow_write=True) as client:
         created = await call(
@@ -187,22 +191,29 @@ async def test_a_failed_stage_is_shown_and_retried_to_ready(
         )
         failed = await poll_operation(client, created["operationId"], on_poll=_nothing)
         assert failed["status"] == "FAILED"
+        assert failed["error"] == {"code": "ResourceLimitExceeded", "message": message}
         stages = {s["name"]: s for s in (await call(client, "cluster_get_stages", clusterTag=tag))["stages"]}
-        assert stages["hyperpod"]["status"] == "FAILED" and message in stages["hyperpod"]["error"]["message"]
+        assert stages["hyperpod"]["status"] == "FAILED"
+        assert stages["hyperpod"]["error"] == {"code": "ResourceLimitExceeded", "message": message}
+        assert stages["verify"]["status"] == "PENDING"
 
-        conflict = await client.call_tool("cluster_retry_stage", {"clusterTag": tag, "stage": "storage"})
+        conflict = await client.call_tool("cluster_retry_stage", {"clusterTag": tag, "stage": "verify"})
         assert conflict.is_error
         body = json.loads(text_of(conflict))
         assert "PENDING" in body["error"]["message"]
         with pytest.raises(ApiError) as direct:
-            api.retry_stage(tag, "storage")
+            api.retry_stage(tag, "verify")
         assert direct.value.status == 409 and body == direct.value.body
 
         retry = await call(client, "cluster_retry_stage", clusterTag=tag, stage="hyperpod")
         assert retry["type"] == "RETRY_STAGE" and retry["stage"] == "hyperpod"
         done = await poll_operation(client, retry["operationId"], on_poll=_nothing)
         assert done["status"] == "SUCCEEDED", done
-        assert (await call(client, "cluster_get_status", clusterTag=tag))["status"] == "READY"
+        ready = await call(client, "cluster_get_status", clusterTag=tag)
+        assert ready["status"] == "READY"
+        stages = {s["name"]: s for s in ready["stages"]}
+        assert stages["hyperpod"]["attempts"] == 2 and stages["hyperpod"]["error"] is None
+        assert stages["network"]["attempts"] == 1, "stages that succeeded are not run again"
 
 
 async def test_api_4xx_answers_are_tool_errors_whose_text_is_the_api_json(
