@@ -168,15 +168,23 @@ def poll_loop(
 
 
 def event_wait(
-    name: str, action: str, key: str, done_next: str, *, catch_to: str, exhausted_next: str | None = None
+    name: str,
+    action: str,
+    key: str,
+    done_next: str,
+    *,
+    stage: str,
+    catch_to: str,
+    exhausted_next: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """An event-or-poll wait (``instantstart.clusters.waits``): no blind window, bounded.
 
-    ``Wait For <name>`` is a ``.waitForTaskToken`` task whose step stores the token, checks AWS and
-    sends ``{"done": true}`` itself when satisfied. The task ends early when an EventBridge reconciler
-    wakes it (``{"done": false}``: check again) or times out after ``$.config.pollSeconds.<key>``
-    (≤ 60 s: check again). Every round counts toward ``$.config.maxPolls.<key>``; when the bound is
-    reached the workflow goes to ``exhausted_next`` (default: a PollTimeout failure).
+    ``Check <name>`` asks AWS (a plain task: its answer never depends on how long the Lambda ran). If
+    not done, ``Wait For <name> Event`` stores a task token and waits until an EventBridge reconciler
+    wakes it or ``$.config.pollSeconds.<key>`` (≤ 60 s) passes, then checks again. Every round counts
+    toward ``$.config.maxPolls.<key>``; at the bound the workflow goes to ``exhausted_next`` (default:
+    a PollTimeout failure). An event that lands between the check and the stored token costs at most
+    one poll interval.
     """
     timed_out = exhausted_next or f"{name} Timed Out"
     states: dict[str, dict[str, Any]] = {
@@ -184,19 +192,9 @@ def event_wait(
             "Type": "Pass",
             "Result": {"value": 0},
             "ResultPath": "$.pollCount",
-            "Next": f"Wait For {name}",
+            "Next": f"Check {name}",
         },
-        f"Wait For {name}": {
-            **task(
-                action,
-                f"Count {name} Round",
-                extra={"config.$": "$.config"},
-                catch_to=catch_to,
-                wait_for_token=True,
-                timeout_path=f"$.config.pollSeconds.{key}",
-                timeout_next=f"Count {name} Round",
-            ),
-        },
+        f"Check {name}": task(action, f"Count {name} Round", extra={"config.$": "$.config"}, catch_to=catch_to),
         f"Count {name} Round": {
             "Type": "Pass",
             "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
@@ -206,22 +204,25 @@ def event_wait(
         f"Is {name} Done": {
             "Type": "Choice",
             "Choices": [
-                {
-                    # after a timeout $.last is the previous round's result (or none): not done
-                    "And": [
-                        {"Variable": "$.last.done", "IsPresent": True},
-                        {"Variable": "$.last.done", "BooleanEquals": True},
-                    ],
-                    "Next": done_next,
-                },
+                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
                 {
                     "Variable": "$.pollCount.value",
                     "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
                     "Next": timed_out,
                 },
             ],
-            "Default": f"Wait For {name}",
+            "Default": f"Wait For {name} Event",
         },
+        f"Wait For {name} Event": task(
+            "wait_for_event",
+            f"Check {name}",
+            extra={"stage": stage, "waitName": key},
+            result_path=None,
+            catch_to=catch_to,
+            wait_for_token=True,
+            timeout_path=f"$.config.pollSeconds.{key}",
+            timeout_next=f"Check {name}",
+        ),
     }
     if exhausted_next is None:
         states[timed_out] = {
@@ -392,7 +393,9 @@ def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     states["Create HyperPod Cluster"] = task(
         "create_hyperpod_cluster", "Start Waiting For HyperPod Cluster", catch_to=fail
     )
-    states |= event_wait("HyperPod Cluster", "wait_for_hyperpod_cluster", "hyperPodCluster", after, catch_to=fail)
+    states |= event_wait(
+        "HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after, stage="hyperpod", catch_to=fail
+    )
     return states
 
 
@@ -406,9 +409,10 @@ def _verify_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     """An event-or-poll wait for every group at target (cluster events wake it); its budget ends in a report."""
     states = event_wait(
         "Cluster Verification",
-        "wait_for_cluster_verification",
+        "check_cluster_verification",
         "nodes",
         after,
+        stage="verify",
         catch_to=fail,
         exhausted_next="Report Node Shortfall",
     )

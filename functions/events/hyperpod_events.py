@@ -9,7 +9,12 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from instantstart.clusters.reconcile import on_cluster_event, on_hyperpod_state_change, on_node_health_event
+from instantstart.clusters.reconcile import (
+    on_addon_health_change,
+    on_cluster_event,
+    on_hyperpod_state_change,
+    on_node_health_event,
+)
 from instantstart.config import EVENT_SETTINGS
 from instantstart.runtime import Runtime
 
@@ -18,15 +23,20 @@ RUNTIME = Runtime.from_env(EVENT_SETTINGS)
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+ADDON_RESTORED = "EKS Addon Health Restored"
 
 
 @logger.inject_lambda_context
 @event_source(data_class=EventBridgeEvent)
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     """Reconcile one event; other detail-types are ignored (the rule should not send them)."""
+    detail = dict(event.detail)
+    if event.source == "aws.eks" and event.detail_type == ADDON_RESTORED:
+        result = on_addon_health_change(RUNTIME, detail)
+        logger.info("reconciled", extra={"eventId": event.get_id, **result.to_api()})
+        return result.to_api()
     if event.source != "aws.sagemaker" or event.detail_type not in (STATE_CHANGE, NODE_HEALTH, CLUSTER_EVENT):
         return {"action": "ignored", "detailType": event.detail_type}
-    detail = dict(event.detail)
     if event.detail_type == NODE_HEALTH:
         result = on_node_health_event(RUNTIME, detail)
     elif event.detail_type == CLUSTER_EVENT:

@@ -18,7 +18,7 @@ from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName, StageStatus
 from instantstart.models.records import ClusterRecord
-from instantstart.naming import tag_from_hyperpod_cluster_name
+from instantstart.naming import tag_from_eks_cluster_name, tag_from_hyperpod_cluster_name
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
 
@@ -80,6 +80,22 @@ def on_cluster_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
     """
     tag, cluster = _our_cluster(rt, detail)
     if not tag or not cluster:
+        return Reconciled(action="ignored", cluster_tag=tag)
+    if cluster.status is ClusterStatus.DEGRADED:
+        return recover_degraded(rt, cluster)
+    if waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES):
+        return Reconciled(action="woken", cluster_tag=tag)
+    return Reconciled(action="recorded", cluster_tag=tag)
+
+
+def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
+    """Handle an "EKS Addon Health Restored" event: wake ``verify``, or recover a DEGRADED cluster.
+
+    Deployment add-ons turn ACTIVE only after nodes can run them, often after the last HyperPod event.
+    """
+    tag = tag_from_eks_cluster_name(str(detail.get("clusterName", "")))
+    cluster = rt.store.get_cluster(tag) if tag else None
+    if not tag or cluster is None or cluster.status is ClusterStatus.DELETED:
         return Reconciled(action="ignored", cluster_tag=tag)
     if cluster.status is ClusterStatus.DEGRADED:
         return recover_degraded(rt, cluster)

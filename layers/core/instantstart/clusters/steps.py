@@ -16,7 +16,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import records
+from instantstart.clusters import records, waits
 from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
@@ -97,6 +97,7 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
     "begin_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.RUNNING),
     "complete_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.SUCCEEDED),
     "complete_delete": complete_delete,
+    "wait_for_event": waits.wait_for_event,
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 

@@ -1,12 +1,12 @@
 """Event-or-poll waits: how a workflow waits on AWS, and how an AWS event wakes it early.
 
-A wait is a Step Functions ``.waitForTaskToken`` task whose timeout is the wait's poll interval
-(≤ 60 s, ``$.config.pollSeconds.<wait>``). Its step stores the task token on the stage record
-*first*, then checks AWS; when the check is done it sends the token itself (``{"done": true}``).
-Otherwise the task ends at the first of: an EventBridge event whose reconciler :func:`wake` s the
-wait (``{"done": false}``: check again now), or the timeout (check again at the poll interval).
-So there is no blind window, an event that arrives before the token is stored is not lost (the
-check after storing sees its effect), and a lost event only costs one poll interval.
+A wait is a loop in the state machine: ``Check <X>`` asks AWS (a plain task), and while not done
+``Wait For <X> Event`` — a ``.waitForTaskToken`` task whose timeout is the wait's poll interval
+(≤ 60 s, ``$.config.pollSeconds.<wait>``) — stores its task token on the stage record
+(:func:`wait_for_event`) and waits. An EventBridge event whose reconciler :func:`wake` s the wait
+ends it at once; otherwise it times out; either way the loop checks again. The decision is always
+the check's, so duplicate, late or out-of-order events are harmless, and a lost event (or one that
+lands between the check and the stored token) costs at most one poll interval.
 
 Used by the ``hyperpod`` stage (cluster InService) and the ``verify`` stage (nodes at target), and
 by :mod:`instantstart.clusters.reconcile` for the events that wake them. Step Functions API:
@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.errors import StageFailed
 from instantstart.models.common import StageName
-from instantstart.models.workflow import StepPayload
+from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
 
 HYPERPOD_CLUSTER = "hyperPodCluster"
@@ -34,17 +34,19 @@ NODES = "nodes"
 _STALE_TOKEN_ERRORS = ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist")
 
 
-def begin_wait(rt: Runtime, p: StepPayload, stage: StageName, wait: str) -> str:
-    """Store the task token of ``wait`` on the stage record, before the step checks AWS; returns the token.
+def wait_for_event(rt: Runtime, p: StepPayload) -> StepResult:
+    """Store the task token of the payload's wait (``stage``, ``waitName``) on the stage record, and return.
+
+    The task then waits until :func:`wake` sends the token or its timeout (the poll interval) passes.
 
     Raises:
-        StageFailed: the payload carries no task token (``InvalidStepPayload``).
+        StageFailed: the payload carries no task token, stage or wait name (``InvalidStepPayload``).
         ConditionFailed: the stage is not RUNNING (the operation moved on).
     """
-    if not p.task_token:
-        raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token")
-    rt.store.set_wait_token(p.cluster_tag, p.generation, stage, wait, p.task_token)
-    return p.task_token
+    if not p.task_token or p.stage is None or not p.wait_name:
+        raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token, a stage and a wait name")
+    rt.store.set_wait_token(p.cluster_tag, p.generation, p.stage, p.wait_name, p.task_token)
+    return StepResult(status="waiting")
 
 
 def finish_wait(rt: Runtime, task_token: str, *, done: bool) -> None:

@@ -100,6 +100,7 @@ class StepPayload(WorkflowModel):
     task_token: str | None = None
     error: StepError | None = None
     config: LoopConfig | None = None
+    wait_name: str | None = None
 
 
 class StepResult(WorkflowModel):

@@ -1,7 +1,7 @@
 """Stage ``hyperpod``: the compute subnet, then the HyperPod cluster (``CreateCluster``, continuous provisioning).
 
 Create steps: ``ensure_compute_subnet`` -> poll ``clear_failed_hyperpod_cluster`` ->
-``create_hyperpod_cluster`` -> event-or-poll ``wait_for_hyperpod_cluster`` (:mod:`instantstart.clusters.waits`:
+``create_hyperpod_cluster`` -> event-or-poll ``check_hyperpod_cluster`` (:mod:`instantstart.clusters.waits`:
 the State Change event wakes it, else it checks every poll interval). Teardown step: poll
 ``delete_hyperpod_cluster``.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
-from instantstart.clusters import records, waits
+from instantstart.clusters import records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
@@ -237,16 +237,16 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     return StepResult(status=str(found["ClusterStatus"]))
 
 
-def wait_for_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
-    """Event-or-poll wait (:mod:`instantstart.clusters.waits`): done once the HyperPod cluster is InService.
+def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
+    """Check of the event-or-poll wait (:mod:`instantstart.clusters.waits`): done once the cluster is InService.
 
     Under continuous provisioning the cluster is InService once its cluster-level resources exist, while
-    instances are still being provisioned (the ``verify`` stage waits for them).
+    instances are still being provisioned (the ``verify`` stage waits for them). Calls SageMaker
+    ``DescribeCluster``.
 
     Raises:
         StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim) or gone.
     """
-    token = waits.begin_wait(rt, p, STAGE, waits.HYPERPOD_CLUSTER)
     cluster = records.cluster_record(rt, p.cluster_tag)
     name = hyperpod_cluster_name(p.cluster_tag)
     found = describe(rt.client("sagemaker"), name)
@@ -257,10 +257,7 @@ def wait_for_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
         raise StageFailed(
             "HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed")
         )
-    done = found["ClusterStatus"] == "InService"
-    if done:
-        waits.finish_wait(rt, token, done=True)
-    return StepResult(status=str(found["ClusterStatus"]))
+    return PollResult(done=found["ClusterStatus"] == "InService", status=str(found["ClusterStatus"]))
 
 
 # -- teardown ----------------------------------------------------------------------------------
@@ -286,7 +283,7 @@ CREATE_STEPS: dict[str, Step] = {
     "ensure_compute_subnet": ensure_compute_subnet,
     "clear_failed_hyperpod_cluster": clear_failed_hyperpod_cluster,
     "create_hyperpod_cluster": create_hyperpod_cluster,
-    "wait_for_hyperpod_cluster": wait_for_hyperpod_cluster,
+    "check_hyperpod_cluster": check_hyperpod_cluster,
 }
 """The create workflow's steps of this stage, by task action name."""
 

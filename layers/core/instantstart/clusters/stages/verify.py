@@ -1,6 +1,6 @@
 """Stage ``verify``: every instance group at target count of Ready, schedulable nodes; add-ons ACTIVE; PVC Bound.
 
-Create steps: event-or-poll ``wait_for_cluster_verification`` (:mod:`instantstart.clusters.waits`: HyperPod
+Create steps: event-or-poll ``check_cluster_verification`` (:mod:`instantstart.clusters.waits`: HyperPod
 cluster events and node health events wake it, else it checks every poll interval), and
 ``report_node_shortfall`` when the wait's time budget ran out. It creates nothing, so it has no
 teardown step. Under continuous provisioning HyperPod brings instances up one by one and retries
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from instantstart.clusters import records, waits
+from instantstart.clusters import records
 from instantstart.clusters.addons import ADDONS, AddonHealth, addon_state
 from instantstart.clusters.events_feed import event_view
 from instantstart.clusters.records import INSUFFICIENT_CAPACITY
@@ -25,7 +25,7 @@ from instantstart.models.cluster import NodeView
 from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import StageName
 from instantstart.models.resources import VerifyResources
-from instantstart.models.workflow import LoopConfig, StepPayload, StepResult
+from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
@@ -154,14 +154,13 @@ def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]
     return (not short and not pending), summary
 
 
-def wait_for_cluster_verification(rt: Runtime, p: StepPayload) -> StepResult:
-    """Event-or-poll wait: done when every group is at target, every add-on ACTIVE and ``s3-claim`` Bound.
+def check_cluster_verification(rt: Runtime, p: StepPayload) -> PollResult:
+    """Check of the event-or-poll wait: done when every group is at target, every add-on ACTIVE, ``s3-claim`` Bound.
 
     Raises:
         StageFailed: an add-on failed, or is still not ACTIVE ``addonGraceSeconds`` after the nodes were
             Ready (its health issue verbatim).
     """
-    token = waits.begin_wait(rt, p, STAGE, waits.NODES)
     config = p.config or LoopConfig()
     found = inspect(rt, p.cluster_tag, p.generation)
     for health in found.addons:
@@ -187,9 +186,7 @@ def wait_for_cluster_verification(rt: Runtime, p: StepPayload) -> StepResult:
         ),
         observed_status=found.summary(),
     )
-    if found.complete:
-        waits.finish_wait(rt, token, done=True)
-    return StepResult(status=found.summary())
+    return PollResult(done=found.complete, status=found.summary())
 
 
 def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
@@ -201,6 +198,8 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
             or the add-on that is not ACTIVE, or the PVC that is not Bound.
     """
     found = inspect(rt, p.cluster_tag, p.generation)
+    if found.complete:  # the last round's check ran out of budget just as everything arrived
+        return StepResult(status=found.summary())
     if found.short:
         counts = ", ".join(f"{g} {h}/{t}" for g, (h, t) in sorted(found.short.items()))
         cluster = records.cluster_record(rt, p.cluster_tag)
@@ -213,7 +212,7 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
 
 
 CREATE_STEPS: dict[str, Step] = {
-    "wait_for_cluster_verification": wait_for_cluster_verification,
+    "check_cluster_verification": check_cluster_verification,
     "report_node_shortfall": report_node_shortfall,
 }
 """The create workflow's steps of this stage, by task action name."""
