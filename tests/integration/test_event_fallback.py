@@ -28,24 +28,17 @@ def no_state_change_events(sandbox: Sandbox) -> Iterator[None]:
 
 
 def _waits(history: list[dict[str, Any]], state: str) -> list[dict[str, Any]]:
-    """Each run of the Task state ``state``: how it ended and how long it took (wall seconds)."""
+    """Each run of the Task state ``state``: how its task ended and how long the run took (wall seconds)."""
     by_id = {e["id"]: e for e in history}
-    entered = {e["id"]: e for e in history if e.get("stateEnteredEventDetails", {}).get("name") == state}
     runs = []
     for e in history:
         if e["type"] not in ("TaskSucceeded", "TaskTimedOut", "TaskFailed"):
             continue
-        ancestor = e
-        while ancestor.get("previousEventId") and ancestor["id"] not in entered:
-            ancestor = by_id[ancestor["previousEventId"]]
-        if ancestor["id"] in entered:
-            seconds = (e["timestamp"] - ancestor["timestamp"]).total_seconds()
-            steps = []
-            walk = e
-            while walk["id"] != ancestor["id"]:
-                steps.append((walk["type"], str(walk["timestamp"].time())))
-                walk = by_id[walk["previousEventId"]]
-            runs.append({"end": e["type"], "seconds": seconds, "steps": steps})
+        entered = e
+        while entered["type"] != "TaskStateEntered" and entered.get("previousEventId"):
+            entered = by_id[entered["previousEventId"]]
+        if entered.get("stateEnteredEventDetails", {}).get("name") == state:
+            runs.append({"end": e["type"], "seconds": (e["timestamp"] - entered["timestamp"]).total_seconds()})
     return runs
 
 
