@@ -426,7 +426,12 @@ def ensure_compute_subnet(
 def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str) -> None:
     """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC."""
     endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
-    owned_endpoints = [e["VpcEndpointId"] for e in endpoints if owned_by(e.get("Tags", []), tag)]
+    # an endpoint deleted by an earlier poll (which then met DependencyViolation) is listed as deleted
+    owned_endpoints = [
+        e["VpcEndpointId"]
+        for e in endpoints
+        if owned_by(e.get("Tags", []), tag) and str(e.get("State", "")).lower() not in ("deleting", "deleted")
+    ]
     if owned_endpoints:
         ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
     for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:
