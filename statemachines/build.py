@@ -3,9 +3,10 @@
 Run ``python statemachines/build.py`` after changing a workflow; a contract test fails when the
 committed JSON differs from what this produces. The stage list comes from the core's ``StageName``
 (its order is the create order; teardown runs it in reverse). Conventions:
-every Task has Retry (throttling, Lambda service errors, transient SDK errors; exponential backoff
-with full jitter) and Catch to the single failure path; every poll loop has a counter, a bound
-from the execution input and a failure branch; intervals are realistic seconds from the input.
+every Task has Retry (throttling, Lambda service errors, transient SDK errors, IAM role propagation,
+S3 OperationAborted; exponential backoff with full jitter) and Catch to the single failure path; every
+poll loop has a counter, a bound from the execution input and a failure branch; intervals are realistic
+seconds from the input.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ RETRY: list[dict[str, Any]] = [
             "Throttling",
             "TooManyRequestsException",
             "RequestLimitExceeded",
+            "SlowDown",
+            "ThrottledException",
+            "RequestThrottledException",
+            "RequestThrottled",
+            "PriorRequestNotComplete",
             "ProvisionedThroughputExceededException",
             "ServiceUnavailable",
             "ServiceUnavailableException",
@@ -59,6 +65,27 @@ RETRY: list[dict[str, Any]] = [
         "MaxAttempts": 5,
         "BackoffRate": 2,
         "MaxDelaySeconds": 60,
+        "JitterStrategy": "FULL",
+    },
+    # IAM is eventually consistent: a role created moments ago may not be assumable by EKS/SageMaker
+    # yet (instantstart.clusters.steps.error_name). Bounded: at most 8 retries, waits capped at 120 s
+    # (about 10 minutes in all before jitter); a role that never becomes assumable then fails verbatim.
+    {
+        "ErrorEquals": ["RolePropagationDelay"],
+        "IntervalSeconds": 10,
+        "MaxAttempts": 8,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 120,
+        "JitterStrategy": "FULL",
+    },
+    # S3 OperationAborted ("A conflicting conditional operation is currently in progress against this
+    # resource. Please try again."): e.g. CreateBucket of a name deleted moments ago. Same bound.
+    {
+        "ErrorEquals": ["OperationAborted"],
+        "IntervalSeconds": 10,
+        "MaxAttempts": 8,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 120,
         "JitterStrategy": "FULL",
     },
 ]

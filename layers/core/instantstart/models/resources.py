@@ -25,6 +25,7 @@ class NetworkResources(StageResources):
     vpc_id: str | None = None
     cidr_block: str | None = None
     zones: list[str] | None = None
+    refused_zones: list[str] | None = None  # zones EKS CreateCluster refused for the control plane
     public_subnet_ids: list[str] | None = None
     private_subnet_ids: list[str] | None = None
     internet_gateway_id: str | None = None
