@@ -257,14 +257,10 @@ def test_given_a_task_waiting_for_a_token_then_it_times_out_at_its_poll_interval
             path = str(state.get("TimeoutSecondsPath", ""))
             assert path.startswith("$.config.pollSeconds."), f"{where}{name}: {path}"
             [timeout] = [c for c in state["Catch"] if c["ErrorEquals"] == ["States.Timeout"]]
-            count = scopes[(where, timeout["Next"])]
-            assert count["Type"] == "Pass" and count["ResultPath"] == "$.pollCount", f"{where}{name} does not count"
-            choice = scopes[(where, count["Next"])]
-            assert choice["Type"] == "Choice" and choice["Default"] == name, f"{where}{name} does not loop back"
-            assert any(
-                str(r.get("NumericGreaterThanEqualsPath", "")).startswith("$.config.maxPolls.")
-                for r in choice["Choices"]
-            ), f"{where}{name} is not bounded"
+            # woken or timed out, the wait goes back to its check: a plain task
+            assert timeout["Next"] == state["Next"], f"{where}{name}: a timeout must check again"
+            check = scopes[(where, state["Next"])]
+            assert check["Type"] == "Task" and not check["Resource"].endswith(".waitForTaskToken")
 
 
 def test_given_the_default_poll_intervals_then_every_event_or_poll_wait_checks_at_least_once_a_minute() -> None:
