@@ -21,6 +21,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from instantstart.models.cluster import (
+    INSTANCE_GROUP_NAME_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
     ClusterSummary,
     ClusterTag,
@@ -28,6 +29,13 @@ from instantstart.models.cluster import (
     CreateClusterRequest,
     InstanceGroupRequest,
     StageView,
+)
+from instantstart.models.cluster_events import (
+    EVENTS_DEFAULT_PAGE_SIZE,
+    EVENTS_MAX_PAGE_SIZE,
+    EVENTS_TOKEN_MAX_LENGTH,
+    ClusterEventLevel,
+    ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
 from instantstart.models.operation import OperationId, OperationView
@@ -48,7 +56,13 @@ _CONSTRAINT_KEYS = (
 WAIT_MIN_SECONDS = 1
 """Shortest ``wait_seconds`` wait."""
 WAIT_MAX_SECONDS = 300
-"""Longest ``wait_seconds`` wait (inclusive); longer waits are several calls with status checks between."""
+"""Longest ``wait_seconds`` request (inclusive); one call waits at most :data:`WAIT_PER_CALL_MAX_SECONDS` of it."""
+WAIT_PER_CALL_MAX_SECONDS = 50
+"""Longest wait of one ``wait_seconds`` call: MCP clients commonly time a tool call out at 60 s (progress
+notifications do not extend that unless the client opts in), so a call returns after this long at most and
+says how much of the requested wait is left."""
+WAIT_RECOMMENDED = "30-50"
+"""The poll interval the tools and skills recommend, in seconds: one call each."""
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 """``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
@@ -234,11 +248,50 @@ OperationIdParam = Annotated[
     ),
 ]
 
+EVENT_LEVELS = [level.value for level in ClusterEventLevel]
+
+EventsMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most events to return (default {EVENTS_DEFAULT_PAGE_SIZE}), 1-{EVENTS_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": EVENTS_MAX_PAGE_SIZE},
+        default=EVENTS_DEFAULT_PAGE_SIZE,
+    ),
+]
+
+EventsNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": EVENTS_TOKEN_MAX_LENGTH})] | None,
+    Field(
+        default=None,
+        description="Optional nextToken of the previous cluster_list_events result (default: none, the newest "
+        "events); pass the same level and instanceGroupName as for that call.",
+    ),
+]
+
+EventLevelParam = Annotated[
+    Annotated[str, advertised_constraints({"enum": EVENT_LEVELS})] | None,
+    Field(
+        default=None,
+        description=f"Optional level filter (default: none, every level); allowed values: {', '.join(EVENT_LEVELS)}. "
+        "Use Error to find why a cluster or a node failed.",
+    ),
+]
+
+EventsInstanceGroupParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": INSTANCE_GROUP_NAME_PATTERN, "maxLength": 63})] | None,
+    Field(
+        default=None,
+        description="Optional instance group name (default: none, every group and the cluster's own events), "
+        "e.g. accel.",
+    ),
+]
+
 WaitSecondsParam = Annotated[
     int,
     advertised(
-        f"Seconds to wait (required, no default), {WAIT_MIN_SECONDS}-{WAIT_MAX_SECONDS} inclusive. "
-        "Use 30-120 between status polls of a long-running operation.",
+        f"Seconds to wait (required, no default), {WAIT_MIN_SECONDS}-{WAIT_MAX_SECONDS} inclusive; one call waits "
+        f"at most {WAIT_PER_CALL_MAX_SECONDS} s and reports what is left. Use {WAIT_RECOMMENDED} between status "
+        "polls of a long-running operation.",
         {"minimum": WAIT_MIN_SECONDS, "maximum": WAIT_MAX_SECONDS},
     ),
 ]
@@ -291,7 +344,13 @@ class InstanceTypesResult(_Result):
 class WaitResult(_Result):
     """Result of ``wait_seconds``."""
 
-    waited_seconds: int
+    waited_seconds: int = Field(description="Seconds this call waited.")
+    requested_seconds: int = Field(description="Seconds asked for.")
+    remaining_seconds: int = Field(
+        description="Seconds of the request not waited (the call returned early to stay under client timeouts); "
+        "0 when the whole wait fitted in one call."
+    )
+    message: str = Field(description="What was waited and what to do next.")
 
 
 def _permissive(schema: Any) -> Any:
@@ -319,14 +378,23 @@ STAGES_SCHEMA = output_schema(StagesResult)
 ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
 INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
+EVENTS_SCHEMA = output_schema(ClusterEventList)
 
 __all__ = [
     "CAPACITY_TYPES",
+    "EVENTS_DEFAULT_PAGE_SIZE",
+    "EVENT_LEVELS",
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
     "WAIT_MIN_SECONDS",
+    "WAIT_PER_CALL_MAX_SECONDS",
+    "WAIT_RECOMMENDED",
     "AvailabilityZoneParam",
     "ClusterTagParam",
+    "EventLevelParam",
+    "EventsInstanceGroupParam",
+    "EventsMaxResultsParam",
+    "EventsNextTokenParam",
     "IdempotencyKeyParam",
     "InstanceGroupInput",
     "InstanceGroupsParam",

@@ -8,8 +8,10 @@ Rules every tool follows:
   ``outputSchema`` derived from the API's response model.
 - An API answer of 4xx/5xx becomes a tool error (``isError``) whose text is the API's
   ``{"error": {"code", "message", "details"}}`` JSON, verbatim.
+- Every call returns within 55 s, under the 60 s timeout MCP clients commonly apply: ``wait_seconds``
+  waits at most ``WAIT_PER_CALL_MAX_SECONDS`` per call and says how much of the request is left.
 - A call the proxy refuses itself (read-only mode, a delete confirmation that does not match, a wait
-  outside 1-300 s, the API unreachable or unconfigured) raises the SDK's ``ToolError``, whose message
+  outside the accepted range, the API unreachable or unconfigured) raises the SDK's ``ToolError``, whose message
   the agent reads and which says what to do next.
 """
 
@@ -35,6 +37,10 @@ from mcp_proxy import schemas
 from mcp_proxy.schemas import (
     AvailabilityZoneParam,
     ClusterTagParam,
+    EventLevelParam,
+    EventsInstanceGroupParam,
+    EventsMaxResultsParam,
+    EventsNextTokenParam,
     IdempotencyKeyParam,
     InstanceGroupsParam,
     KubernetesVersionParam,
@@ -51,6 +57,7 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "CreateCluster": "cluster_create",
     "GetCluster": "cluster_get_status",
     "ListStages": "cluster_get_stages",
+    "ListClusterEvents": "cluster_list_events",
     "RetryStage": "cluster_retry_stage",
     "DeleteCluster": "cluster_delete",
     "GetOperation": "operation_get",
@@ -140,6 +147,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _read("cluster_get_status", "Get a cluster's status", schemas.CLUSTER_SCHEMA),
     _read("cluster_get_stages", "Get a cluster's stages", schemas.STAGES_SCHEMA),
+    _read("cluster_list_events", "List a cluster's HyperPod events", schemas.EVENTS_SCHEMA),
     _write(
         "cluster_retry_stage", "Retry a failed stage", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
     ),
@@ -242,7 +250,7 @@ class InstantStartTools:
         node recovery, S3 storage, node verification. Do not ask the user about CIDRs, subnets, route
         tables or installation order. Before calling, use cluster_list_all, catalog_list_availability_zones
         and catalog_list_instance_types and get the user's choice of tag, zone, instance type and count and
-        capacity type. After calling, poll to a terminal state: wait_seconds (60-120) then operation_get
+        capacity type. After calling, poll to a terminal state: wait_seconds (30-50) then operation_get
         with the returned operationId (or cluster_get_stages for stage progress), reporting progress,
         until status is SUCCEEDED, FAILED or CANCELLED; never stop early. Write tool: needs --allow-write.
         """
@@ -278,6 +286,33 @@ class InstantStartTools:
         Use it while polling to report which stage is running. Read-only.
         """
         return self._call(lambda client: {"clusterTag": clusterTag, "stages": client.get_stages(clusterTag)})
+
+    def cluster_list_events(
+        self,
+        clusterTag: ClusterTagParam,
+        maxResults: EventsMaxResultsParam = schemas.EVENTS_DEFAULT_PAGE_SIZE,
+        nextToken: EventsNextTokenParam = None,
+        level: EventLevelParam = None,
+        instanceGroupName: EventsInstanceGroupParam = None,
+    ) -> CallToolResult:
+        """List SageMaker HyperPod's own events of a cluster, newest first (GET /clusters/{clusterTag}/events):
+        time, level (Info, Warn, Error), resource type, instance group, instance id and SageMaker's
+        description verbatim (provisioning, scaling, node replacement, capacity errors).
+
+        Use it when a hyperpod or verify stage is slow or FAILED, or a node is unhealthy, to tell the user
+        what HyperPod reported (level Error first). Empty while the HyperPod cluster does not exist yet.
+        One page per call: when nextToken is not null, call again with it (and the same filters) for
+        older events; with a level filter a page may be short or empty while nextToken is set. Read-only.
+        """
+        return self._call(
+            lambda client: client.list_cluster_events(
+                clusterTag,
+                max_results=maxResults,
+                next_token=nextToken,
+                level=level,
+                instance_group_name=instanceGroupName,
+            )
+        )
 
     def cluster_retry_stage(
         self,
@@ -364,24 +399,39 @@ class InstantStartTools:
     # -- waiting --------------------------------------------------------------------------------------
 
     async def wait_seconds(self, seconds: WaitSecondsParam, ctx: Context) -> CallToolResult:
-        """Wait a number of seconds (1-300 inclusive), reporting progress; then check the operation again.
+        """Wait between status polls, reporting progress; then check the operation again.
 
-        Use between status polls of a long-running operation (60-120 s suits cluster creation and
-        deletion): wait_seconds, then operation_get or cluster_get_stages, and repeat until a terminal
-        state. Outside 1-300 the call is a tool error. Read-only.
+        One call waits at most 50 s, so it ends before the usual 60 s MCP tool-call timeout: use 30-50
+        between status polls of a long-running operation (wait_seconds, then operation_get or
+        cluster_get_stages, and repeat until a terminal state). A larger request (it accepts 1-300) returns
+        early with waitedSeconds and remainingSeconds: call it again for the rest. Outside the accepted
+        range the call is a tool error. Read-only.
         """
         if not schemas.WAIT_MIN_SECONDS <= seconds <= schemas.WAIT_MAX_SECONDS:
             raise ToolError(
                 f"seconds must be between {schemas.WAIT_MIN_SECONDS} and {schemas.WAIT_MAX_SECONDS} inclusive, "
-                f"got {seconds}; for a longer wait call wait_seconds again after checking the status."
+                f"got {seconds}; one call waits at most {schemas.WAIT_PER_CALL_MAX_SECONDS} s, so use "
+                f"{schemas.WAIT_RECOMMENDED} and check the status between calls."
             )
+        target = min(seconds, schemas.WAIT_PER_CALL_MAX_SECONDS)
         waited = 0.0
-        while waited < seconds:
-            step = min(self._progress_interval, seconds - waited)
+        while waited < target:
+            step = min(self._progress_interval, target - waited)
             await self._sleep(step)
             waited += step
-            await ctx.report_progress(waited, seconds, f"waited {waited:g} of {seconds} s")
-        return ok({"waitedSeconds": seconds})
+            await ctx.report_progress(waited, target, f"waited {waited:g} of {target} s")
+        remaining = seconds - target
+        if remaining:
+            message = (
+                f"Waited {target} of {seconds} s and returned early: one call waits at most "
+                f"{schemas.WAIT_PER_CALL_MAX_SECONDS} s so it ends before MCP clients time the call out. Check the "
+                f"status now, or call wait_seconds again with seconds={remaining} to wait the rest."
+            )
+        else:
+            message = f"Waited {target} s; check the status now (operation_get or cluster_get_stages)."
+        return ok(
+            {"waitedSeconds": target, "requestedSeconds": seconds, "remainingSeconds": remaining, "message": message}
+        )
 
     # -- publishing -----------------------------------------------------------------------------------
 

@@ -3,9 +3,10 @@
 Run ``python statemachines/build.py`` after changing a workflow; a contract test fails when the
 committed JSON differs from what this produces. The stage list comes from the core's ``StageName``
 (its order is the create order; teardown runs it in reverse). Conventions:
-every Task has Retry (throttling, Lambda service errors, transient SDK errors; exponential backoff
-with full jitter) and Catch to the single failure path; every poll loop has a counter, a bound
-from the execution input and a failure branch; intervals are realistic seconds from the input.
+every Task has Retry (throttling, Lambda service errors, transient SDK errors, IAM role propagation,
+S3 OperationAborted; exponential backoff with full jitter) and Catch to the single failure path; every
+poll loop has a counter, a bound from the execution input and a failure branch; intervals are realistic
+seconds from the input.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ RETRY: list[dict[str, Any]] = [
             "Throttling",
             "TooManyRequestsException",
             "RequestLimitExceeded",
+            "SlowDown",
+            "ThrottledException",
+            "RequestThrottledException",
+            "RequestThrottled",
+            "PriorRequestNotComplete",
             "ProvisionedThroughputExceededException",
             "ServiceUnavailable",
             "ServiceUnavailableException",
@@ -59,6 +65,27 @@ RETRY: list[dict[str, Any]] = [
         "MaxAttempts": 5,
         "BackoffRate": 2,
         "MaxDelaySeconds": 60,
+        "JitterStrategy": "FULL",
+    },
+    # IAM is eventually consistent: a role created moments ago may not be assumable by EKS/SageMaker
+    # yet (instantstart.clusters.steps.error_name). Bounded: at most 8 retries, waits capped at 120 s
+    # (about 10 minutes in all before jitter); a role that never becomes assumable then fails verbatim.
+    {
+        "ErrorEquals": ["RolePropagationDelay"],
+        "IntervalSeconds": 10,
+        "MaxAttempts": 8,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 120,
+        "JitterStrategy": "FULL",
+    },
+    # S3 OperationAborted ("A conflicting conditional operation is currently in progress against this
+    # resource. Please try again."): e.g. CreateBucket of a name deleted moments ago. Same bound.
+    {
+        "ErrorEquals": ["OperationAborted"],
+        "IntervalSeconds": 10,
+        "MaxAttempts": 8,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 120,
         "JitterStrategy": "FULL",
     },
 ]
@@ -129,26 +156,23 @@ def poll_loop(
             "ResultPath": "$.pollCount",
             "Next": f"Check {name}",
         },
-        f"Check {name}": task(action, f"Is {name} Done", extra=extra, catch_to=catch_to),
-        f"Is {name} Done": {
-            "Type": "Choice",
-            "Choices": [{"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next}],
-            "Default": f"Count {name} Poll",
-        },
+        f"Check {name}": task(action, f"Count {name} Poll", extra=extra, catch_to=catch_to),
         f"Count {name} Poll": {
             "Type": "Pass",
             "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
             "ResultPath": "$.pollCount",
-            "Next": f"Has {name} Polls Left",
+            "Next": f"Is {name} Done",
         },
-        f"Has {name} Polls Left": {
+        # One Choice per poll (state transitions are what Step Functions bills): done first, then the bound.
+        f"Is {name} Done": {
             "Type": "Choice",
             "Choices": [
+                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
                 {
                     "Variable": "$.pollCount.value",
                     "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
                     "Next": f"{name} Timed Out",
-                }
+                },
             ],
             "Default": f"Wait Before Checking {name}",
         },
@@ -170,14 +194,97 @@ def poll_loop(
     }
 
 
-def stage_edges(stage: str, title: str, first: str, last_next: str) -> dict[str, dict[str, Any]]:
+def event_wait(
+    name: str,
+    action: str,
+    key: str,
+    done_next: str,
+    *,
+    stage: str,
+    catch_to: str,
+    exhausted_next: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """An event-or-poll wait (``instantstart.clusters.waits``): no blind window, bounded.
+
+    ``Check <name>`` asks AWS (a plain task: its answer never depends on how long the Lambda ran). If
+    not done, ``Wait For <name> Event`` stores a task token and waits until an EventBridge reconciler
+    wakes it or ``$.config.pollSeconds.<key>`` (≤ 60 s) passes, then checks again. Every round counts
+    toward ``$.config.maxPolls.<key>``; at the bound the workflow goes to ``exhausted_next`` (default:
+    a PollTimeout failure). An event that lands between the check and the stored token costs at most
+    one poll interval.
+    """
+    timed_out = exhausted_next or f"{name} Timed Out"
+    states: dict[str, dict[str, Any]] = {
+        f"Start Waiting For {name}": {
+            "Type": "Pass",
+            "Result": {"value": 0},
+            "ResultPath": "$.pollCount",
+            "Next": f"Check {name}",
+        },
+        f"Check {name}": task(action, f"Count {name} Round", extra={"config.$": "$.config"}, catch_to=catch_to),
+        f"Count {name} Round": {
+            "Type": "Pass",
+            "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
+            "ResultPath": "$.pollCount",
+            "Next": f"Is {name} Done",
+        },
+        f"Is {name} Done": {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
+                {
+                    "Variable": "$.pollCount.value",
+                    "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
+                    "Next": timed_out,
+                },
+            ],
+            "Default": f"Wait For {name} Event",
+        },
+        f"Wait For {name} Event": task(
+            "wait_for_event",
+            f"Check {name}",
+            extra={"stage": stage, "waitName": key},
+            result_path=None,
+            catch_to=catch_to,
+            wait_for_token=True,
+            timeout_path=f"$.config.pollSeconds.{key}",
+            timeout_next=f"Check {name}",
+        ),
+    }
+    if exhausted_next is None:
+        states[timed_out] = {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "PollTimeout",
+                "Cause.$": f"States.Format('{name} did not finish within {{}} rounds of {{}} seconds', "
+                f"$.config.maxPolls.{key}, $.config.pollSeconds.{key})",
+            },
+            "ResultPath": "$.error",
+            "Next": catch_to,
+        }
+    return states
+
+
+def stage_edges(stage: str, title: str, first: str, last_next: str, *, catch_to: str) -> dict[str, dict[str, Any]]:
     """``Begin <Title> Stage`` (then ``first``) and ``Complete <Title> Stage`` (then ``last_next``)."""
     return {
         f"Begin {title} Stage": {
-            **task("begin_stage", first, extra={"stage": stage}, result_path="$.currentStage"),
-            "ResultSelector": {"stage.$": "$.Payload.stage"},
+            **task(
+                "begin_stage",
+                f"Is {title} Stage Needed",
+                extra={"stage": stage},
+                result_path="$.currentStage",
+                catch_to=catch_to,
+            ),
+            "ResultSelector": {"stage.$": "$.Payload.stage", "skip.$": "$.Payload.skip"},
         },
-        f"Complete {title} Stage": task("complete_stage", last_next, extra={"stage": stage}),
+        # A retry walks the graph from the retried stage's step: a stage that already SUCCEEDED is skipped.
+        f"Is {title} Stage Needed": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.currentStage.skip", "BooleanEquals": True, "Next": last_next}],
+            "Default": first,
+        },
+        f"Complete {title} Stage": task("complete_stage", last_next, extra={"stage": stage}, catch_to=catch_to),
     }
 
 
@@ -194,23 +301,45 @@ def failure_path() -> dict[str, dict[str, Any]]:
     }
 
 
-def _network_states(after: str) -> dict[str, dict[str, Any]]:
-    states = {"Ensure Network": task("ensure_network", "Start Polling NAT Gateway")}
-    states |= poll_loop("NAT Gateway", "check_nat_gateway", "natGateway", "Create EKS Cluster")
-    states["Create EKS Cluster"] = task("create_eks_cluster", "Start Polling EKS Cluster")
-    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after)
+def branch_failure_path(branch: str) -> dict[str, dict[str, Any]]:
+    """The failure path inside a Parallel branch: record the branch's failed stage, then fail the branch."""
+    return {
+        f"Record {branch} Failure": task(
+            "record_failure",
+            f"{branch} Failed",
+            extra={"stage.$": "$.currentStage.stage", "error.$": "$.error"},
+            catch_to=f"{branch} Failed",
+        ),
+        f"{branch} Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
+    }
+
+
+StageStates = Callable[[str, str], dict[str, dict[str, Any]]]
+"""Builds a stage's states: ``(the state after the stage, the failure state) -> states``."""
+
+
+def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    states = {"Ensure Network": task("ensure_network", "Start Polling NAT Gateway", catch_to=fail)}
+    states |= poll_loop("NAT Gateway", "check_nat_gateway", "natGateway", "Create EKS Cluster", catch_to=fail)
+    states["Create EKS Cluster"] = task("create_eks_cluster", "Start Polling EKS Cluster", catch_to=fail)
+    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, catch_to=fail)
     return states
 
 
-def _access_states(after: str) -> dict[str, dict[str, Any]]:
-    states = {"Grant Access": task("grant_access", "Start Polling Kubernetes Access")}
-    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after)
+def _access_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    states = {"Grant Access": task("grant_access", "Start Polling Kubernetes Access", catch_to=fail)}
+    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after, catch_to=fail)
     return states
 
 
-def _dependencies_states(after: str) -> dict[str, dict[str, Any]]:
-    """Add-ons in parallel (Map) beside the Kubernetes objects HyperPod needs."""
-    states = {"Plan Add-ons": task("plan_addons", "Install Dependencies", result_path="$.plan")}
+def _dependencies_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    """Add-ons created in parallel (Map) beside the Kubernetes objects HyperPod needs.
+
+    Only what HyperPod needs before nodes join is waited for here (the pod identity agent, the
+    objects); add-ons whose workloads are Deployments only need to be created: ``verify`` checks them
+    after nodes joined.
+    """
+    states = {"Plan Add-ons": task("plan_addons", "Install Dependencies", result_path="$.plan", catch_to=fail)}
     addon_item = {
         "addonName.$": "$$.Map.Item.Value.addonName",
         **COMMON,
@@ -227,11 +356,11 @@ def _dependencies_states(after: str) -> dict[str, dict[str, Any]]:
             "Add-on",
             "check_addon",
             "addon",
-            "Add-on Active",
+            "Add-on Ready",
             extra={"addonName.$": "$.addonName"},
             catch_to="Add-on Failed",
         ),
-        "Add-on Active": {"Type": "Succeed"},
+        "Add-on Ready": {"Type": "Succeed"},
         "Add-on Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
     }
     states["Install Dependencies"] = {
@@ -270,59 +399,123 @@ def _dependencies_states(after: str) -> dict[str, dict[str, Any]]:
             },
         ],
         "ResultPath": None,
-        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAILURE}],
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": fail}],
         "Next": after,
     }
     return states
 
 
-def _hyperpod_states(after: str) -> dict[str, dict[str, Any]]:
-    """Wait for the EventBridge state-change event (task token), with a bounded poll fallback."""
-    states = {"Ensure Compute Subnet": task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster")}
+def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    """CreateCluster, then an event-or-poll wait for InService (the State Change event wakes it)."""
+    states = {
+        "Ensure Compute Subnet": task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster", catch_to=fail)
+    }
     states |= poll_loop(
         "Failed HyperPod Cluster",
         "clear_failed_hyperpod_cluster",
         "hyperPodCluster",
         "Create HyperPod Cluster",
+        catch_to=fail,
     )
     states["Create HyperPod Cluster"] = task(
-        "create_hyperpod_cluster",
-        after,
-        wait_for_token=True,
-        timeout_path="$.config.hyperPodEventTimeoutSeconds",
-        timeout_next="Start Polling HyperPod Cluster",
+        "create_hyperpod_cluster", "Start Waiting For HyperPod Cluster", catch_to=fail
     )
-    states |= poll_loop("HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after)
+    states |= event_wait(
+        "HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after, stage="hyperpod", catch_to=fail
+    )
     return states
 
 
-def _storage_states(after: str) -> dict[str, dict[str, Any]]:
-    states = {"Ensure Storage": task("ensure_storage", "Start Polling Storage")}
-    states |= poll_loop("Storage", "check_storage", "storage", after)
+def _storage_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    states = {"Ensure Storage": task("ensure_storage", "Start Polling Storage", catch_to=fail)}
+    states |= poll_loop("Storage", "check_storage", "storage", after, catch_to=fail)
     return states
 
 
-def _verify_states(after: str) -> dict[str, dict[str, Any]]:
-    return poll_loop("Cluster Verification", "verify_cluster", "verify", after)
+def _verify_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
+    """An event-or-poll wait for every group at target (cluster events wake it); its budget ends in a report."""
+    states = event_wait(
+        "Cluster Verification",
+        "check_cluster_verification",
+        "nodes",
+        after,
+        stage="verify",
+        catch_to=fail,
+        exhausted_next="Report Node Shortfall",
+    )
+    states["Report Node Shortfall"] = task("report_node_shortfall", after, catch_to=fail)
+    return states
 
 
-CREATE_STAGES: dict[StageName, tuple[str, Callable[[str], dict[str, dict[str, Any]]]]] = {
+CREATE_STAGES: dict[StageName, tuple[str, StageStates]] = {
     StageName.NETWORK: ("Ensure Network", _network_states),
     StageName.ACCESS: ("Grant Access", _access_states),
     StageName.DEPENDENCIES: ("Plan Add-ons", _dependencies_states),
     StageName.HYPERPOD: ("Ensure Compute Subnet", _hyperpod_states),
     StageName.STORAGE: ("Ensure Storage", _storage_states),
-    StageName.VERIFY: ("Start Polling Cluster Verification", _verify_states),
+    StageName.VERIFY: ("Start Waiting For Cluster Verification", _verify_states),
 }
-"""Each stage's first state and the builder of its states (given the state that follows the stage)."""
+"""Each stage's first state and the builder of its states."""
+
+CREATE_GRAPH: list[StageName | list[list[StageName]]] = [
+    StageName.NETWORK,
+    StageName.ACCESS,
+    [[StageName.DEPENDENCIES, StageName.HYPERPOD], [StageName.STORAGE]],
+    StageName.VERIFY,
+]
+"""The create workflow as a dependency graph: steps in order; a list of chains runs as parallel branches.
+
+Only what HyperPod needs before nodes join (the pod identity agent, the Kubernetes objects) gates
+CreateCluster; storage needs only the Kubernetes API, so it runs beside them; verify needs all.
+"""
+
+
+def _entry(step: StageName | list[list[StageName]]) -> str:
+    if isinstance(step, StageName):
+        return f"Begin {step.display_name} Stage"
+    return "Provision In Parallel"
+
+
+def _chain(stages: list[StageName], after: str, fail: str) -> dict[str, dict[str, Any]]:
+    """The states of stages run one after another, then ``after``."""
+    states: dict[str, dict[str, Any]] = {}
+    for i, stage in enumerate(stages):
+        nxt = f"Begin {stages[i + 1].display_name} Stage" if i + 1 < len(stages) else after
+        first, build = CREATE_STAGES[stage]
+        states |= stage_edges(stage.value, stage.display_name, first, nxt, catch_to=fail)
+        states |= build(f"Complete {stage.display_name} Stage", fail)
+    return states
+
+
+def _branch(chain: list[StageName]) -> dict[str, Any]:
+    """One Parallel branch: a chain of stages with its own failure path (it records its own failed stage)."""
+    name = " And ".join(s.display_name for s in chain)
+    states = _chain(chain, f"{name} Done", f"Record {name} Failure")
+    states[f"{name} Done"] = {"Type": "Succeed"}
+    states |= branch_failure_path(name)
+    return {"StartAt": f"Begin {chain[0].display_name} Stage", "States": states}
 
 
 def create_cluster() -> dict[str, Any]:
-    """The create-cluster (and retry-stage) workflow: the stages in ``StageName`` order, entered at ``$.startStage``."""
+    """The create-cluster (and retry-stage) workflow over :data:`CREATE_GRAPH`, entered at ``$.startStage``.
+
+    A retry enters at the FAILED stage's step of the graph: that stage, the stages after it and the
+    stages beside it in the same parallel step run again (a SUCCEEDED stage is skipped by its own
+    ``begin_stage``).
+    """
+    graph_stages = [
+        s for step in CREATE_GRAPH for s in ([step] if isinstance(step, StageName) else [x for c in step for x in c])
+    ]
     missing = set(StageName) - set(CREATE_STAGES)
-    if missing:
-        raise SystemExit(f"stages without create states: {sorted(missing)}")
-    stages = list(StageName)
+    if missing or sorted(graph_stages) != sorted(StageName):
+        raise SystemExit(f"every stage needs create states and one place in CREATE_GRAPH: {sorted(missing)}")
+
+    def entry_of(stage: StageName) -> str:
+        for step in CREATE_GRAPH:
+            if step == stage or (not isinstance(step, StageName) and any(stage in c for c in step)):
+                return _entry(step)
+        raise SystemExit(f"stage {stage} is not in CREATE_GRAPH")
+
     states: dict[str, dict[str, Any]] = {
         "Initialize Workflow": {
             "Type": "Pass",
@@ -333,17 +526,14 @@ def create_cluster() -> dict[str, Any]:
                 "generation.$": "$.generation",
                 "startStage.$": "$.startStage",
                 "config.$": "$.config",
-                "currentStage": {"stage.$": "$.startStage"},
+                "currentStage": {"stage.$": "$.startStage", "skip": False},
                 "pollCount": {"value": 0},
             },
             "Next": "Route To Start Stage",
         },
         "Route To Start Stage": {
             "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.startStage", "StringEquals": s.value, "Next": f"Begin {s.display_name} Stage"}
-                for s in stages
-            ],
+            "Choices": [{"Variable": "$.startStage", "StringEquals": s.value, "Next": entry_of(s)} for s in StageName],
             "Default": "Unknown Start Stage",
         },
         "Unknown Start Stage": {
@@ -356,18 +546,25 @@ def create_cluster() -> dict[str, Any]:
             "Next": FAILURE,
         },
     }
-    for i, stage in enumerate(stages):
-        after = f"Begin {stages[i + 1].display_name} Stage" if i + 1 < len(stages) else "Complete Operation"
-        first, build = CREATE_STAGES[stage]
-        states |= stage_edges(stage.value, stage.display_name, first, after)
-        states |= build(f"Complete {stage.display_name} Stage")
+    for i, step in enumerate(CREATE_GRAPH):
+        after = _entry(CREATE_GRAPH[i + 1]) if i + 1 < len(CREATE_GRAPH) else "Complete Operation"
+        if isinstance(step, StageName):
+            states |= _chain([step], after, FAILURE)
+        else:
+            states[_entry(step)] = {
+                "Type": "Parallel",
+                "Branches": [_branch(chain) for chain in step],
+                "ResultPath": None,
+                # Each branch recorded its own failure (stage, operation, cluster) before failing.
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Workflow Failed"}],
+                "Next": after,
+            }
     states["Complete Operation"] = task("complete_create", "Cluster Ready")
     states["Cluster Ready"] = {"Type": "Succeed"}
     states |= failure_path()
     return {
-        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: "
-        + ", ".join(s.value for s in stages)
-        + ". Progress is recorded in DynamoDB by every step.",
+        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: network, access, then "
+        "dependencies and hyperpod beside storage, then verify. Progress is recorded in DynamoDB by every step.",
         "StartAt": "Initialize Workflow",
         "States": states,
     }

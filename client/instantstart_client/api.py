@@ -35,6 +35,7 @@ from instantstart_client import __version__
 from instantstart_client.shapes import (
     AvailabilityZone,
     Cluster,
+    ClusterEventPage,
     ClusterPage,
     ClusterSummary,
     InstanceGroupSpec,
@@ -468,6 +469,43 @@ class InstantStartClient:
         """
         answer = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/stages")
         return cast(list[Stage], (answer or {}).get("stages") or [])
+
+    def list_cluster_events(
+        self,
+        cluster_tag: str,
+        *,
+        max_results: int | None = None,
+        next_token: str | None = None,
+        level: str | None = None,
+        instance_group_name: str | None = None,
+    ) -> ClusterEventPage:
+        """``GET /clusters/{clusterTag}/events``: one page of the cluster's HyperPod events, newest first.
+
+        Args:
+            cluster_tag: the cluster's tag (events of ``hp-cluster-<tag>``).
+            max_results: most events on the page, 1-100 (server default 20 when None).
+            next_token: ``nextToken`` of the previous page, asked with the same filters.
+            level: only events of this level: ``Info``, ``Warn`` or ``Error``.
+            instance_group_name: only events of this instance group.
+
+        Returns:
+            ``{"clusterTag", "hyperPodClusterName", "events": [ClusterEvent], "nextToken"}``; ClusterEvent is
+            ``{eventId, eventTime, eventLevel, description, instanceGroupName, instanceId, resourceType,
+            operationId}``. Empty while the HyperPod cluster does not exist yet. With ``level`` a page may be
+            short (even empty) while ``nextToken`` is set.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound``; 400 for a ``nextToken`` the API did not issue for this listing;
+                422 for a bad level, range or group name; 503 when SageMaker is unavailable.
+        """
+        params = {
+            "maxResults": max_results,
+            "nextToken": next_token,
+            "level": level,
+            "instanceGroupName": instance_group_name,
+        }
+        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/events", params=params)
+        return cast(ClusterEventPage, page)
 
     def retry_stage(self, cluster_tag: str, stage: str, *, idempotency_key: str | None = None) -> Operation:
         """``POST /clusters/{clusterTag}/stages/{stage}/retry``: run a FAILED stage and the ones after it.

@@ -34,6 +34,7 @@ from instantstart_client.render import (
     cluster_overview_table,
     clusters_table,
     esc,
+    events_table,
     failed_stage,
     instance_types_table,
     operation_table,
@@ -42,7 +43,7 @@ from instantstart_client.render import (
     stages_table,
     zones_table,
 )
-from instantstart_client.shapes import InstanceGroupSpec, Operation
+from instantstart_client.shapes import EVENT_LEVELS, InstanceGroupSpec, Operation
 
 EXIT_OPERATION_FAILED = 1
 EXIT_CLIENT_ERROR = 2
@@ -426,6 +427,46 @@ def clusters_stages(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = 
         _echo_json({"stages": stages})
         return
     state.console.print(stages_table(stages))
+
+
+@clusters_app.command("events")
+@handle_errors
+def clusters_events(
+    ctx: typer.Context,
+    tag: TagArgument,
+    level: Annotated[
+        str | None,
+        typer.Option("--level", help=f"Only events of this level: {', '.join(EVENT_LEVELS)}.", show_default=False),
+    ] = None,
+    instance_group: Annotated[
+        str | None, typer.Option("--instance-group", help="Only events of this instance group.", show_default=False)
+    ] = None,
+    max_results: Annotated[
+        int | None, typer.Option("--max-results", min=1, max=100, help="Events per page, 1-100 (API default 20).")
+    ] = None,
+    next_token: Annotated[str | None, typer.Option("--next-token", help="Token of the page to print.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a page of the cluster's HyperPod events (SageMaker's own), newest first."""
+    state = _state(ctx)
+    page = state.client().list_cluster_events(
+        tag, max_results=max_results, next_token=next_token, level=level, instance_group_name=instance_group
+    )
+    if state.wants_json(as_json):
+        _echo_json(page)
+        return
+    state.console.print(events_table(page.get("events") or [], page.get("hyperPodClusterName") or tag))
+    token = page.get("nextToken")
+    if token:
+        filters = "".join(
+            f" {flag} {value}" for flag, value in (("--level", level), ("--instance-group", instance_group)) if value
+        )
+        state.console.print(
+            f"More events: instantstart clusters events {tag}{filters} --next-token {token}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @clusters_app.command("retry")

@@ -20,6 +20,7 @@ from instantstart_client.shapes import (
     TERMINAL_OPERATION_STATUSES,
     AvailabilityZone,
     Cluster,
+    ClusterEvent,
     ClusterSummary,
     InstanceGroupInfo,
     NodeInfo,
@@ -293,6 +294,29 @@ def clusters_table(clusters: Sequence[ClusterSummary]) -> Table:
             c.get("hyperPodClusterName") or MISSING,
             format_time(c.get("createdAt")),
             format_time(c.get("updatedAt")),
+        )
+    return table
+
+
+EVENT_LEVEL_STYLES = {"Info": "", "Warn": "yellow", "Error": "bold red"}
+
+
+def events_table(events: Sequence[ClusterEvent], cluster_name: str) -> Table:
+    """``GET /clusters/{clusterTag}/events`` as a table, newest first; descriptions verbatim."""
+    table = Table(title=f"HyperPod events of {cluster_name} ({len(events)}, newest first)")
+    for column in ("Time", "Level", "Resource", "Group", "Instance"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Description", overflow="fold")
+    for e in events:
+        level = e.get("eventLevel")
+        add_row(
+            table,
+            format_time(e.get("eventTime")),
+            Text(level or MISSING, style=EVENT_LEVEL_STYLES.get(level or "", "")),
+            e.get("resourceType") or MISSING,
+            e.get("instanceGroupName") or MISSING,
+            e.get("instanceId") or MISSING,
+            e.get("description") or MISSING,
         )
     return table
 

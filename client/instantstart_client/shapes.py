@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-CLUSTER_STATUSES = ("CREATING", "READY", "FAILED", "DELETING", "DELETED")
+CLUSTER_STATUSES = ("CREATING", "READY", "DEGRADED", "FAILED", "DELETING", "DELETED")
 STAGE_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED")
 OPERATION_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 TERMINAL_OPERATION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 STAGE_NAMES = ("network", "access", "dependencies", "hyperpod", "storage", "verify")
 """The stages of a cluster, in the order they run."""
+EVENT_LEVELS = ("Info", "Warn", "Error")
+"""Levels of HyperPod cluster events (the ``level`` filter of ``GET /clusters/{clusterTag}/events``)."""
 
 
 class ErrorDetail(TypedDict):
@@ -173,3 +175,25 @@ class AvailabilityZone(TypedDict):
 
     zoneName: str
     zoneId: str
+
+
+class ClusterEvent(TypedDict):
+    """One HyperPod event of ``GET /clusters/{clusterTag}/events`` (SageMaker's, description verbatim)."""
+
+    eventId: str
+    eventTime: str
+    eventLevel: str | None
+    description: str | None
+    instanceGroupName: str | None
+    instanceId: str | None
+    resourceType: str
+    operationId: str | None
+
+
+class ClusterEventPage(TypedDict):
+    """``GET /clusters/{clusterTag}/events``: one page of events, newest first, and the next page's token."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    events: list[ClusterEvent]
+    nextToken: str | None

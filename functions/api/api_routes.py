@@ -10,16 +10,25 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, Field
 
-from instantstart.clusters import catalog, service
+from instantstart.clusters import catalog, events_feed, service
 from instantstart.clusters.catalog import AvailabilityZone
 from instantstart.models.cluster import (
     AVAILABILITY_ZONE_PATTERN,
     AVAILABILITY_ZONE_RULE,
+    INSTANCE_GROUP_NAME_PATTERN,
+    INSTANCE_GROUP_NAME_RULE,
     ClusterList,
     ClusterTag,
     ClusterView,
     CreateClusterRequest,
     StageList,
+)
+from instantstart.models.cluster_events import (
+    EVENTS_DEFAULT_PAGE_SIZE,
+    EVENTS_MAX_PAGE_SIZE,
+    EVENTS_TOKEN_MAX_LENGTH,
+    ClusterEventLevel,
+    ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
 from instantstart.models.errors import ErrorResponse, pattern_rule
@@ -193,6 +202,66 @@ def delete_cluster(
 def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
     """The stages in order."""
     return _json(service.get_stages(runtime(), cluster_tag))
+
+
+@router.get(
+    "/clusters/<clusterTag>/events",
+    operation_id="ListClusterEvents",
+    summary="List the HyperPod events of a cluster, newest first",
+    description="SageMaker HyperPod's own events of the cluster's HyperPod cluster (hp-cluster-<clusterTag>): "
+    "provisioning, scaling, node replacement and capacity errors of the cluster, its instance groups and "
+    "instances, with SageMaker's descriptions verbatim. Empty while the HyperPod cluster does not exist yet.",
+    responses={**_ok(ClusterEventList), **_errors(400, 404, 422, 503)},
+    tags=["clusters"],
+)
+def list_cluster_events(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    max_results: Annotated[
+        int,
+        Query(
+            alias="maxResults",
+            ge=1,
+            le=EVENTS_MAX_PAGE_SIZE,
+            description=f"Most events per page, 1-{EVENTS_MAX_PAGE_SIZE}.",
+            examples=[EVENTS_DEFAULT_PAGE_SIZE],
+        ),
+    ] = EVENTS_DEFAULT_PAGE_SIZE,
+    next_token: Annotated[
+        str | None,
+        Query(
+            alias="nextToken",
+            max_length=EVENTS_TOKEN_MAX_LENGTH,
+            description="The nextToken of the previous page (asked with the same level and instanceGroupName); "
+            "omit for the first page.",
+        ),
+    ] = None,
+    level: Annotated[
+        ClusterEventLevel | None,
+        Query(description="Only events of this level: Info, Warn or Error; omit for every level.", examples=["Error"]),
+    ] = None,
+    instance_group_name: Annotated[
+        str | None,
+        Query(
+            alias="instanceGroupName",
+            pattern=INSTANCE_GROUP_NAME_PATTERN,
+            max_length=63,
+            description="Only events of this instance group; omit for every group and the cluster's own events.",
+            examples=["accel"],
+            json_schema_extra=pattern_rule(INSTANCE_GROUP_NAME_RULE),
+        ),
+    ] = None,
+) -> Response[ClusterEventList]:
+    """A page of the cluster's HyperPod events."""
+    return _json(
+        events_feed.list_cluster_events(
+            runtime(),
+            cluster_tag,
+            max_results=max_results,
+            next_token=next_token,
+            level=level,
+            instance_group_name=instance_group_name,
+        )
+    )
 
 
 @router.post(

@@ -244,15 +244,31 @@ def test_given_both_workflows_then_every_step_action_is_used_by_one_of_them() ->
     assert set(ACTIONS) - used == set(), "dispatch entries no workflow calls"
 
 
-def test_given_a_task_waiting_for_a_token_then_its_timeout_comes_from_input_and_falls_back_to_polling(
+def test_given_a_task_waiting_for_a_token_then_it_times_out_at_its_poll_interval_and_checks_again_bounded(
     asl: Path,
 ) -> None:
+    """Event-or-poll: no blind window (the timeout is the poll interval), and the loop back is counted."""
+    scopes = {}
     for where, name, state in all_states(asl):
+        scopes[(where, name)] = state
+    for (where, name), state in scopes.items():
         if state["Type"] == "Task" and state["Resource"].endswith(".waitForTaskToken"):
             assert state["Parameters"]["Payload"]["taskToken.$"] == "$$.Task.Token"
-            assert str(state.get("TimeoutSecondsPath", "")).startswith("$.config."), f"{where}{name}"
-            timeouts = [c for c in state["Catch"] if c["ErrorEquals"] == ["States.Timeout"]]
-            assert timeouts and timeouts[0]["Next"].startswith("Start Polling"), f"{where}{name}"
+            path = str(state.get("TimeoutSecondsPath", ""))
+            assert path.startswith("$.config.pollSeconds."), f"{where}{name}: {path}"
+            [timeout] = [c for c in state["Catch"] if c["ErrorEquals"] == ["States.Timeout"]]
+            # woken or timed out, the wait goes back to its check: a plain task
+            assert timeout["Next"] == state["Next"], f"{where}{name}: a timeout must check again"
+            check = scopes[(where, state["Next"])]
+            assert check["Type"] == "Task" and not check["Resource"].endswith(".waitForTaskToken")
+
+
+def test_given_the_default_poll_intervals_then_every_event_or_poll_wait_checks_at_least_once_a_minute() -> None:
+    from instantstart.models.workflow import PollSeconds
+
+    seconds = PollSeconds().to_wire()
+
+    assert seconds["hyperPodCluster"] <= 60 and seconds["nodes"] <= 60
 
 
 def load_builder() -> ModuleType:

@@ -33,6 +33,8 @@ SCHEMA_OF: dict[str, str] = {
     "AvailabilityZone": "AvailabilityZone",
     "ErrorDetail": "ErrorDetail",
     "ErrorBody": "ErrorBody",
+    "ClusterEvent": "ClusterEventView",
+    "ClusterEventPage": "ClusterEventList",
 }
 """Each TypedDict of client/instantstart_client/shapes.py and the API schema it mirrors."""
 
@@ -126,8 +128,9 @@ def test_given_a_client_shape_then_its_fields_exist_in_the_api_schema_with_compa
         (shapes.STAGE_STATUSES, "StageStatus"),
         (shapes.OPERATION_STATUSES, "OperationStatus"),
         (shapes.STAGE_NAMES, "StageName"),
+        (shapes.EVENT_LEVELS, "ClusterEventLevel"),
     ],
-    ids=["cluster-statuses", "stage-statuses", "operation-statuses", "stage-names"],
+    ids=["cluster-statuses", "stage-statuses", "operation-statuses", "stage-names", "event-levels"],
 )
 def test_given_a_status_tuple_then_it_equals_the_api_enum(openapi: Any, values: tuple[str, ...], schema: str) -> None:
     assert list(values) == openapi.schemas[schema]["enum"]

@@ -20,6 +20,7 @@ COMPARED = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems
 POST_CLUSTERS = ("POST", "/clusters")
 CLUSTER = "/clusters/{clusterTag}"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
+EVENTS = "/clusters/{clusterTag}/events"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -29,6 +30,11 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "idempotencyKey"): (*POST_CLUSTERS, "header", "Idempotency-Key"),
     ("cluster_get_status", "clusterTag"): ("GET", CLUSTER, "path", "clusterTag"),
     ("cluster_get_stages", "clusterTag"): ("GET", f"{CLUSTER}/stages", "path", "clusterTag"),
+    ("cluster_list_events", "clusterTag"): ("GET", EVENTS, "path", "clusterTag"),
+    ("cluster_list_events", "maxResults"): ("GET", EVENTS, "query", "maxResults"),
+    ("cluster_list_events", "nextToken"): ("GET", EVENTS, "query", "nextToken"),
+    ("cluster_list_events", "level"): ("GET", EVENTS, "query", "level"),
+    ("cluster_list_events", "instanceGroupName"): ("GET", EVENTS, "query", "instanceGroupName"),
     ("cluster_retry_stage", "clusterTag"): ("POST", RETRY, "path", "clusterTag"),
     ("cluster_retry_stage", "stage"): ("POST", RETRY, "path", "stage"),
     ("cluster_retry_stage", "idempotencyKey"): ("POST", RETRY, "header", "Idempotency-Key"),

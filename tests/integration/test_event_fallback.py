@@ -1,7 +1,9 @@
-"""Given the HyperPod state-change event never arrives, the bounded poll fallback still completes the stage."""
+"""Given HyperPod sends no State Change events, the event-or-poll wait still completes the hyperpod stage,
+checking AWS every poll interval (no blind window)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -9,32 +11,57 @@ import boto3
 import pytest
 
 from instantstart_client.api import InstantStartClient
+from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
+
+WAIT_STATE = "Wait For HyperPod Cluster Event"
+CHECK_STATE = "Check HyperPod Cluster"
 
 
 @pytest.fixture
-def hyperpod_events_lost(sandbox: Any) -> Iterator[None]:
-    """Disable the template's HyperPod state-change rule (as if the events were lost), then restore it."""
-    events = boto3.client("events", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
-    rules = [r["Name"] for r in events.list_rules()["Rules"] if "HyperPodClusterStateChange" in r["Name"]]
-    assert rules, "the template's EventBridge rule is deployed"
-    for name in rules:
-        events.disable_rule(Name=name)
+def no_state_change_events(sandbox: Sandbox) -> Iterator[None]:
+    """HyperPod emits no "SageMaker HyperPod Cluster State Change" events during the test."""
+    hyperpod = sandbox.aws.extension.hyperpod
+    before = hyperpod.state_change_events
+    hyperpod.state_change_events = False
     yield
-    for name in rules:
-        events.enable_rule(Name=name)
+    hyperpod.state_change_events = before
 
 
-def test_given_lost_events_when_creating_then_the_poll_fallback_completes_the_hyperpod_stage(
-    hyperpod_events_lost: None, api: InstantStartClient, sandbox: Any, wait_for: Callable[..., dict[str, Any]]
+def _waits(history: list[dict[str, Any]], state: str) -> list[dict[str, Any]]:
+    """Each run of the Task state ``state``: how its task ended and how long the run took (wall seconds)."""
+    by_id = {e["id"]: e for e in history}
+    runs = []
+    for e in history:
+        if e["type"] not in ("TaskSucceeded", "TaskTimedOut", "TaskFailed"):
+            continue
+        entered = e
+        while entered["type"] != "TaskStateEntered" and entered.get("previousEventId"):
+            entered = by_id[entered["previousEventId"]]
+        if entered.get("stateEnteredEventDetails", {}).get("name") == state:
+            runs.append({"end": e["type"], "seconds": (e["timestamp"] - entered["timestamp"]).total_seconds()})
+    return runs
+
+
+def test_given_no_state_change_events_when_creating_then_the_poll_completes_the_hyperpod_stage(
+    no_state_change_events: None, api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
 ) -> None:
     op = api.create_cluster("noevent", "us-west-2c", [GROUP])
     ready = wait_for(api, "noevent", terminal)
     assert ready["status"] == "READY", ready["stages"]
+    assert all(s["status"] == "SUCCEEDED" for s in ready["stages"])
+
     sfn = boto3.client("stepfunctions", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
-    history = sfn.get_execution_history(
-        executionArn=api.get_operation(op["operationId"])["executionArn"], maxResults=1000
-    )
-    entered = [e["stateEnteredEventDetails"]["name"] for e in history["events"] if "stateEnteredEventDetails" in e]
-    assert "Check HyperPod Cluster" in entered, "the stage finished through the poll fallback"
-    assert any(e["type"] == "TaskTimedOut" for e in history["events"]), "the wait for the event timed out first"
+    arn = api.get_operation(op["operationId"])["executionArn"]
+    poll_seconds = json.loads(sfn.describe_execution(executionArn=arn)["input"])["config"]["pollSeconds"]
+    interval = float(poll_seconds["hyperPodCluster"])
+    assert 0 < interval <= 60
+    history = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    runs = _waits(history, WAIT_STATE)
+    assert runs, "the hyperpod stage waited for its cluster"
+    assert any(r["end"] == "TaskTimedOut" for r in runs), "with no event to wake it, the wait timed out: a poll"
+    checks = _waits(history, CHECK_STATE)
+    assert len(checks) == len(runs) + 1, "every wait is followed by a check; the last check saw InService"
+    # Simulated seconds: the poll interval, plus the task's own run time (slack: half an interval).
+    longest = max(r["seconds"] for r in runs) * sandbox.time_scale
+    assert longest <= 1.5 * interval, (f"a wait lasted {longest:.0f} simulated seconds: a blind window", runs)

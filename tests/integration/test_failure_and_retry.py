@@ -1,8 +1,9 @@
-"""Given a capacity failure, the hyperpod stage fails verbatim, later stages wait, and a retry completes it."""
+"""Given a capacity shortage, the create ends DEGRADED with HyperPod's error verbatim and recovers by itself;
+given an AWS API error, the stage records it verbatim and a retry of that stage completes the cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,50 +12,101 @@ from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
-CAPACITY_MESSAGE = "We currently do not have sufficient capacity for ml.g6.4xlarge in us-west-2c."
+INSTANCE_TYPE = GROUP["instanceType"]
 
 
-def test_given_no_capacity_when_creating_then_hyperpod_fails_and_a_retry_makes_it_ready(
-    api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
+@pytest.fixture
+def no_capacity(sandbox: Sandbox) -> Iterator[Any]:
+    """HyperPod cannot launch ``ml.g6.4xlarge`` until the test clears it (cleared afterwards in any case)."""
+    faults = sandbox.aws.extension.faults
+    faults.fail_hyperpod_capacity(INSTANCE_TYPE)
+    yield faults
+    faults.clear_hyperpod_capacity()
+
+
+def _settled(cluster: dict[str, Any]) -> bool:
+    return cluster["status"] in ("READY", "FAILED", "DEGRADED")
+
+
+def test_given_no_capacity_under_continuous_provisioning_then_degraded_with_the_error_and_ready_once_it_clears(
+    no_capacity: Any, api: InstantStartClient, wait_for: Callable[..., dict[str, Any]]
 ) -> None:
-    sandbox.aws.extension.faults.fail_hyperpod_capacity("ml.g6.4xlarge", CAPACITY_MESSAGE, times=1)
-    op = api.create_cluster("retry", "us-west-2c", [GROUP])
+    op = api.create_cluster("nocap", "us-west-2c", [GROUP])
 
-    failed = wait_for(api, "retry", terminal)
-    assert failed["status"] == "FAILED"
-    stages = {s["name"]: s for s in failed["stages"]}
-    assert [stages[n]["status"] for n in ("network", "access", "dependencies")] == ["SUCCEEDED"] * 3
-    assert stages["hyperpod"]["status"] == "FAILED"
-    assert stages["hyperpod"]["error"]["code"] == "HyperPodClusterFailed"
-    assert CAPACITY_MESSAGE in stages["hyperpod"]["error"]["message"]
-    assert stages["storage"]["status"] == "PENDING" and stages["verify"]["status"] == "PENDING"
+    degraded = wait_for(api, "nocap", _settled)
+    assert degraded["status"] == "DEGRADED", degraded["stages"]
+    stages = {s["name"]: s for s in degraded["stages"]}
+    assert [stages[n]["status"] for n in ("network", "access", "dependencies", "hyperpod", "storage")] == [
+        "SUCCEEDED"
+    ] * 5, "the HyperPod cluster is InService: the hyperpod stage succeeded before any instance"
+    assert stages["verify"]["status"] == "FAILED"
+    assert stages["verify"]["error"]["code"] == "InsufficientCapacity"
+
+    hyper_pod = degraded["hyperPod"]
+    assert hyper_pod["status"] == "InService"
+    group = hyper_pod["instanceGroups"][0]
+    assert group["targetCount"] == 1 and group["currentCount"] == 0
+    assert hyper_pod["latestErrors"], "HyperPod's errors are on the cluster view"
+    assert all(e["eventLevel"] == "Error" for e in hyper_pod["latestErrors"])
+
+    page = api.list_cluster_events("nocap", level="Error")
+    assert page["hyperPodClusterName"] == "hp-cluster-nocap"
+    errors = page["events"]
+    assert errors and all(e["eventLevel"] == "Error" for e in errors)
+    assert [e["eventTime"] for e in errors] == sorted((e["eventTime"] for e in errors), reverse=True)
+    assert {e["instanceGroupName"] for e in errors} == {"accel"}
+    descriptions = {e["description"] for e in errors}
+    assert {e["description"] for e in hyper_pod["latestErrors"]} <= descriptions, "verbatim HyperPod events"
+
     operation = api.get_operation(op["operationId"])
-    assert operation["status"] == "FAILED" and operation["error"]["code"] == "HyperPodClusterFailed"
+    assert operation["status"] == "FAILED"
+    assert operation["error"]["code"] == "InsufficientCapacity"
+    assert any(operation["error"]["message"].startswith(d) for d in descriptions), (
+        "the operation's message is HyperPod's latest error, verbatim",
+        operation["error"]["message"],
+        descriptions,
+    )
+    assert stages["verify"]["error"] == operation["error"]
 
-    with pytest.raises(ApiError) as err:
-        api.retry_stage("retry", "storage")
-    assert err.value.status == 409 and "PENDING" in err.value.message
+    with pytest.raises(ApiError) as conflict:
+        api.create_cluster("nocap", "us-west-2c", [GROUP])
+    assert conflict.value.status == 409, "a DEGRADED cluster still holds its tag"
 
-    retry = api.retry_stage("retry", "hyperpod")
-    assert retry["type"] == "RETRY_STAGE" and retry["stage"] == "hyperpod"
-    ready = wait_for(api, "retry", lambda c: terminal(c) and c["currentOperationId"] == retry["operationId"])
+    no_capacity.clear_hyperpod_capacity()
+    ready = wait_for(api, "nocap", lambda c: c["status"] != "DEGRADED")
     assert ready["status"] == "READY", ready["stages"]
+    assert ready["currentOperationId"] in (None, op["operationId"]), "no user action started anything"
     stages = {s["name"]: s for s in ready["stages"]}
-    assert stages["network"]["attempts"] == 1, "earlier stages are not run again"
-    assert stages["hyperpod"]["attempts"] == 2 and stages["hyperpod"]["error"] is None
-    assert all(s["status"] == "SUCCEEDED" for s in ready["stages"])
-    assert api.get_operation(retry["operationId"])["status"] == "SUCCEEDED"
+    assert all(s["status"] == "SUCCEEDED" for s in stages.values()), stages
+    assert stages["verify"]["attempts"] == 1 and stages["verify"]["error"] is None
+    group = ready["hyperPod"]["instanceGroups"][0]
+    assert group["currentCount"] == group["targetCount"] == 1
 
 
-def test_given_an_api_error_from_aws_when_creating_then_the_stage_records_the_aws_code_verbatim(
+def test_given_an_api_error_from_aws_when_creating_then_it_is_recorded_verbatim_and_a_retry_completes_it(
     api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
 ) -> None:
     message = "The account-level service limit 'Maximum number of VPCs' is 5 VPCs."
     sandbox.aws.extension.faults.inject("ec2", "CreateVpc", "VpcLimitExceeded", message, times=1)
-    api.create_cluster("vpclimit", "us-west-2c", [GROUP])
+    op = api.create_cluster("vpclimit", "us-west-2c", [GROUP])
     failed = wait_for(api, "vpclimit", terminal)
     network = failed["stages"][0]
     assert failed["status"] == "FAILED"
     assert network["status"] == "FAILED"
     assert network["error"] == {"code": "VpcLimitExceeded", "message": message}
     assert all(s["status"] == "PENDING" for s in failed["stages"][1:])
+    operation = api.get_operation(op["operationId"])
+    assert operation["status"] == "FAILED" and operation["error"]["code"] == "VpcLimitExceeded"
+
+    with pytest.raises(ApiError) as pending:
+        api.retry_stage("vpclimit", "storage")
+    assert pending.value.status == 409 and "PENDING" in pending.value.message
+
+    retry = api.retry_stage("vpclimit", "network")
+    assert retry["type"] == "RETRY_STAGE" and retry["stage"] == "network"
+    ready = wait_for(api, "vpclimit", lambda c: terminal(c) and c["currentOperationId"] == retry["operationId"])
+    assert ready["status"] == "READY", ready["stages"]
+    stages = {s["name"]: s for s in ready["stages"]}
+    assert stages["network"]["attempts"] == 2 and stages["network"]["error"] is None
+    assert all(s["status"] == "SUCCEEDED" for s in stages.values())
+    assert api.get_operation(retry["operationId"])["status"] == "SUCCEEDED"

@@ -91,7 +91,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def poll_operation(
-    client: Client, operation_id: str, *, every: int = 120, limit: int = 120, on_poll: Callable[..., Awaitable[None]]
+    client: Client, operation_id: str, *, every: int = 45, limit: int = 320, on_poll: Callable[..., Awaitable[None]]
 ) -> dict[str, Any]:
     """The transcript's loop: ``wait_seconds`` then ``operation_get`` until a terminal status (bounded)."""
     for _ in range(limit):

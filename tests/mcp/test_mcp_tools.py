@@ -22,6 +22,7 @@ EXPECTED_TOOLS = {
     "cluster_create",
     "cluster_get_status",
     "cluster_get_stages",
+    "cluster_list_events",
     "cluster_retry_stage",
     "cluster_delete",
     "operation_get",
@@ -174,11 +175,15 @@ async def _nothing(_: dict[str, Any]) -> None:
 async def test_a_failed_stage_is_shown_and_retried_to_ready(
     mcp_client: McpConnect, sandbox: Any, api: InstantStartClient, no_faults: None
 ) -> None:
-    """Given no HyperPod capacity once, the hyperpod stage fails with the AWS message; retrying a
-    stage that did not fail is the API's 409 JSON; retrying hyperpod ends READY."""
+    """Given SageMaker refuses CreateCluster once (a service quota), the hyperpod stage fails with the AWS code
+    and message verbatim; retrying a stage that did not fail is the API's 409 JSON; retrying hyperpod ends READY."""
     tag, instance_type = "mcpretry", "ml.g5.8xlarge"
-    message = f"We currently do not have sufficient capacity for {instance_type} in us-west-2c."
-    sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type, message, times=1)
+    message = (
+        f"The account-level service limit '{instance_type} for cluster usage' is 0 Instances, with current "
+        "utilization of 0 Instances and a request delta of 1 Instances. Please use AWS Service Quotas to "
+        "request an increase for this quota."
+    )
+    sandbox.aws.extension.faults.inject("sagemaker", "CreateCluster", "ResourceLimitExceeded", message, times=1)
     group = {"instanceType": instance_type, "instanceCount": 1}
     async with mcp_client(allow_write=True) as client:
         created = await call(
@@ -186,22 +191,29 @@ async def test_a_failed_stage_is_shown_and_retried_to_ready(
         )
         failed = await poll_operation(client, created["operationId"], on_poll=_nothing)
         assert failed["status"] == "FAILED"
+        assert failed["error"] == {"code": "ResourceLimitExceeded", "message": message}
         stages = {s["name"]: s for s in (await call(client, "cluster_get_stages", clusterTag=tag))["stages"]}
-        assert stages["hyperpod"]["status"] == "FAILED" and message in stages["hyperpod"]["error"]["message"]
+        assert stages["hyperpod"]["status"] == "FAILED"
+        assert stages["hyperpod"]["error"] == {"code": "ResourceLimitExceeded", "message": message}
+        assert stages["verify"]["status"] == "PENDING"
 
-        conflict = await client.call_tool("cluster_retry_stage", {"clusterTag": tag, "stage": "storage"})
+        conflict = await client.call_tool("cluster_retry_stage", {"clusterTag": tag, "stage": "verify"})
         assert conflict.is_error
         body = json.loads(text_of(conflict))
         assert "PENDING" in body["error"]["message"]
         with pytest.raises(ApiError) as direct:
-            api.retry_stage(tag, "storage")
+            api.retry_stage(tag, "verify")
         assert direct.value.status == 409 and body == direct.value.body
 
         retry = await call(client, "cluster_retry_stage", clusterTag=tag, stage="hyperpod")
         assert retry["type"] == "RETRY_STAGE" and retry["stage"] == "hyperpod"
         done = await poll_operation(client, retry["operationId"], on_poll=_nothing)
         assert done["status"] == "SUCCEEDED", done
-        assert (await call(client, "cluster_get_status", clusterTag=tag))["status"] == "READY"
+        ready = await call(client, "cluster_get_status", clusterTag=tag)
+        assert ready["status"] == "READY"
+        stages = {s["name"]: s for s in ready["stages"]}
+        assert stages["hyperpod"]["attempts"] == 2 and stages["hyperpod"]["error"] is None
+        assert stages["network"]["attempts"] == 1, "stages that succeeded are not run again"
 
 
 async def test_api_4xx_answers_are_tool_errors_whose_text_is_the_api_json(
@@ -298,18 +310,28 @@ async def test_wait_seconds_outside_1_to_300_is_a_tool_error(mcp_client: McpConn
     assert result.is_error and "between 1 and 300 inclusive" in text_of(result)
 
 
-async def test_wait_seconds_sleeps_the_whole_time_and_reports_progress(
+async def test_wait_seconds_returns_within_55_s_saying_how_long_it_waited_and_to_call_again(
     mcp_client: McpConnect, scaled_sleep: ScaledSleep
 ) -> None:
-    """300 s (the maximum) is slept in steps with a progress notification after each."""
+    """wait_seconds(120) returns after at most 55 s of (scaled) time, before a client's 60 s timeout, with
+    the early-return text and the waited and remaining seconds; a wait that fits one call is waited whole."""
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total))
 
     async with mcp_client(allow_write=False) as client:
-        result = await client.call_tool("wait_seconds", {"seconds": 300}, progress_callback=on_progress)
-        assert not result.is_error and result.structured_content == {"waitedSeconds": 300}
-        assert (await client.call_tool("wait_seconds", {"seconds": 1})).structured_content == {"waitedSeconds": 1}
-    assert scaled_sleep.total == 301
-    assert progress and progress[-1] == (300, 300)
+        result = await client.call_tool("wait_seconds", {"seconds": 120}, progress_callback=on_progress)
+        assert not result.is_error and scaled_sleep.total <= 55
+        data = result.structured_content
+        assert data is not None
+        assert (data["waitedSeconds"], data["requestedSeconds"]) == (scaled_sleep.total, 120)
+        assert data["remainingSeconds"] == 120 - data["waitedSeconds"]
+        assert f"Waited {data['waitedSeconds']} of 120 s and returned early" in text_of(result)
+        assert f"call wait_seconds again with seconds={data['remainingSeconds']}" in text_of(result)
+        assert progress and progress[-1] == (data["waitedSeconds"], data["waitedSeconds"])
+
+        whole = await client.call_tool("wait_seconds", {"seconds": 1})
+        assert whole.structured_content is not None
+        assert (whole.structured_content["waitedSeconds"], whole.structured_content["remainingSeconds"]) == (1, 0)
+    assert scaled_sleep.total == data["waitedSeconds"] + 1

@@ -111,6 +111,27 @@ class FakeKube:
         return self.clusters[name]
 
 
+def add_node(
+    kube: FakeKube, cluster: str, name: str = "node-1", ready: bool = True, taints: list[dict[str, str]] | None = None
+) -> None:
+    """Register a Node in the stand-in cluster ``cluster`` (Ready unless ``ready`` is False)."""
+    kube.cluster(cluster).apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/os": "linux"}},
+            "spec": {"taints": list(taints or [])},
+        }
+    )
+    kube.cluster(cluster).patch_status(
+        "v1",
+        "Node",
+        name,
+        None,
+        {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    )
+
+
 @pytest.fixture(scope="session")
 def kube() -> FakeKube:
     """The Kubernetes stand-in shared by the session's AWS server."""

@@ -14,6 +14,7 @@ try:
     from tests.sandbox.conftest_aws import (
         FAKE_CA,
         FakeKube,
+        add_node,
         aws,
         client,
         clock,
@@ -29,6 +30,7 @@ except ImportError:  # rootdir not on sys.path
     from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
         FAKE_CA,
         FakeKube,
+        add_node,
         aws,
         client,
         clock,
@@ -98,6 +100,7 @@ def test_given_an_active_cluster_with_addons_when_deleted_then_deleting_then_gon
 ) -> None:
     eks = client("eks")
     name = _fresh_cluster(client, network, role)
+    add_node(kube, name)
     eks.create_addon(clusterName=name, addonName="metrics-server")
     wait_for(lambda: eks.describe_addon(clusterName=name, addonName="metrics-server")["addon"]["status"] == "ACTIVE")
 
@@ -127,6 +130,7 @@ def test_given_an_active_cluster_when_cert_manager_is_added_then_creating_then_a
     client: Client, kube: FakeKube, eks_cluster: str
 ) -> None:
     eks = client("eks")
+    add_node(kube, eks_cluster)
     addon = eks.create_addon(
         clusterName=eks_cluster,
         addonName="cert-manager",
@@ -167,6 +171,7 @@ def test_given_an_active_addon_when_deleted_then_deleting_then_gone_and_its_obje
 ) -> None:
     eks = client("eks")
     name = _fresh_cluster(client, network, role)
+    add_node(kube, name)
     eks.create_addon(clusterName=name, addonName="aws-mountpoint-s3-csi-driver")
     wait_for(
         lambda: (
@@ -176,6 +181,7 @@ def test_given_an_active_addon_when_deleted_then_deleting_then_gone_and_its_obje
     )
     objects = kube.cluster(name)
     assert objects.get("apps/v1", "DaemonSet", "s3-csi-node", "kube-system") is not None
+    assert objects.get("apps/v1", "Deployment", "s3-csi-controller", "kube-system") is not None  # v2
     assert objects.get("storage.k8s.io/v1", "CSIDriver", "s3.csi.aws.com") is not None
 
     deleted = eks.delete_addon(clusterName=name, addonName="aws-mountpoint-s3-csi-driver")["addon"]
@@ -218,6 +224,7 @@ def test_given_its_dependencies_when_training_operator_is_added_with_pod_identit
 ) -> None:
     eks = client("eks")
     name = _fresh_cluster(client, network, role)
+    add_node(kube, name)
     for dependency in ("cert-manager", "eks-pod-identity-agent"):
         eks.create_addon(clusterName=name, addonName=dependency)
     wait_for(

@@ -263,14 +263,14 @@ def test_given_an_existing_name_when_hyperpod_cluster_is_created_again_then_reso
 def test_given_no_capacity_for_the_instance_type_when_cluster_is_created_then_it_is_accepted_and_fails(
     aws: Any, client: Client, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
 ) -> None:
-    aws.extension.faults.fail_hyperpod_capacity("ml.p5.48xlarge")
+    aws.extension.faults.fail_hyperpod_capacity("ml.p5.48xlarge", times=1)  # the older mode: one CreateCluster
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge"})
     arn = sm.create_cluster(**request)["ClusterArn"]
     assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Creating"
     failed = wait_for(lambda: (d := sm.describe_cluster(ClusterName=arn))["ClusterStatus"] == "Failed" and d)
-    assert "sufficient capacity" in failed["FailureMessage"]
-    assert "ml.p5.48xlarge" in failed["FailureMessage"]
+    assert "do not have sufficient ml.p5.48xlarge capacity" in failed["FailureMessage"]
+    assert "(us-west-2b)" in failed["FailureMessage"], "the Availability Zone of the group's subnet"
     # the fault is consumed: the next cluster with the same type is created
     again = _request(
         eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 0}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -127,3 +128,43 @@ def test_given_an_active_eks_cluster_with_hyperpod_when_the_kubernetes_client_co
         assert {"cert-manager", "cert-manager-cainjector", "cert-manager-webhook"} <= {
             d.metadata.name for d in deployments
         }
+
+
+def test_given_a_new_access_entry_when_the_kubernetes_client_calls_then_401_then_403_then_allowed(
+    real_aws: AwsSandboxServer, real_client: Client, network: dict[str, Any], role: str
+) -> None:
+    eks = real_client("eks")
+    name = unique("eks-cluster")
+    eks.create_cluster(
+        name=name,
+        roleArn=role,
+        resourcesVpcConfig={"subnetIds": network["subnets"]},
+        accessConfig={"authenticationMode": "API"},
+    )
+    cluster = wait_for(lambda: (c := eks.describe_cluster(name=name)["cluster"])["status"] == "ACTIVE" and c)
+    # 6000 simulated seconds at the session's 3000x: 401 for one wall second, then 403 for one
+    real_aws.extension.faults.delay_kubernetes_access(6000)
+    eks.create_access_entry(clusterName=name, principalArn=role)
+    created = time.monotonic()
+    eks.associate_access_policy(
+        clusterName=name,
+        principalArn=role,
+        policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+        accessScope={"type": "cluster"},
+    )
+
+    def status() -> int:
+        with _core_api(cluster) as api:
+            try:
+                kubernetes.client.CoreV1Api(api).list_namespace()
+            except kubernetes.client.exceptions.ApiException as exc:
+                return int(exc.status)
+        return 200
+
+    assert status() == 401
+    assert time.monotonic() - created < 0.9, "the first call must land in the 401 half of the window"
+    wait_for(lambda: status() == 403, timeout=5)
+    wait_for(lambda: status() == 200, timeout=5)
+    # the product's first probe, GET /version, needs no credentials and answers throughout
+    with _core_api(cluster) as api:
+        assert kubernetes.client.VersionApi(api).get_code().git_version

@@ -113,7 +113,7 @@ def test_given_our_cluster_when_a_creating_event_arrives_then_the_observed_state
     [group] = view.hyper_pod.instance_groups
     assert (group.instance_group_name, group.instance_count, group.current_count) == ("accel", 1, 0)
     stage = demo.store.get_stage("demo", 1, StageName.HYPERPOD)
-    assert stage is not None and stage.observed_status == "HyperPod Creating"
+    assert stage is not None and stage.observed_status is None  # the stage is not running: its record is untouched
 
 
 def test_given_our_cluster_without_a_stored_task_token_when_in_service_arrives_then_it_is_recorded_not_resumed(
@@ -123,3 +123,39 @@ def test_given_our_cluster_without_a_stored_task_token_when_in_service_arrives_t
 
     assert result.action == "recorded"
     assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]
+
+
+def test_given_a_late_event_older_than_the_recorded_observation_when_it_arrives_then_it_changes_nothing(
+    demo: Runtime,
+) -> None:
+    on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"), event_time="2026-11-30T12:10:00Z")
+
+    late = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "Creating"), event_time="2026-11-30T12:05:00Z")
+
+    assert late.action == "recorded"
+    assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]
+
+
+def test_given_the_same_event_twice_when_it_arrives_then_the_second_is_harmless(demo: Runtime) -> None:
+    first = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"), event_time="2026-11-30T12:10:00Z")
+    second = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"), event_time="2026-11-30T12:10:00Z")
+
+    assert (first.action, second.action) == ("recorded", "recorded")
+    assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]
+
+
+def test_given_a_running_stage_waiting_on_a_token_when_the_event_arrives_then_the_wait_is_woken_to_check_again(
+    demo: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instantstart.clusters import records, waits
+
+    op = demo.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
+    demo.store.set_wait_token("demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER, "token-1")
+    sent: list[tuple[str, str]] = []
+    monkeypatch.setattr(waits, "finish_wait", lambda rt, token, done: sent.append((token, str(done))))
+
+    result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"))
+
+    assert result.action == "resumed"
+    assert sent == [("token-1", "False")]  # a wake: the step's own check decides, never the event

@@ -78,14 +78,17 @@ class PollTimeout(StageFailed):
 _AWS_ERROR_TYPES: dict[str, type[StageFailed]] = {}
 
 
-def aws_error(code: str, message: str) -> StageFailed:
+def aws_error(code: str, message: str, *, name: str | None = None) -> StageFailed:
     """An exception whose class name is the AWS error code (e.g. ``ThrottlingException``).
 
     Step Functions matches ``Retry.ErrorEquals`` on the Lambda ``errorType``, which is the exception's
     class name, so transient AWS codes can be retried by name and every other code caught verbatim.
     A code that is not an identifier (S3's ``403``) names the class ``AwsError`` but is recorded verbatim.
+    ``name`` overrides the class name (a classification such as ``RolePropagationDelay`` for Retry to
+    match) while ``code`` and ``message`` stay the AWS ones, recorded verbatim.
     """
-    name = code if code.isidentifier() else "AwsError"
+    name = name or code
+    name = name if name.isidentifier() else "AwsError"
     cls = _AWS_ERROR_TYPES.get(name)
     if cls is None:
         cls = type(name, (StageFailed,), {"__module__": __name__})

@@ -29,6 +29,12 @@ def tag_from_hyperpod_cluster_name(name: str) -> str | None:
     return name[len(prefix) :] if name.startswith(prefix) else None
 
 
+def tag_from_eks_cluster_name(name: str) -> str | None:
+    """The cluster tag of an EKS cluster name we created, or None for anyone else's cluster."""
+    prefix = "eks-cluster-"
+    return name[len(prefix) :] if name.startswith(prefix) else None
+
+
 def compute_subnet_name(az: str) -> str:
     """Name tag of the per-AZ HyperPod compute subnet: ``hp-compute-<az>``."""
     return f"hp-compute-{az}"

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from instantstart_sandbox.aws.faults import DEFAULT_KUBE_ACCESS_SECONDS, FaultInjector
 from instantstart_sandbox.runner import DEFAULT_TIME_SCALE, Sandbox, TemplateNotFoundError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The InstantStart offline sandbox.")
@@ -51,12 +52,16 @@ def _configure_logging() -> None:
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         own.addHandler(handler)
     own.propagate = False
+    # one line per execution start, stage change and end (the engine's internals go to the engine log)
+    logging.getLogger("instantstart_sandbox.executions").setLevel(logging.INFO)
 
 
-def _start(time_scale: float, template: Path | None) -> Sandbox:
+def _start(time_scale: float, template: Path | None, state_change_events: bool = True) -> Sandbox:
     _configure_logging()
     try:
-        sandbox = Sandbox(time_scale=time_scale, template_path=template)
+        sandbox = Sandbox(
+            time_scale=time_scale, template_path=template, hyperpod_state_change_events=state_change_events
+        )
     except TemplateNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint="--template") from error
     started = time.monotonic()
@@ -66,6 +71,7 @@ def _start(time_scale: float, template: Path | None) -> Sandbox:
         f"[green]Sandbox ready[/green] in {time.monotonic() - started:.1f}s: API {sandbox.api_url}, "
         f"time scale {time_scale:g}x"
     )
+    console.print(f"Step Functions engine log: {sandbox.engine_log_path}")
     return sandbox
 
 
@@ -107,20 +113,140 @@ FailCapacity = Annotated[
     typer.Option(
         "--fail-hyperpod-capacity",
         metavar="INSTANCE_TYPE",
-        help="The next HyperPod cluster using this instance type fails for insufficient capacity (repeatable).",
+        help="HyperPod launches of this instance type fail for insufficient capacity (repeatable): Error cluster "
+        "events, the cluster stays InService below its target and HyperPod retries every few simulated minutes.",
+    ),
+]
+
+CapacityFailures = Annotated[
+    int,
+    typer.Option(
+        "--capacity-failures",
+        min=0,
+        metavar="N",
+        help="Failed launch attempts per --fail-hyperpod-capacity type before capacity returns (0: never).",
+    ),
+]
+
+StateChangeEvents = Annotated[
+    bool,
+    typer.Option(
+        "--hyperpod-state-change-events/--no-hyperpod-state-change-events",
+        help='Emit the EventBridge "SageMaker HyperPod Cluster State Change" events (cluster events are always on).',
     ),
 ]
 
 
+RefuseZone = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--refuse-eks-zone",
+        metavar="ZONE",
+        help="EKS CreateCluster with a subnet in ZONE fails with UnsupportedAvailabilityZoneException (repeatable).",
+    ),
+]
+Throttle = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--throttle",
+        metavar="SERVICE:OPERATION[:TIMES]",
+        help="The next TIMES (default 1) calls of the operation are throttled, e.g. eks:CreateAddon:5 (repeatable).",
+    ),
+]
+
+
+def parse_throttle(spec: str) -> tuple[str, str, int]:
+    """``SERVICE:OPERATION[:TIMES]`` -> (service, operation, times); ``typer.BadParameter`` when malformed."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not all(parts[:2]) or (len(parts) == 3 and not parts[2].isdigit()):
+        raise typer.BadParameter(f"expected SERVICE:OPERATION[:TIMES], got {spec!r}", param_hint="--throttle")
+    times = int(parts[2]) if len(parts) == 3 else 1
+    if times < 1:
+        raise typer.BadParameter("TIMES must be >= 1", param_hint="--throttle")
+    return parts[0], parts[1], times
+
+
+def apply_fault_options(
+    faults: FaultInjector,
+    *,
+    fail_capacity: list[str] | None = None,
+    capacity_failures: int = 2,
+    refuse_zones: list[str] | None = None,
+    throttles: list[str] | None = None,
+    role_propagation_seconds: float = 0.0,
+    kube_access_seconds: float = DEFAULT_KUBE_ACCESS_SECONDS,
+    eni_linger_seconds: float = 0.0,
+    bucket_reuse_seconds: float = 0.0,
+) -> list[str]:
+    """Set ``serve``'s fault options on ``faults``; one sentence per fault that is on, for the terminal."""
+    said: list[str] = []
+    for instance_type in fail_capacity or []:
+        faults.fail_hyperpod_capacity(instance_type, times=capacity_failures or None)
+        until = f"for {capacity_failures} launch attempts" if capacity_failures else "until the sandbox stops"
+        said.append(f"HyperPod launches of {instance_type} fail for insufficient capacity {until}.")
+    for zone in refuse_zones or []:
+        faults.refuse_eks_zone(zone)
+        said.append(f"EKS refuses clusters with a subnet in {zone} (UnsupportedAvailabilityZoneException).")
+    for spec in throttles or []:
+        service, operation, times = parse_throttle(spec)
+        faults.throttle(service, operation, times)
+        said.append(f"The next {times} {service}:{operation} call(s) are throttled.")
+    faults.delay_role_propagation(role_propagation_seconds)
+    faults.delay_kubernetes_access(kube_access_seconds)
+    faults.linger_network_interfaces(eni_linger_seconds)
+    faults.delay_bucket_name_reuse(bucket_reuse_seconds)
+    for value, text in (
+        (role_propagation_seconds, "New IAM roles cannot be assumed by SageMaker/EKS for {:g} s."),
+        (kube_access_seconds, "New EKS access entries answer 401/403 on Kubernetes for {:g} s."),
+        (eni_linger_seconds, "Network interfaces outlive deleted clusters by {:g} s (DependencyViolation)."),
+        (bucket_reuse_seconds, "Deleted S3 bucket names cannot be reused for {:g} s (OperationAborted)."),
+    ):
+        if value > 0:
+            said.append(text.format(value) + " (simulated)")
+    return said
+
+
 @app.command()
 def serve(
-    time_scale: TimeScale = DEFAULT_TIME_SCALE, template: Template = None, fail_capacity: FailCapacity = None
+    time_scale: TimeScale = DEFAULT_TIME_SCALE,
+    template: Template = None,
+    fail_capacity: FailCapacity = None,
+    capacity_failures: CapacityFailures = 2,
+    state_change_events: StateChangeEvents = True,
+    refuse_zone: RefuseZone = None,
+    throttle: Throttle = None,
+    role_propagation_seconds: Annotated[
+        float, typer.Option(min=0.0, help="New IAM roles cannot be assumed by SageMaker/EKS for this long.")
+    ] = 0.0,
+    kube_access_seconds: Annotated[
+        float, typer.Option(min=0.0, help="A new EKS access entry answers 401, then 403, for this long.")
+    ] = DEFAULT_KUBE_ACCESS_SECONDS,
+    eni_linger_seconds: Annotated[
+        float, typer.Option(min=0.0, help="Network interfaces outlive a deleted EKS/HyperPod cluster by this long.")
+    ] = 0.0,
+    bucket_reuse_seconds: Annotated[
+        float, typer.Option(min=0.0, help="A deleted S3 bucket's name cannot be created again for this long.")
+    ] = 0.0,
 ) -> None:
-    """Start the sandbox and keep it running; prints the environment a client needs."""
-    sandbox = _start(time_scale, template)
-    for instance_type in fail_capacity or []:
-        sandbox.aws.extension.faults.fail_hyperpod_capacity(instance_type)
-        console.print(f"The next HyperPod cluster using {instance_type} will fail for insufficient capacity.")
+    """Start the sandbox and keep it running; prints the environment a client needs.
+
+    Durations are simulated seconds.
+    """
+    for spec in throttle or []:
+        parse_throttle(spec)  # fail before starting anything
+    sandbox = _start(time_scale, template, state_change_events)
+    for line in apply_fault_options(
+        sandbox.aws.extension.faults,
+        fail_capacity=fail_capacity,
+        capacity_failures=capacity_failures,
+        refuse_zones=refuse_zone,
+        throttles=throttle,
+        role_propagation_seconds=role_propagation_seconds,
+        kube_access_seconds=kube_access_seconds,
+        eni_linger_seconds=eni_linger_seconds,
+        bucket_reuse_seconds=bucket_reuse_seconds,
+    ):
+        console.print(line)
     console.print("Point the CLI or the MCP proxy at it:")
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")

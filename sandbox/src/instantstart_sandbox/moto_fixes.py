@@ -66,8 +66,8 @@ def _gateway_endpoint_routes_follow_route_tables() -> None:
 
 
 def _deleted_nat_gateway_releases_its_address_association() -> None:
-    """DeleteNatGateway disassociates the gateway's Elastic IP (AWS does; moto leaves it associated, so the
-    address can be neither released nor reused)."""
+    """DeleteNatGateway disassociates the gateway's Elastic IP and removes its network interface (AWS does;
+    moto leaves both, so the address can be neither released nor reused and the subnet never deleted)."""
     from moto.ec2.models.nat_gateways import NatGatewayBackend
 
     original = NatGatewayBackend.delete_nat_gateway
@@ -81,6 +81,8 @@ def _deleted_nat_gateway_releases_its_address_association() -> None:
             if eni is not None and getattr(address, "eni", None) is eni:
                 address.eni = None
                 address.association_id = None
+        if eni is not None:  # AWS removes the gateway's interface too (else DeleteSubnet meets DependencyViolation)
+            self.enis.pop(eni.id, None)
         return nat
 
     delete_nat_gateway._instantstart_patched = True  # type: ignore[attr-defined]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,11 @@ class Sandbox:
         log_level: log level of the in-process Lambda functions (Powertools).
         template_path: the SAM template to deploy (``--template``); its ``CodeUri``/``ContentUri`` paths are
             relative to it. Default: the checkout's ``template.yaml`` (see :func:`resolve_template`).
+        hyperpod_state_change_events: whether HyperPod emits "SageMaker HyperPod Cluster State Change" events
+            (``--no-hyperpod-state-change-events``); cluster events are emitted either way. Settable later on
+            ``sandbox.aws.extension.hyperpod.state_change_events``.
+        engine_log: file for moto's own log records (the Step Functions engine's internals); default
+            a new file under ``<tmp>/instantstart-sandbox/``. Its path is :attr:`engine_log_path`.
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
@@ -82,8 +89,18 @@ class Sandbox:
         region: str = "us-west-2",
         log_level: str = "WARNING",
         template_path: Path | str | None = None,
+        hyperpod_state_change_events: bool = True,
+        engine_log: Path | str | None = None,
     ) -> None:
         self.template_path = resolve_template(template_path)
+        self.hyperpod_state_change_events = hyperpod_state_change_events
+        self.engine_log_path = (
+            Path(engine_log)
+            if engine_log is not None
+            else Path(tempfile.gettempdir())
+            / "instantstart-sandbox"
+            / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        )
         self.time_scale = time_scale
         self.log_level = log_level
         self.region = region
@@ -133,9 +150,12 @@ class Sandbox:
         )
         os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.pop("AWS_PROFILE", None)
+        stepfunctions.route_engine_logs(self.engine_log_path)
         self.kube = KubeApiServer(token_validator=eks_token_validator, clock=self.clock)
         self.kube.start()
-        self.aws = AwsSandboxServer(self.clock, self.kube, self.region, self.account_id)
+        self.aws = AwsSandboxServer(
+            self.clock, self.kube, self.region, self.account_id, self.hyperpod_state_change_events
+        )
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()

@@ -6,18 +6,53 @@ generates a UUID), passes SendTaskFailure's ``cause`` on (moto drops it) and emi
 "Step Functions Execution Status Change" EventBridge event when an execution ends (moto does not). The control plane's
 ASL uses only ``lambda:invoke`` tasks, so moto's ``aws-sdk:*`` conversion is not needed and stays
 as moto ships it.
+
+Logging: the engine's own records (logger ``moto``: parser internals, component reprs of hundreds of
+characters) go to a file (:func:`route_engine_logs`); the logger ``instantstart_sandbox.executions``
+gets one INFO line when an execution starts, when it enters a Task/Parallel/Map state other than
+the one it last reported (a poll loop is one line), and when it ends (error and cause on one line).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import types
 import uuid
+from pathlib import Path
 from typing import Any
 
 from instantstart_sandbox.clock import SimClock
 
 _CLOCK: SimClock | None = None
+EXECUTIONS = logging.getLogger("instantstart_sandbox.executions")
+_REPORTED_STATE_TYPES = ("TaskStateEntered", "ParallelStateEntered", "MapStateEntered")
+_CAUSE_CHARS = 300
+
+
+def route_engine_logs(path: Path) -> Path:
+    """Send every ``moto`` log record (the Step Functions engine's included) to the file ``path`` only.
+
+    Returns ``path``. Repeated calls replace the previous file handler.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = logging.getLogger("moto")
+    for handler in list(engine.handlers):
+        if getattr(handler, "_instantstart_engine_log", False):
+            engine.removeHandler(handler)
+            handler.close()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._instantstart_engine_log = True  # type: ignore[attr-defined]
+    engine.addHandler(handler)
+    engine.setLevel(logging.INFO)
+    engine.propagate = False
+    return path
+
+
+def _one_line(text: Any, limit: int = _CAUSE_CHARS) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _scale(seconds: float) -> float:
@@ -54,6 +89,41 @@ def install(clock: SimClock) -> None:
     _allow_unnamed_executions()
     _keep_task_failure_cause()
     _emit_execution_status_change()
+    _report_state_changes()
+
+
+def _report_state_changes() -> None:
+    """One INFO line per execution start and per newly entered Task/Parallel/Map state."""
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original = ExecutionWorker._get_evaluation_environment
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def get_environment(self: Any) -> Any:
+        env = original(self)
+        details = self._evaluation_details
+        name = details.execution_details.name
+        machine = details.state_machine_details.name
+        manager = env.event_manager
+        add_event = manager.add_event
+        last: list[str] = [""]
+
+        def add(context: Any, event_type: Any, event_details: Any = None, *args: Any, **kwargs: Any) -> Any:
+            kind = getattr(event_type, "value", str(event_type))
+            if kind in _REPORTED_STATE_TYPES and event_details:
+                state = (event_details.get("stateEnteredEventDetails") or {}).get("name", "")
+                if state and state != last[0]:
+                    last[0] = state
+                    EXECUTIONS.info("%s %s: %s", machine, name, state)
+            return add_event(context, event_type, event_details, *args, **kwargs)
+
+        manager.add_event = add  # type: ignore[method-assign]
+        EXECUTIONS.info("%s %s: started", machine, name)
+        return env
+
+    get_environment._instantstart_patched = True  # type: ignore[attr-defined]
+    ExecutionWorker._get_evaluation_environment = get_environment  # type: ignore[method-assign]
 
 
 def _allow_unnamed_executions() -> None:
@@ -99,6 +169,17 @@ def _emit_execution_status_change() -> None:
         from instantstart_sandbox.aws.eventbridge import put_event
 
         status = execution.exec_status.value if execution.exec_status else "FAILED"
+        if status == "SUCCEEDED":
+            EXECUTIONS.info("%s %s: SUCCEEDED", execution.state_machine.name, execution.name)
+        else:
+            EXECUTIONS.info(
+                "%s %s: %s %s: %s",
+                execution.state_machine.name,
+                execution.name,
+                status,
+                execution.error or "",
+                _one_line(execution.cause),
+            )
         detail = {
             "executionArn": execution.exec_arn,
             "stateMachineArn": execution.state_machine_arn,

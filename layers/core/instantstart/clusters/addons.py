@@ -26,15 +26,22 @@ class AddonSpec:
     name: str
     service_account: str | None = None
     namespace: str = "kube-system"
+    needs_nodes: bool = False
+    """Its workload is a Deployment: it cannot be healthy before a node can run it (DEGRADED with
+    ``InsufficientNumberOfReplicas`` until then), so it is checked after nodes joined, in ``verify``."""
 
 
 ADDONS: tuple[AddonSpec, ...] = (
-    AddonSpec("eks-pod-identity-agent"),
-    AddonSpec("cert-manager"),
-    AddonSpec("aws-mountpoint-s3-csi-driver", service_account="s3-csi-driver-sa"),
-    AddonSpec("metrics-server"),
+    AddonSpec("eks-pod-identity-agent"),  # a DaemonSet: ACTIVE with zero nodes; HyperPod needs it before nodes join
+    AddonSpec("cert-manager", needs_nodes=True),
+    # v2 of the Mountpoint for S3 CSI driver runs a controller Deployment beside its node DaemonSet
+    AddonSpec("aws-mountpoint-s3-csi-driver", service_account="s3-csi-driver-sa", needs_nodes=True),
+    AddonSpec("metrics-server", needs_nodes=True),
 )
-"""Add-ons of the dependencies stage, installed in parallel."""
+"""Add-ons of the dependencies stage, created in parallel; those that need nodes are checked in ``verify``."""
+
+WAITING_FOR_NODES = "InsufficientNumberOfReplicas"
+"""The EKS add-on health issue of a Deployment that has no node to run on."""
 
 ADDONS_BY_NAME = {a.name: a for a in ADDONS}
 
@@ -148,18 +155,42 @@ def _ensure_pod_identity(eks: Any, cluster_name: str, addon: AddonSpec, role_arn
         )
 
 
-def addon_state(eks: Any, cluster_name: str, addon_name: str) -> str:
-    """The status of an add-on (EKS ``DescribeAddon``): ``CREATING``, ``ACTIVE``, ...
+@dataclass(frozen=True)
+class AddonHealth:
+    """An add-on's status and health issues (EKS ``DescribeAddon``)."""
 
-    Raises:
-        StageFailed: the add-on is CREATE_FAILED or DEGRADED (code ``Addon<Status>``, the health issues as message).
-    """
-    addon = eks.describe_addon(clusterName=cluster_name, addonName=addon_name)["addon"]
-    status = addon["status"]
-    if status in ("CREATE_FAILED", "DEGRADED", "UPDATE_FAILED"):
-        issues = addon.get("health", {}).get("issues", [])
-        message = (
-            "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues) or f"add-on {addon_name} is {status}"
+    name: str
+    status: str
+    issues: tuple[tuple[str, str], ...] = ()
+    """``(code, message)`` of each health issue, verbatim."""
+
+    @property
+    def active(self) -> bool:
+        """ACTIVE."""
+        return self.status == "ACTIVE"
+
+    @property
+    def waiting_for_nodes(self) -> bool:
+        """CREATING, or DEGRADED only because no node can run its workload yet."""
+        return self.status == "CREATING" or (
+            self.status == "DEGRADED" and bool(self.issues) and all(c == WAITING_FOR_NODES for c, _ in self.issues)
         )
-        raise StageFailed(issues[0].get("code", status) if issues else status, message)
-    return str(status)
+
+    @property
+    def failed(self) -> bool:
+        """CREATE_FAILED or UPDATE_FAILED, or DEGRADED for a reason other than missing nodes."""
+        return self.status in ("CREATE_FAILED", "UPDATE_FAILED") or (
+            self.status == "DEGRADED" and not self.waiting_for_nodes
+        )
+
+    def error(self) -> StageFailed:
+        """The stage failure naming the first health issue (code) and every issue verbatim (message)."""
+        message = "; ".join(f"{c}: {m}" for c, m in self.issues) or f"add-on {self.name} is {self.status}"
+        return StageFailed(self.issues[0][0] if self.issues else f"Addon{self.status.title()}", message)
+
+
+def addon_state(eks: Any, cluster_name: str, addon_name: str) -> AddonHealth:
+    """The status and health issues of an add-on (EKS ``DescribeAddon``)."""
+    addon = eks.describe_addon(clusterName=cluster_name, addonName=addon_name)["addon"]
+    issues = tuple((str(i.get("code")), str(i.get("message"))) for i in addon.get("health", {}).get("issues", []))
+    return AddonHealth(addon_name, str(addon["status"]), issues)

@@ -1,6 +1,9 @@
-"""Reconciliation on AWS events (EventBridge): completes waiting stages and refreshes observed state.
+"""Reconciliation on AWS events (EventBridge): wakes waiting workflows and refreshes observed state.
 
-Each handler returns a small :class:`Reconciled` result saying what it did (for logs and tests).
+Events arrive twice, late and out of order. Every handler is idempotent: waking a wait is harmless
+(a stale task token is ignored), an observation older than the recorded one is dropped
+(``Store.record_hyperpod_observation``), and an event for a cluster without a running operation
+only records what it saw. Each handler returns a small :class:`Reconciled` result.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ from typing import Any
 
 from pydantic import Field
 
-from instantstart.clusters import hyperpod_completion, records
+from instantstart.clusters import records, waits
+from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
-from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageStatus
-from instantstart.naming import tag_from_hyperpod_cluster_name
+from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName, StageStatus
+from instantstart.models.records import ClusterRecord
+from instantstart.naming import tag_from_eks_cluster_name, tag_from_hyperpod_cluster_name
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
 
@@ -23,39 +28,101 @@ logger = logging.getLogger(__name__)
 class Reconciled(ApiModel):
     """What a reconciler did with one event."""
 
-    action: str = Field(description="ignored, recorded, resumed, already-ended, reconciled, unknown-node or conflict")
+    action: str = Field(
+        description="ignored, recorded, resumed, woken, recovered, already-ended, reconciled, unknown-node or conflict"
+    )
     cluster_tag: str | None = None
     status: str | None = None
     operation_id: str | None = None
     instance_id: str | None = None
 
 
-def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
+def _our_cluster(rt: Runtime, detail: dict[str, Any]) -> tuple[str | None, ClusterRecord | None]:
+    tag = tag_from_hyperpod_cluster_name(str(detail.get("ClusterName", "")))
+    cluster = rt.store.get_cluster(tag) if tag else None
+    if cluster is not None and cluster.status is ClusterStatus.DELETED:
+        cluster = None
+    return tag, cluster
+
+
+def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any], event_time: str | None = None) -> Reconciled:
     """Handle a "SageMaker HyperPod Cluster State Change" event (``detail`` as EventBridge delivers it).
 
-    Records the observed status; on InService/Failed resumes the ``hyperpod`` stage's wait
-    (:func:`instantstart.clusters.hyperpod_completion.resume_waiting_stage`), so the execution continues
-    at once. Events about clusters this control plane did not create are ignored.
+    Records the observed status (unless a newer observation is recorded) and wakes the ``hyperpod``
+    stage's wait (:mod:`instantstart.clusters.waits`), which checks AWS at once. Events about clusters
+    this control plane did not create are ignored.
     """
-    name = str(detail.get("ClusterName", ""))
     status = str(detail.get("ClusterStatus", ""))
-    tag = tag_from_hyperpod_cluster_name(name)
-    cluster = rt.store.get_cluster(tag) if tag else None
+    tag, cluster = _our_cluster(rt, detail)
     if not tag or not cluster:
         return Reconciled(action="ignored", cluster_tag=tag, status=status)
     if detail.get("ClusterArn") and detail.get("InstanceGroups") is not None:
-        hyperpod_completion.observe(
+        hyperpod.observe(
             rt,
             tag,
             cluster.generation,
-            {**detail, "ClusterName": name, "ClusterStatus": status},
+            {**detail, "ClusterStatus": status},
             cluster.request.instance_groups,
+            event_time=event_time,
         )
-    failure = detail.get("FailureMessage")
-    if not hyperpod_completion.resume_waiting_stage(rt, tag, cluster.generation, status, failure):
+    if not waits.wake(rt, tag, cluster.generation, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER):
         return Reconciled(action="recorded", cluster_tag=tag, status=status)
-    logger.info("resumed HyperPod stage of %s on %s", tag, status)
+    logger.info("woke the HyperPod stage of %s on %s", tag, status)
     return Reconciled(action="resumed", cluster_tag=tag, status=status)
+
+
+def on_cluster_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
+    """Handle a "SageMaker HyperPod Cluster Event" (an instance launched, failed to launch, ...).
+
+    Wakes the ``verify`` stage's wait so it re-checks the nodes now; for a DEGRADED cluster (a create
+    that ran out of time waiting for capacity) checks whether the nodes have arrived and, if so, turns
+    it READY (:func:`recover_degraded`).
+    """
+    tag, cluster = _our_cluster(rt, detail)
+    if not tag or not cluster:
+        return Reconciled(action="ignored", cluster_tag=tag)
+    if cluster.status is ClusterStatus.DEGRADED:
+        return recover_degraded(rt, cluster)
+    if waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES):
+        return Reconciled(action="woken", cluster_tag=tag)
+    return Reconciled(action="recorded", cluster_tag=tag)
+
+
+def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
+    """Handle an "EKS Addon Health Restored" event: wake ``verify``, or recover a DEGRADED cluster.
+
+    Deployment add-ons turn ACTIVE only after nodes can run them, often after the last HyperPod event.
+    """
+    tag = tag_from_eks_cluster_name(str(detail.get("clusterName", "")))
+    cluster = rt.store.get_cluster(tag) if tag else None
+    if not tag or cluster is None or cluster.status is ClusterStatus.DELETED:
+        return Reconciled(action="ignored", cluster_tag=tag)
+    if cluster.status is ClusterStatus.DEGRADED:
+        return recover_degraded(rt, cluster)
+    if waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES):
+        return Reconciled(action="woken", cluster_tag=tag)
+    return Reconciled(action="recorded", cluster_tag=tag)
+
+
+def recover_degraded(rt: Runtime, cluster: ClusterRecord) -> Reconciled:
+    """A DEGRADED cluster whose groups reached their targets (and add-ons are ACTIVE) becomes READY.
+
+    No user action is needed: HyperPod kept provisioning after the create ran out of time.
+    """
+    reached, summary = verify.capacity_reached(rt, cluster.cluster_tag, cluster.generation)
+    if not reached:
+        return Reconciled(action="recorded", cluster_tag=cluster.cluster_tag, status=summary)
+    try:
+        rt.store.recover_degraded(
+            cluster.cluster_tag,
+            cluster.generation,
+            observed_status=f"{summary} (the nodes arrived after the create ended)",
+            now=records.now(),
+        )
+    except ConditionFailed:
+        return Reconciled(action="already-ended", cluster_tag=cluster.cluster_tag)
+    logger.info("cluster %s recovered: DEGRADED -> READY", cluster.cluster_tag)
+    return Reconciled(action="recovered", cluster_tag=cluster.cluster_tag, status=ClusterStatus.READY.value)
 
 
 EXECUTION_END_ERRORS = {
@@ -117,16 +184,16 @@ def on_node_health_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
 
     The cluster's ``nodes`` view gets the finding (``healthStatus``, ``healthStatusReason``,
     ``repairAction``) for the node of ``detail.InstanceId``, so the API shows node recovery as it
-    happens. The write is conditional on the record's ``updatedAt`` and retried, so concurrent
-    findings for different nodes are all kept.
+    happens, and the ``verify`` stage's wait is woken. The write is conditional on the record's
+    ``updatedAt`` and retried, so concurrent findings for different nodes are all kept.
     """
-    tag = tag_from_hyperpod_cluster_name(str(detail.get("ClusterName", "")))
+    tag, cluster = _our_cluster(rt, detail)
     instance_id = str(detail.get("InstanceId", ""))
     summary = detail.get("HealthSummary") or {}
     for _ in range(5):
-        cluster = rt.store.get_cluster(tag) if tag else None
         if not tag or not cluster:
             return Reconciled(action="ignored", cluster_tag=tag, instance_id=instance_id)
+        waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES)
         nodes = list(cluster.nodes)
         index = next((i for i, n in enumerate(nodes) if n.instance_id == instance_id), None)
         if index is None:
@@ -141,6 +208,7 @@ def on_node_health_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
         try:
             rt.store.record_observations(tag, now=records.now(), nodes=nodes, if_updated_at=cluster.updated_at)
         except ConditionFailed:
-            continue  # another writer changed the record: read it again
+            tag, cluster = _our_cluster(rt, detail)  # another writer changed the record: read it again
+            continue
         return Reconciled(action="recorded", cluster_tag=tag, instance_id=instance_id)
     return Reconciled(action="conflict", cluster_tag=tag, instance_id=instance_id)

@@ -17,7 +17,7 @@ from instantstart.clusters.events import OperationStateChange, StageStateChange,
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, iso, utcnow
 from instantstart.models.records import ClusterRecord, StageRecord
-from instantstart.models.workflow import ExecutionInput, StageStarted, StepError, StepResult
+from instantstart.models.workflow import ExecutionInput, LoopConfig, StageStarted, StepError, StepResult
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
 
@@ -32,13 +32,20 @@ def now() -> str:
 def execution_input(
     *, operation_id: str, operation_type: OperationType, tag: str, generation: int, start_stage: StageName
 ) -> ExecutionInput:
-    """Input of a create/retry/delete execution: ids plus the loop configuration (realistic seconds)."""
+    """Input of a create/retry/delete execution: ids plus the loop configuration (realistic seconds).
+
+    The node wait's bound is its time budget in rounds of its poll interval (a wake by an event counts
+    as a round too, so the budget never runs longer than ``nodeWaitSeconds``).
+    """
+    config = LoopConfig()
+    config.max_polls.nodes = max(1, -(-config.node_wait_seconds // config.poll_seconds.nodes))
     return ExecutionInput(
         operation_id=operation_id,
         operation_type=operation_type,
         cluster_tag=tag,
         generation=generation,
         start_stage=start_stage,
+        config=config,
     )
 
 
@@ -59,11 +66,16 @@ def cluster_record(rt: Runtime, tag: str) -> ClusterRecord:
 def begin_stage(rt: Runtime, *, operation_id: str, tag: str, generation: int, stage: StageName) -> StageStarted:
     """Mark ``stage`` RUNNING (from PENDING or FAILED), count the attempt, and the operation RUNNING.
 
-    A redelivered task finding the stage already RUNNING for this operation is a no-op.
+    A redelivered task finding the stage already RUNNING for this operation is a no-op; a stage that
+    already SUCCEEDED is not run again (``skip``: a retry walks the graph past it).
 
     Raises:
-        ConditionFailed: the stage is RUNNING for another operation, or SUCCEEDED.
+        ConditionFailed: the stage is RUNNING for another operation.
     """
+    existing = rt.store.get_stage(tag, generation, stage)
+    if existing is not None and existing.status.value == "SUCCEEDED":
+        mark_operation_running(rt, operation_id)
+        return StageStarted(stage=stage, skip=True)
     try:
         record = rt.store.begin_stage(tag, generation, stage, operation_id=operation_id, now=now())
         publish(rt, StageStateChange.of(record))
@@ -154,6 +166,20 @@ def fail_stage(
     publish(rt, StageStateChange.of(record))
 
 
+INSUFFICIENT_CAPACITY = "InsufficientCapacity"
+
+
+def cluster_status_after(stage: StageName | None, error: StageError) -> ClusterStatus:
+    """The cluster's status after a failed create: DEGRADED when only nodes are missing, else FAILED.
+
+    ``verify`` failing with ``InsufficientCapacity`` leaves a usable cluster with fewer nodes than asked
+    (HyperPod keeps provisioning; a reconciler turns it READY when they arrive).
+    """
+    if stage is StageName.VERIFY and error.code == INSUFFICIENT_CAPACITY:
+        return ClusterStatus.DEGRADED
+    return ClusterStatus.FAILED
+
+
 def record_failure(
     rt: Runtime,
     *,
@@ -162,16 +188,25 @@ def record_failure(
     generation: int,
     stage: StageName | None,
     error: StepError | None,
-    cluster_status: ClusterStatus = ClusterStatus.FAILED,
+    cluster_status: ClusterStatus | None = None,
 ) -> StepResult:
-    """The single failure path: the stage FAILED (error verbatim), the operation FAILED, the cluster FAILED.
+    """The single failure path: the stage FAILED (error verbatim), the operation FAILED, the cluster FAILED
+    (or DEGRADED: :func:`cluster_status_after`; ``cluster_status`` overrides it).
 
-    Stages after the failed one stay PENDING; nothing earlier is rolled back. An operation that
+    Stages that were RUNNING beside it for this operation (parallel branches Step Functions stopped)
+    are FAILED too; stages after it stay PENDING; nothing earlier is rolled back. An operation that
     already ended is left as it is.
     """
     parsed = parse_error(error)
+    cluster_status = cluster_status or cluster_status_after(stage, parsed)
     if stage is not None:
         fail_stage(rt, tag=tag, generation=generation, stage=stage, error=parsed)
+        interrupted = StageError(code="StageInterrupted", message=f"stopped because stage {stage.value} failed")
+        for other in rt.store.get_stages(tag, generation):
+            if other.name is not stage and other.status.value == "RUNNING" and other.operation_id == operation_id:
+                fail_stage(
+                    rt, tag=tag, generation=generation, stage=other.name, error=interrupted, operation_id=operation_id
+                )
     with suppress(ConditionFailed):  # the operation already ended: nothing more to record
         finish_operation(
             rt,

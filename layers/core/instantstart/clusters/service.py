@@ -201,7 +201,7 @@ def _start_on_live_cluster(
 
 
 def delete_cluster(rt: Runtime, tag: str) -> OperationView:
-    """Start teardown of a READY or FAILED cluster, in reverse stage order.
+    """Start teardown of a READY, DEGRADED or FAILED cluster, in reverse stage order.
 
     Raises:
         NotFound: no live cluster with this tag.
@@ -210,7 +210,7 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
     """
     cluster = _live_cluster(rt, tag)
     running = _running_operation(rt, cluster)
-    if running or cluster.status not in (ClusterStatus.READY, ClusterStatus.FAILED):
+    if running or cluster.status not in (ClusterStatus.READY, ClusterStatus.DEGRADED, ClusterStatus.FAILED):
         status = running.status.value if running else cluster.status.value
         raise Conflict(
             f"cluster '{tag}' is {cluster.status.value} and operation "
@@ -245,7 +245,7 @@ def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
             code="OperationInProgress",
             details=[{"field": "clusterTag", "operationStatus": running.status.value}],
         )
-    if stage_status != StageStatus.FAILED.value or cluster.status is not ClusterStatus.FAILED:
+    if stage_status != StageStatus.FAILED.value or cluster.status not in (ClusterStatus.FAILED, ClusterStatus.DEGRADED):
         raise Conflict(
             f"stage '{stage.value}' is {stage_status} (cluster {cluster.status.value}); "
             "only a FAILED stage can be retried",

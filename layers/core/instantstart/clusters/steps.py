@@ -8,6 +8,7 @@ error code so ``Retry``/``Catch`` can match them and the failure path records th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,7 +17,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import records
+from instantstart.clusters import records, waits
 from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
@@ -54,7 +55,6 @@ def record_failure(rt: Runtime, p: StepPayload) -> BaseModel:
         generation=p.generation,
         stage=p.stage if p.operation_type is not OperationType.DELETE_CLUSTER else None,
         error=p.error,
-        cluster_status=ClusterStatus.FAILED,
     )
 
 
@@ -98,6 +98,7 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
     "begin_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.RUNNING),
     "complete_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.SUCCEEDED),
     "complete_delete": complete_delete,
+    "wait_for_event": waits.wait_for_event,
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
@@ -105,12 +106,38 @@ ACTIONS: dict[str, Step] = {**BOOKKEEPING_STEPS, **stage_steps()}
 """Every task action the state machines use; a contract test checks the ASL uses only these."""
 
 
+ROLE_PROPAGATION_DELAY = "RolePropagationDelay"
+"""Step Functions error name of an AWS service refusing a role it cannot assume (yet): retried with backoff."""
+
+_ROLE_NOT_ASSUMABLE = re.compile(
+    r"role.*(could not be assumed|cannot be assumed)"  # EKS: "Role with arn: ..., could not be assumed because ..."
+    r"|execution role ARN .* is invalid"  # SageMaker: "The execution role ARN ... is invalid. Please ensure ..."
+    r"|unable to assume (the )?role",  # SageMaker: "SageMaker was unable to assume the role ..."
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def error_name(code: str, message: str) -> str:
+    """The Step Functions error name of an AWS error: ``code``, or a retryable classification of it.
+
+    A role that was just created is not visible to every AWS service at once (IAM is eventually
+    consistent), so EKS (``InvalidParameterException`` "Role with arn: ... could not be assumed") and
+    SageMaker (``ValidationException`` "The execution role ARN ... is invalid") refuse it for a while:
+    those are :data:`ROLE_PROPAGATION_DELAY`, retried by the workflow with backoff and bounded (a role
+    that really cannot be assumed fails verbatim once the retries are spent). Every other
+    ``ValidationException`` / ``InvalidParameterException`` keeps its code and stays fatal.
+    """
+    if code in ("InvalidParameterException", "ValidationException") and _ROLE_NOT_ASSUMABLE.search(message):
+        return ROLE_PROPAGATION_DELAY
+    return code
+
+
 def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     """Run the step named by ``event["action"]``; returns its result as the ASL sees it (camelCase JSON).
 
     Raises:
         StageFailed: unknown action, or a step failure; AWS ``ClientError`` s become exceptions named
-            after their AWS error code (message verbatim).
+            after their AWS error code or its classification (:func:`error_name`); code and message verbatim.
     """
     payload = StepPayload.model_validate(event)
     step = ACTIONS.get(payload.action)
@@ -119,7 +146,8 @@ def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     try:
         return step(rt, payload).model_dump(mode="json", by_alias=True, exclude_none=True)
     except ClientError as exc:
-        raise aws_error(error_code(exc) or "AwsError", error_message(exc)) from exc
+        code, message = error_code(exc) or "AwsError", error_message(exc)
+        raise aws_error(code, message, name=error_name(code, message)) from exc
     except BotoCoreError as exc:
         raise aws_error(type(exc).__name__, str(exc)) from exc
     except (ApiException, DynamicApiError) as exc:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
+from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
 from instantstart.models.errors import pattern_rule
 
@@ -244,8 +245,11 @@ class InstanceGroupView(ApiModel):
     instance_group_name: str = Field(description="Instance group name.", examples=["accel"])
     instance_type: str = Field(description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
     instance_count: int = Field(description="Number of instances requested.", examples=[1])
+    target_count: int | None = Field(
+        default=None, description="HyperPod's TargetCount: the instances it is provisioning toward.", examples=[2]
+    )
     current_count: int | None = Field(
-        default=None, description="Number of instances HyperPod reports running.", examples=[1]
+        default=None, description="HyperPod's CurrentCount: the instances running now.", examples=[1]
     )
     status: str | None = Field(
         default=None, description="Instance group status as last observed.", examples=["InService"]
@@ -268,6 +272,11 @@ class HyperPodView(ApiModel):
         default=None, description="HyperPod cluster status as last observed.", examples=["InService"]
     )
     instance_groups: list[InstanceGroupView] = Field(default_factory=list, description="The instance groups.")
+    latest_errors: list[ClusterEventView] = Field(
+        default_factory=list,
+        description="The latest Error-level HyperPod cluster events (newest first, verbatim), e.g. capacity "
+        "shortages while instances are retried.",
+    )
 
 
 class NodeView(ApiModel):

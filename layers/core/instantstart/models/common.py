@@ -20,10 +20,16 @@ class ApiModel(BaseModel):
 
 
 class ClusterStatus(StrEnum):
-    """Lifecycle of a managed cluster: ``CREATING -> READY | FAILED``, ``DELETING -> DELETED``."""
+    """Lifecycle of a managed cluster: ``CREATING -> READY | DEGRADED | FAILED``, ``DELETING -> DELETED``.
+
+    ``DEGRADED``: usable with fewer nodes than asked. The instance groups did not reach their target
+    count in time (the create operation FAILED with the reason); HyperPod keeps provisioning, and the
+    cluster turns READY by itself when the nodes arrive.
+    """
 
     CREATING = "CREATING"
     READY = "READY"
+    DEGRADED = "DEGRADED"
     FAILED = "FAILED"
     DELETING = "DELETING"
     DELETED = "DELETED"

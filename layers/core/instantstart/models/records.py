@@ -71,7 +71,9 @@ class StageRecord(Record):
         default_factory=dict, description="Ids the stage produced (each stage's resources model, by alias)."
     )
     error: StageError | None = None
-    task_token: str | None = Field(default=None, description="Step Functions task token of an event-driven wait.")
+    waits: dict[str, str] = Field(
+        default_factory=dict, description="Task token of each event-or-poll wait of the stage, by wait name."
+    )
     retry_requested_at: str | None = None
     teardown_status: StageStatus | None = None
     teardown_started_at: str | None = None

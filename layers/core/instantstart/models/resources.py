@@ -25,6 +25,7 @@ class NetworkResources(StageResources):
     vpc_id: str | None = None
     cidr_block: str | None = None
     zones: list[str] | None = None
+    refused_zones: list[str] | None = None  # zones EKS CreateCluster refused for the control plane
     public_subnet_ids: list[str] | None = None
     private_subnet_ids: list[str] | None = None
     internet_gateway_id: str | None = None
@@ -114,3 +115,6 @@ class VerifyResources(StageResources):
     ready_nodes: int | None = None
     expected_nodes: int | None = None
     pvc_phase: str | None = None
+    addons_active: int | None = None
+    checks_since_nodes_ready: int | None = None
+    """Checks that found every group at target while an add-on was not ACTIVE yet (its grace period)."""

@@ -27,12 +27,13 @@ class PollSeconds(WorkflowModel):
     """Realistic poll intervals (seconds) of each wait loop."""
 
     nat_gateway: int = 15
-    eks_cluster: int = 30
+    eks_cluster: int = 60
     kubernetes_access: int = 10
     addon: int = 15
     hyper_pod_cluster: int = 60
     storage: int = 5
     verify: int = 15
+    nodes: int = 60
     deletion: int = 30
 
 
@@ -40,12 +41,13 @@ class MaxPolls(WorkflowModel):
     """Bounds of each poll loop: interval x bound is the wait's time budget."""
 
     nat_gateway: int = 40
-    eks_cluster: int = 60
+    eks_cluster: int = 30
     kubernetes_access: int = 30
     addon: int = 60
     hyper_pod_cluster: int = 60
     storage: int = 60
     verify: int = 40
+    nodes: int = 200
     deletion: int = 120
 
 
@@ -54,8 +56,14 @@ class LoopConfig(WorkflowModel):
 
     poll_seconds: PollSeconds = Field(default_factory=PollSeconds)
     max_polls: MaxPolls = Field(default_factory=MaxPolls)
-    hyper_pod_event_timeout_seconds: int = Field(
-        default=900, description="How long the HyperPod stage waits for the state-change event before polling."
+    node_wait_seconds: int = Field(
+        default=2700,
+        description="How long verify waits for every instance group to reach its target count of Ready nodes "
+        "before the create ends FAILED (InsufficientCapacity) with the cluster DEGRADED.",
+    )
+    addon_grace_seconds: int = Field(
+        default=600,
+        description="How long an add-on may stay DEGRADED after the nodes are Ready before verify fails on it.",
     )
 
 
@@ -91,6 +99,8 @@ class StepPayload(WorkflowModel):
     addon_name: str | None = None
     task_token: str | None = None
     error: StepError | None = None
+    config: LoopConfig | None = None
+    wait_name: str | None = None
 
 
 class StepResult(WorkflowModel):
@@ -107,9 +117,13 @@ class PollResult(WorkflowModel):
 
 
 class StageStarted(WorkflowModel):
-    """The result of ``begin_stage``: the stage now running (kept as ``$.currentStage`` for the failure path)."""
+    """The result of ``begin_stage``: the stage now running (kept as ``$.currentStage`` for the failure path).
+
+    ``skip`` is true for a stage that already SUCCEEDED (a retry walks the graph past it).
+    """
 
     stage: StageName
+    skip: bool = False
 
 
 class AddonItem(WorkflowModel):

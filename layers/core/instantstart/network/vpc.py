@@ -233,12 +233,23 @@ def ensure_security_group(ec2: Ec2, tag: str, vpc_id: str) -> str:
     return sg_id
 
 
-def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> NetworkResources:
+def _private_subnet_name(tag: str, zone: str) -> str:
+    return f"instantstart-{tag}-private-{zone}"
+
+
+def ensure_network(
+    ec2: Ec2, tag: str, region: str, availability_zone: str, private_zones: list[str] | None = None
+) -> NetworkResources:
     """Everything of the cluster network except routes through the NAT gateway (it must be available).
 
     Creates (or finds) the VPC, two public and two private control-plane /24 subnets in two zones,
     the internet gateway and public route table, an Elastic IP and NAT gateway, the private route
-    table, the S3 gateway endpoint and the cluster security group. Returns their ids.
+    table, the S3 gateway endpoint and the cluster security group. Returns their ids; ``zones`` are
+    the private (EKS control-plane) subnets' zones.
+
+    Args:
+        private_zones: the zones of the private subnets when an earlier attempt moved them
+            (:func:`move_private_subnets`); default: the public subnets' zones.
     """
     vpc = ensure_vpc(ec2, tag)
     vpc_id = vpc["vpcId"]
@@ -248,8 +259,9 @@ def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> N
         _ensure_subnet(ec2, tag, vpc_id, cidr, az, f"instantstart-{tag}-public-{az}", "public-subnet")
         for cidr, az in zip(layout["public"], zones, strict=True)
     ]
+    zones = list(private_zones or zones)
     private = [
-        _ensure_subnet(ec2, tag, vpc_id, cidr, az, f"instantstart-{tag}-private-{az}", "private-subnet")
+        _ensure_subnet(ec2, tag, vpc_id, cidr, az, _private_subnet_name(tag, az), "private-subnet")
         for cidr, az in zip(layout["private"], zones, strict=True)
     ]
     igw_id = ensure_internet_gateway(ec2, tag, vpc_id)
@@ -275,6 +287,77 @@ def ensure_network(ec2: Ec2, tag: str, region: str, availability_zone: str) -> N
         s3_endpoint_id=ensure_s3_endpoint(ec2, tag, vpc_id, region, private_rt),
         security_group_id=ensure_security_group(ec2, tag, vpc_id),
     )
+
+
+def fallback_zones(current: list[str], refused: list[str], offered: list[str]) -> list[str] | None:
+    """The control-plane zones to try after EKS refused some: each zone of ``current`` stays in its slot
+    unless refused, a refused one is replaced by the first zone of ``offered`` not used or refused.
+
+    Pure. Returns None when ``offered`` has too few usable zones (EKS needs two distinct zones).
+    """
+    chosen = [z for z in current if z not in refused]
+    spare = [z for z in offered if z not in current and z not in refused]
+    out: list[str] = []
+    for zone in current:
+        if zone in chosen:
+            out.append(zone)
+        elif spare:
+            out.append(spare.pop(0))
+        else:
+            return None
+    return out if len(set(out)) == len(out) >= 2 else None
+
+
+def move_private_subnets(
+    ec2: Ec2,
+    *,
+    tag: str,
+    vpc_id: str,
+    vpc_cidr: str,
+    private_route_table_id: str,
+    old_zones: list[str],
+    new_zones: list[str],
+) -> list[str]:
+    """Rebuild the private control-plane subnets in ``new_zones`` (slot by slot); returns their ids.
+
+    A slot whose zone changes loses its subnet (``DisassociateRouteTable``, ``DeleteSubnet``: it holds
+    no network interface, EKS refused the cluster) and gets a new one with the same /24 in the new
+    zone, associated with the private route table. Idempotent: a subnet already in its zone is kept.
+    """
+    layout = control_plane_cidrs(vpc_cidr)["private"]
+    ids = []
+    for cidr, old, new in zip(layout, old_zones, new_zones, strict=True):
+        if old != new:
+            for subnet in ec2.describe_subnets(
+                Filters=[
+                    *_owned_filters(tag, "private-subnet"),
+                    {"Name": "vpc-id", "Values": [vpc_id]},
+                    {"Name": "tag:Name", "Values": [_private_subnet_name(tag, old)]},
+                ]
+            )["Subnets"]:
+                table = ec2.describe_route_tables(RouteTableIds=[private_route_table_id])["RouteTables"][0]
+                for assoc in table.get("Associations", []):
+                    if assoc.get("SubnetId") == subnet["SubnetId"]:
+                        ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
+                ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+        subnet_id = _ensure_subnet(ec2, tag, vpc_id, cidr, new, _private_subnet_name(tag, new), "private-subnet")
+        _associate(ec2, private_route_table_id, subnet_id)
+        ids.append(subnet_id)
+    return ids
+
+
+def eks_subnet_ids(ec2: Ec2, network: NetworkResources) -> list[str]:
+    """The subnets of the EKS control plane: the private ones, then the public ones in the same zones.
+
+    A public subnet outside ``network.zones`` (its zone was refused by EKS; it keeps the NAT gateway)
+    is left out. Calls EC2 ``DescribeSubnets``.
+    """
+    public = list(network.public_subnet_ids or [])
+    zones = set(network.zones or [])
+    if public and zones:
+        found = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets(SubnetIds=public)["Subnets"]}
+        public = [s for s in public if found.get(s) in zones]
+    return [*(network.private_subnet_ids or []), *public]
 
 
 def nat_gateway_state(ec2: Ec2, nat_gateway_id: str) -> tuple[str, str | None]:
@@ -343,7 +426,12 @@ def ensure_compute_subnet(
 def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str) -> None:
     """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC."""
     endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
-    owned_endpoints = [e["VpcEndpointId"] for e in endpoints if owned_by(e.get("Tags", []), tag)]
+    # an endpoint deleted by an earlier poll (which then met DependencyViolation) is listed as deleted
+    owned_endpoints = [
+        e["VpcEndpointId"]
+        for e in endpoints
+        if owned_by(e.get("Tags", []), tag) and str(e.get("State", "")).lower() not in ("deleting", "deleted")
+    ]
     if owned_endpoints:
         ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
     for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:

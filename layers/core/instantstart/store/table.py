@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -480,6 +481,7 @@ class Store:
                     "startedAt": now,
                     "updatedAt": now,
                     "operationId": operation_id,
+                    "waits": {},
                 },
                 removes=["error", "endedAt"],
                 expected_status=[StageStatus.PENDING.value, StageStatus.FAILED.value],
@@ -503,7 +505,6 @@ class Store:
                 keys.cluster_pk(tag),
                 keys.stage_sk(generation, stage),
                 updates,
-                removes=["taskToken"],
                 expected_status=[StageStatus.RUNNING.value],
             )
         )
@@ -537,7 +538,6 @@ class Store:
                     "endedAt": now,
                     "updatedAt": now,
                 },
-                removes=["taskToken"],
                 expected_status=[s.value for s in from_statuses],
                 equals={"operationId": operation_id} if operation_id else {},
             )
@@ -591,20 +591,27 @@ class Store:
             raise
         return StageRecord.model_validate(deserialize(out["Attributes"]))
 
-    def set_task_token(self, tag: str, generation: int, stage: StageName, task_token: str) -> None:
-        """Store the Step Functions task token the stage waits on (an event handler sends it).
+    def set_wait_token(self, tag: str, generation: int, stage: StageName, wait: str, task_token: str) -> None:
+        """Store the Step Functions task token of the stage's ``wait`` (an event handler may send it).
+
+        One key of the stage's ``waits`` map, so parallel waits of a stage never overwrite each other.
 
         Raises:
             ConditionFailed: the stage is not RUNNING.
         """
-        self._update(
-            _Write(
-                keys.cluster_pk(tag),
-                keys.stage_sk(generation, stage),
-                {"taskToken": task_token},
-                expected_status=[StageStatus.RUNNING.value],
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="SET #waits.#w = :t",
+                ConditionExpression="attribute_exists(#waits) AND #s = :running",
+                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status"},
+                ExpressionAttributeValues=serialize({":t": task_token, ":running": StageStatus.RUNNING.value}),
             )
-        )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"stage {stage.value} of {tag} is not RUNNING") from exc
+            raise
 
     def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
         """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).
@@ -648,6 +655,8 @@ class Store:
                 continue
             if view is None:
                 removes.append(attribute)
+                if attribute == "hyperPod":
+                    removes.append("hyperPodObservedAt")
             else:
                 updates[attribute] = view.model_dump(mode="json", by_alias=True, exclude_none=True)
         if nodes is not _UNSET:
@@ -655,3 +664,79 @@ class Store:
         equals = {"updatedAt": if_updated_at} if if_updated_at is not None else {}
         item = self._update(_Write(keys.cluster_pk(tag), keys.META, updates, removes=removes, equals=equals))
         return ClusterRecord.model_validate(item)
+
+    def record_hyperpod_observation(
+        self, tag: str, view: HyperPodView, *, now: str, event_time: str | None = None
+    ) -> bool:
+        """Record the HyperPod cluster as a poll (``event_time`` None) or an event observed it.
+
+        Events arrive late and out of order: an event older than the newest recorded observation
+        (``hyperPodObservedAt``) changes nothing. A poll (DescribeCluster) is a fresh read: it is always
+        recorded and moves ``hyperPodObservedAt`` forward to ``now``. Returns False when an event was
+        older (nothing written).
+
+        Raises:
+            ConditionFailed: the cluster record is missing.
+        """
+        names = {"#hp": "hyperPod", "#at": "hyperPodObservedAt", "#ua": "updatedAt"}
+        values = {":hp": view.model_dump(mode="json", by_alias=True, exclude_none=True), ":ua": now}
+        key = serialize({"PK": keys.cluster_pk(tag), "SK": keys.META})
+        if event_time is None:
+            self._update(_Write(keys.cluster_pk(tag), keys.META, {"hyperPod": values[":hp"], "updatedAt": now}))
+            with suppress(ClientError):  # a newer mark (a later event) stays
+                self._db.update_item(
+                    TableName=self.table_name,
+                    Key=key,
+                    UpdateExpression="SET #at = :at",
+                    ConditionExpression="attribute_not_exists(#at) OR #at < :at",
+                    ExpressionAttributeNames={"#at": "hyperPodObservedAt"},
+                    ExpressionAttributeValues=serialize({":at": now}),
+                )
+            return True
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=key,
+                UpdateExpression="SET #hp = :hp, #at = :at, #ua = :ua",
+                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(#at) OR #at <= :at)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=serialize({**values, ":at": event_time}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if self.get_cluster(tag) is None:
+                raise ConditionFailed(f"cluster {tag} does not exist") from exc
+            return False
+        return True
+
+    def recover_degraded(self, tag: str, generation: int, *, observed_status: str, now: str) -> None:
+        """A DEGRADED cluster got its nodes: the cluster READY and its FAILED ``verify`` stage SUCCEEDED, atomically.
+
+        Raises:
+            ConditionFailed: the cluster is no longer DEGRADED at this generation (another writer won).
+        """
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.META,
+                    {"status": ClusterStatus.READY.value, "updatedAt": now},
+                    expected_status=[ClusterStatus.DEGRADED.value],
+                    equals={"generation": generation},
+                ),
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.stage_sk(generation, StageName.VERIFY),
+                    {
+                        "status": StageStatus.SUCCEEDED.value,
+                        "observedStatus": observed_status,
+                        "endedAt": now,
+                        "updatedAt": now,
+                    },
+                    removes=["error"],
+                    expected_status=[StageStatus.FAILED.value],
+                ),
+            ],
+        )

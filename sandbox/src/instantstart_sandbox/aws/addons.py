@@ -172,21 +172,38 @@ CATALOG: dict[str, AddonSpec] = {
             create_seconds=70,
             workloads=(Workload("Deployment", "metrics-server", "eks/metrics-server", 2, "metrics-server"),),
         ),
+        # v2 (the default since 2025) adds a controller Deployment that creates the Mountpoint pods
         AddonSpec(
             name="aws-mountpoint-s3-csi-driver",
             type="storage",
-            versions=("v1.14.1-eksbuild.1", "v1.13.0-eksbuild.1"),
+            versions=("v2.1.0-eksbuild.1", "v2.0.0-eksbuild.1"),
             namespace="kube-system",
             create_seconds=100,
             requires_iam_permissions=True,
             pod_identity_service_accounts=("s3-csi-driver-sa",),
             workloads=(
                 Workload(
+                    "Deployment",
+                    "s3-csi-controller",
+                    "mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver",
+                    1,
+                    "s3-csi-driver-controller-sa",
+                ),
+                Workload(
                     "DaemonSet",
                     "s3-csi-node",
                     "mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver",
                     1,
                     "s3-csi-driver-sa",
+                ),
+            ),
+            crds=(
+                Crd(
+                    "s3.csi.aws.com",
+                    "MountpointS3PodAttachment",
+                    "mountpoints3podattachments",
+                    ("v2",),
+                    "Cluster",
                 ),
             ),
             csi_drivers=("s3.csi.aws.com",),

@@ -6,6 +6,12 @@ backend (so CloudFormation and other moto code see them); this module owns their
 simulated clock (CREATING ~600 s -> ACTIVE, DELETING ~300 s -> gone) and answers the operations moto
 lacks. Once ACTIVE, a cluster's ``endpoint`` and ``certificateAuthority.data`` are the sandbox
 Kubernetes API's URL and CA (base64 of the PEM, as EKS encodes it).
+
+Add-on health follows the cluster's nodes: an add-on that runs a Deployment is ``DEGRADED``
+(``InsufficientNumberOfReplicas``) while no Ready, schedulable Node can run its pods, and turns
+``ACTIVE`` at the next health check (every :data:`ADDON_HEALTH_CHECK_SECONDS`) once one can; the
+"EKS Addon Health Degraded/Restored" events go to EventBridge. DaemonSet-only add-ons are ACTIVE
+with zero nodes.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import yaml
 
 from instantstart_sandbox.aws import backends
+from instantstart_sandbox.aws import ec2 as ec2_answers
 from instantstart_sandbox.aws.addons import (
     CATALOG,
     KUBERNETES_VERSIONS,
@@ -30,9 +37,11 @@ from instantstart_sandbox.aws.addons import (
     addon_version_info,
     versions_for,
 )
+from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
 from instantstart_sandbox.clock import SimClock
+from instantstart_sandbox.kube.controllers import node_matches, node_ready
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +49,10 @@ CLUSTER_CREATE_SECONDS = 600.0
 CLUSTER_DELETE_SECONDS = 300.0
 ADDON_UPDATE_SECONDS = 60.0
 ADDON_DELETE_SECONDS = 60.0
+ADDON_HEALTH_CHECK_SECONDS = 60.0
+"""How often EKS re-checks an add-on's workloads (simulated seconds)."""
+INSUFFICIENT_REPLICAS = "InsufficientNumberOfReplicas"
+INSUFFICIENT_REPLICAS_MESSAGE = "The add-on is unhealthy because it doesn't have the desired number of replicas."
 SUPPORTED_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 DEFAULT_VERSION = "1.33"
 ACCESS_POLICIES = (
@@ -164,11 +177,27 @@ def _random_id(length: int) -> str:
     return uuid.uuid4().hex[:length]
 
 
+def _deployments(spec: AddonSpec, version: str, region: str) -> list[dict[str, Any]]:
+    """The Deployment objects add-on ``spec`` installs (empty for DaemonSet-only add-ons)."""
+    if not any(w.kind == "Deployment" for w in spec.workloads):
+        return []
+    return [o for o in addon_objects(spec, version, region) if o["kind"] == "Deployment"]
+
+
 class EksEmulator:
     """The EKS operations of the sandbox (see module docstring). Thread-safe."""
 
-    def __init__(self, clock: SimClock, kube: KubeApiServerLike, region: str, account_id: str, emit: Emit) -> None:
+    def __init__(
+        self,
+        clock: SimClock,
+        kube: KubeApiServerLike,
+        region: str,
+        account_id: str,
+        emit: Emit,
+        faults: FaultInjector | None = None,
+    ) -> None:
         self.clock = clock
+        self.faults = faults or FaultInjector(clock.now)
         self.kube = kube
         self.region = region
         self.account_id = account_id
@@ -288,6 +317,26 @@ class EksEmulator:
         for group_id in vpc.get("securityGroupIds") or []:
             if not backends.security_group_exists(self.account_id, self.region, group_id):
                 raise AwsError("InvalidParameterException", f"The security group '{group_id}' does not exist", 400)
+        role_arn = str(params.get("roleArn") or "")
+        if self.faults.role_propagating(role_arn):
+            raise AwsError(
+                "InvalidParameterException",
+                f"Role with arn: {role_arn}, could not be assumed because it does not exist or the trusted entity "
+                "is not correct",
+                400,
+            )
+        refused = self.faults.take_refused_zone(sorted(zones))
+        if refused is not None:
+            valid = [z for z in self._region_zones() if z != refused]
+            raise AwsError(
+                "UnsupportedAvailabilityZoneException",
+                f"Cannot create cluster '{name}' because {refused}, the targeted availability zone, does not "
+                "currently have sufficient capacity to support the cluster. Retry and choose from these "
+                f"availability zones: {', '.join(valid)}",
+                400,
+                clusterName=name,
+                validZones=valid,
+            )
         access = dict(params.get("accessConfig") or {})
         access.setdefault("authenticationMode", "CONFIG_MAP")
         access.setdefault("bootstrapClusterCreatorAdminPermissions", True)
@@ -330,6 +379,12 @@ class EksEmulator:
             generation = meta.generation
         self.clock.call_at(now + CLUSTER_CREATE_SECONDS, lambda: self._cluster_active(name, generation))
         return {"cluster": self.describe_cluster(name)}
+
+    def _region_zones(self) -> list[str]:
+        try:
+            return sorted(z.name for z in backends.ec2(self.account_id, self.region).describe_availability_zones())
+        except Exception:  # noqa: BLE001 - moto knows every Region's zones; be safe anyway
+            return []
 
     def _cluster_active(self, name: str, generation: int) -> None:
         with self._lock:
@@ -409,7 +464,7 @@ class EksEmulator:
             if meta is None or meta.generation != generation:
                 return
             del self._meta[name]
-            backends.eks(self.account_id, self.region).clusters.pop(name, None)
+            cluster = backends.eks(self.account_id, self.region).clusters.pop(name, None)
             for key in [k for k in self._addons if k[0] == name]:
                 del self._addons[key]
             for key in [k for k in self._access if k[0] == name]:
@@ -420,6 +475,20 @@ class EksEmulator:
             self.kube.remove_cluster(name)
         except Exception:
             log.debug("remove_cluster(%s) failed", name, exc_info=True)
+        vpc = dict(getattr(cluster, "resources_vpc_config", None) or {})
+        if cluster is not None and self.faults.eni_linger_seconds > 0:
+            groups = list(vpc.get("securityGroupIds") or [])
+            if vpc.get("clusterSecurityGroupId"):
+                groups.append(vpc["clusterSecurityGroupId"])
+            ec2_answers.linger_network_interfaces(
+                self.account_id,
+                self.region,
+                list(vpc.get("subnetIds") or []),
+                groups,
+                f"Amazon EKS {name}",
+                self.faults.eni_linger_seconds,
+                self.clock.call_later,
+            )
 
     def _require_active(self, name: str) -> ClusterMeta:
         meta = self._cluster_meta(name)
@@ -609,16 +678,80 @@ class EksEmulator:
             addon.modified_at = self.clock.now()
             status = addon.status
             version = addon.version
-            arn = addon.arn
         if status == "ACTIVE":
             self._install(cluster, spec, version)
+            issues = self._health_issues(cluster, spec, version)
+            with self._lock:
+                if issues and addon.generation == generation and addon.status == "ACTIVE":
+                    addon.status = status = "DEGRADED"
+                    addon.issues = issues
+            if _deployments(spec, version, self.region):
+                self._schedule_health_check(cluster, name, generation)
+        if status == "DEGRADED":
+            # the add-on is installed but its Deployments have no node: EKS reports it as a health change
+            self._emit_addon(addon, "EKS Addon Health Degraded")
+            return
         outcome = "Succeeded" if status == "ACTIVE" else "Failed"
-        self.emit(
-            "aws.eks",
-            f"EKS Addon {phase} {outcome}",
-            {"clusterName": cluster, "addonName": name, "addonVersion": version, "status": status},
-            [arn],
-        )
+        self._emit_addon(addon, f"EKS Addon {phase} {outcome}")
+
+    def _emit_addon(self, addon: Addon, detail_type: str) -> None:
+        """Emit an "EKS Addon ..." event (source ``aws.eks``) with the add-on's status and health issues."""
+        with self._lock:
+            detail = {
+                "clusterName": addon.cluster,
+                "addonName": addon.name,
+                "addonVersion": addon.version,
+                "status": addon.status,
+                "health": {"issues": [dict(i) for i in addon.issues]},
+            }
+            arn = addon.arn
+        self.emit("aws.eks", detail_type, detail, [arn])
+
+    def _health_issues(self, cluster: str, spec: AddonSpec, version: str) -> list[dict[str, Any]]:
+        """``InsufficientNumberOfReplicas`` when some Deployment of the add-on has no Node to run on.
+
+        A Node can run a Deployment's pods when it is Ready, not cordoned, and its labels and taints
+        admit the pod template (nodeSelector, required node affinity, tolerations).
+        """
+        deployments = _deployments(spec, version, self.region)
+        if not deployments:
+            return []
+        try:
+            nodes = list(self.kube.cluster(cluster).list("v1", "Node") or [])
+        except Exception:  # noqa: BLE001 - no Kubernetes side (yet): no nodes
+            nodes = []
+        starved = [
+            d
+            for d in deployments
+            if not any(node_ready(n) and node_matches(d["spec"]["template"]["spec"], n) is None for n in nodes)
+        ]
+        if not starved:
+            return []
+        return [{"code": INSUFFICIENT_REPLICAS, "message": INSUFFICIENT_REPLICAS_MESSAGE, "resourceIds": []}]
+
+    def _schedule_health_check(self, cluster: str, name: str, generation: int) -> None:
+        self.clock.call_later(ADDON_HEALTH_CHECK_SECONDS, lambda: self._health_check(cluster, name, generation))
+
+    def _health_check(self, cluster: str, name: str, generation: int) -> None:
+        """Timer: re-check an ACTIVE/DEGRADED add-on's workloads; emit Health Degraded/Restored on a change."""
+        with self._lock:
+            addon = self._addons.get((cluster, name))
+            if addon is None or addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
+                return
+            version = addon.version
+        issues = self._health_issues(cluster, CATALOG[name], version)
+        with self._lock:
+            if addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
+                return
+            status = "DEGRADED" if issues else "ACTIVE"
+            changed = status != addon.status
+            addon.status = status
+            addon.issues = issues
+            if changed:
+                addon.modified_at = self.clock.now()
+        if changed:
+            self._emit_addon(addon, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
+        self._schedule_health_check(cluster, name, generation)
 
     def _install(self, cluster: str, spec: AddonSpec, version: str) -> None:
         try:
@@ -753,12 +886,9 @@ class EksEmulator:
                 self._drop_pod_identity_by_arn(arn)
         if not preserve:
             self._uninstall(cluster, CATALOG[name], addon.version)
-        self.emit(
-            "aws.eks",
-            "EKS Addon Deletion Succeeded",
-            {"clusterName": cluster, "addonName": name, "addonVersion": addon.version, "status": "DELETED"},
-            [addon.arn],
-        )
+        addon.status = "DELETED"
+        addon.issues = []
+        self._emit_addon(addon, "EKS Addon Deletion Succeeded")
 
     def delete_addon(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """DeleteAddon: DELETING for ~60 s, then gone (its objects removed unless ``preserve``)."""
@@ -798,6 +928,32 @@ class EksEmulator:
         return {"addons": page, **({"nextToken": token} if token else {})}
 
     # -- access entries ---------------------------------------------------------------------------
+    def kubernetes_access(self, cluster: str, method: str, path: str) -> tuple[int, str] | None:
+        """The Kubernetes API's answer while an access entry of ``cluster`` propagates, or None.
+
+        For :attr:`FaultInjector.kube_access_seconds` after a STANDARD access entry is created the
+        cluster's API answers 401 for the first half, then 403 (as do requests within that window
+        of a policy association). Used by the sandbox Kubernetes API server before each
+        authenticated request (``(status, message)``).
+        """
+        window = self.faults.kube_access_seconds
+        if window <= 0:
+            return None
+        now = self.clock.now()
+        with self._lock:
+            entries = [e for (c, _), e in self._access.items() if c == cluster and e.type == "STANDARD"]
+            associated = {e.principal_arn: [p["associatedAt"] for p in e.policies.values()] for e in entries}
+        answer: tuple[int, str] | None = None
+        for entry in entries:
+            age = now - entry.created_at
+            if age < window / 2:
+                return 401, "Unauthorized"
+            recent_policy = any(now - at < window for at in associated.get(entry.principal_arn, []))
+            if age < window or recent_policy:
+                verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+                answer = 403, f'forbidden: User "{entry.principal_arn}" cannot {verb.get(method, "get")} path "{path}"'
+        return answer
+
     def _require_api_auth(self, name: str) -> None:
         meta = self._require_active(name)
         if meta.access_config.get("authenticationMode") not in ("API", "API_AND_CONFIG_MAP"):

@@ -3,7 +3,10 @@
 For each signed request it takes the service from the SigV4 credential scope and the operation from
 ``X-Amz-Target`` / ``Action`` / method + URI (botocore model), then either answers an injected fault,
 answers the operation itself (EKS lifecycle, add-ons, access entries, pod identity; SageMaker
-HyperPod; EC2 instance type offerings), or passes the request to moto unchanged.
+HyperPod; EC2 instance type offerings), or passes the request to moto unchanged. A few moto
+operations are wrapped for the real-account faults (:mod:`instantstart_sandbox.aws.faults`): IAM
+CreateRole (role age), S3 CreateBucket/DeleteBucket (name reuse), EC2 DeleteSubnet/
+DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster/DeleteCluster.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ __all__ = ["AwsExtension", "FaultInjector", "WSGIApplication"]
 log = logging.getLogger(__name__)
 
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
+GLOBAL_SERVICES = frozenset({"iam"})
+"""Services signed for us-east-1 whatever the Region (IAM is global)."""
 
 
 class AwsExtension:
@@ -58,12 +63,15 @@ class AwsExtension:
         kube: KubeApiServerLike,
         region: str = "us-west-2",
         account_id: str = "123456789012",
+        hyperpod_state_change_events: bool = True,
     ) -> None:
         self.clock = clock
         self.region = region
         self.account_id = account_id
-        self.faults = FaultInjector()
-        self.eks = EksEmulator(clock, kube, region, account_id, self.emit)
+        self.faults = FaultInjector(clock.now)
+        self.eks = EksEmulator(clock, kube, region, account_id, self.emit, self.faults)
+        if hasattr(kube, "access_gate"):
+            kube.access_gate = self.eks.kubernetes_access  # 401/403 while access entries propagate
         self.hyperpod = HyperPodEmulator(
             clock,
             kube,
@@ -73,6 +81,7 @@ class AwsExtension:
             self.faults,
             self.eks.cluster_status,
             self.eks.authentication_mode,
+            state_change_events=hyperpod_state_change_events,
         )
         self._handlers: dict[tuple[str, str], Handler] = {}
         for op, handler in self.eks.handlers().items():
@@ -82,7 +91,109 @@ class AwsExtension:
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
             ec2.describe_instance_type_offerings(req, fwd, self.region)
         )
+        for op, check in (
+            ("DeleteSubnet", ec2.delete_subnet),
+            ("DeleteSecurityGroup", ec2.delete_security_group),
+            ("DeleteVpc", ec2.delete_vpc),
+        ):
+            self._handlers[("ec2", op)] = self._ec2_check(check)
+        self._handlers[("iam", "CreateRole")] = self._create_role
+        self._handlers[("s3", "CreateBucket")] = self._create_bucket
+        self._handlers[("s3", "DeleteBucket")] = self._delete_bucket
+        self._hyperpod_networks: dict[str, tuple[list[str], list[str]]] = {}
+        self._hyperpod_names: dict[str, str] = {}
+        self._wrap("sagemaker", "CreateCluster", self._before_hyperpod_create, self._after_hyperpod_create)
+        self._wrap("sagemaker", "DeleteCluster", None, self._after_hyperpod_delete)
         self._services = {service for service, _ in self._handlers}
+
+    # -- real-account faults around moto and the emulators ------------------------------------------
+    def _wrap(
+        self,
+        service: str,
+        operation: str,
+        before: Callable[[AwsRequest], None] | None,
+        after: Callable[[AwsRequest, Any], None] | None = None,
+    ) -> None:
+        inner = self._handlers[(service, operation)]
+
+        def handler(req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+            if before is not None:
+                before(req)
+            result = inner(req, forward)
+            if after is not None and not (isinstance(result, RawResponse) and result.status >= 300):
+                after(req, result)
+            return result
+
+        self._handlers[(service, operation)] = handler
+
+    def _ec2_check(self, check: Callable[[AwsRequest, Callable[[], RawResponse], str, str], RawResponse]) -> Handler:
+        return lambda req, forward: check(req, forward, self.account_id, self.region)
+
+    def _create_role(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> RawResponse:
+        response = forward()
+        if response.status < 300 and req.params.get("RoleName"):
+            self.faults.role_created(str(req.params["RoleName"]))
+        return response
+
+    def _create_bucket(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> RawResponse:
+        bucket = str(req.params.get("Bucket") or "")
+        if not self.faults.bucket_name_reusable(bucket):
+            raise AwsError(
+                "OperationAborted",
+                "A conflicting conditional operation is currently in progress against this resource. Please try again.",
+                409,
+            )
+        return forward()
+
+    def _delete_bucket(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> RawResponse:
+        response = forward()
+        if response.status < 300:
+            self.faults.bucket_deleted(str(req.params.get("Bucket") or ""))
+        return response
+
+    def _before_hyperpod_create(self, req: AwsRequest) -> None:
+        """SageMaker CreateCluster: execution roles still propagating are refused; remember the network."""
+        params = req.params
+        groups = list(params.get("InstanceGroups") or []) + list(params.get("RestrictedInstanceGroups") or [])
+        for group in groups:
+            role = str(group.get("ExecutionRole") or "")
+            if self.faults.role_propagating(role):
+                raise AwsError(
+                    "ValidationException",
+                    f"The execution role ARN {role} is invalid. Please ensure that the role exists and that "
+                    "its trust relationship policy allows the action 'sts:AssumeRole' for the service principal "
+                    "'sagemaker.amazonaws.com'.",
+                )
+        subnets = list((params.get("VpcConfig") or {}).get("Subnets") or [])
+        security_groups = list((params.get("VpcConfig") or {}).get("SecurityGroupIds") or [])
+        for group in groups:
+            override = group.get("OverrideVpcConfig") or {}
+            subnets += [s for s in override.get("Subnets") or [] if s not in subnets]
+            security_groups += [g for g in override.get("SecurityGroupIds") or [] if g not in security_groups]
+        name = str(params.get("ClusterName") or "")
+        self._hyperpod_networks[name] = (subnets, security_groups)
+
+    def _after_hyperpod_create(self, req: AwsRequest, result: Any) -> None:
+        arn = result.get("ClusterArn") if isinstance(result, dict) else None
+        if arn:
+            self._hyperpod_names[str(arn)] = str(req.params.get("ClusterName") or "")
+
+    def _after_hyperpod_delete(self, req: AwsRequest, result: Any) -> None:
+        """SageMaker DeleteCluster: the instances' network interfaces linger (when set)."""
+        key = str(req.params.get("ClusterName") or "")
+        key = self._hyperpod_names.pop(key, key)
+        network = self._hyperpod_networks.pop(key, None)
+        if network is None or self.faults.eni_linger_seconds <= 0:
+            return
+        ec2.linger_network_interfaces(
+            self.account_id,
+            self.region,
+            network[0],
+            network[1],
+            f"SageMaker HyperPod cluster {key}",
+            self.faults.eni_linger_seconds,
+            self.clock.call_later,
+        )
 
     def emit(self, source: str, detail_type: str, detail: dict[str, Any], resources: list[str]) -> None:
         """Emit an AWS service event on the default bus at the simulated time (through PutEvents)."""
@@ -112,7 +223,7 @@ class AwsExtension:
                 log.info("fault injected: %s.%s -> %s", service, operation, fault.code)
                 return send(error_response(model.protocol, service, fault), start_response)
             handler = self._handlers.get((service, operation))
-            if handler is None or region != self.region:
+            if handler is None or (region != self.region and service not in GLOBAL_SERVICES):
                 return app(environ, start_response)
             req = AwsRequest(service, operation, model.operation_model(operation), environ, body, region=region)
             try:

@@ -1,17 +1,53 @@
-"""Fault injection for the AWS sandbox: make the next calls of an operation fail like AWS does."""
+"""Fault injection for the AWS sandbox: make calls fail the way they fail in real accounts.
+
+Besides per-operation errors (:meth:`FaultInjector.inject`, :meth:`FaultInjector.throttle`) it
+holds the real-account behaviours the sandbox models on the simulated clock: a refused EKS zone,
+IAM eventual consistency, Kubernetes access propagation, lingering network interfaces and S3
+bucket-name reuse. Each window is in simulated seconds; all but Kubernetes access propagation are
+off until set.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from instantstart_sandbox.aws.protocol import MODELS, AwsError
 
 DEFAULT_CAPACITY_MESSAGE = (
-    "We currently do not have sufficient capacity to launch new {instance_type} instances. "
-    "Please try again later or use a different instance type or Availability Zone. "
-    "(Service: AmazonEC2; Status Code: 500; Error Code: InsufficientInstanceCapacity)"
+    "We currently do not have sufficient {instance_type} capacity in the Availability Zone you requested "
+    "({zone}). Our system will be working on provisioning additional capacity. You can currently get "
+    "{instance_type} capacity by not specifying an Availability Zone in your request or choosing {other_zones}."
 )
+"""EC2's InsufficientInstanceCapacity text; ``{instance_type}``, ``{zone}`` and ``{other_zones}`` are filled in."""
+
+
+DEFAULT_KUBE_ACCESS_SECONDS = 30.0
+"""Simulated seconds a new EKS access entry takes to reach the Kubernetes API (401, then 403)."""
+
+_THROTTLE_MESSAGE = "Rate exceeded"
+
+
+def throttling_error(service: str) -> AwsError:
+    """The throttling error ``service`` answers, by its convention (botocore retries each of them).
+
+    EC2 ``RequestLimitExceeded`` (503), S3 ``SlowDown`` (503), Lambda and API Gateway
+    ``TooManyRequestsException`` (429), query-protocol services (IAM, STS, CloudFormation)
+    ``Throttling`` (400), every JSON service ``ThrottlingException`` (400).
+    """
+    name = MODELS.service_name(service)
+    model = MODELS.service_model(name)
+    protocol = model.protocol if model is not None else "json"
+    if name == "ec2":
+        return AwsError("RequestLimitExceeded", "Request limit exceeded.", 503)
+    if name == "s3":
+        return AwsError("SlowDown", "Please reduce your request rate.", 503)
+    if name in ("lambda", "apigateway", "apigatewayv2"):
+        return AwsError("TooManyRequestsException", _THROTTLE_MESSAGE, 429)
+    if protocol == "query":
+        return AwsError("Throttling", _THROTTLE_MESSAGE, 400)
+    return AwsError("ThrottlingException", _THROTTLE_MESSAGE, 400)
 
 
 @dataclass
@@ -22,6 +58,12 @@ class _Fault:
     remaining: int
 
 
+@dataclass
+class _CapacityFault:
+    message: str  # empty: EC2's default text
+    remaining: int | None  # None: until cleared
+
+
 class FaultInjector:
     """Per service/operation error injection, plus HyperPod capacity failures.
 
@@ -29,10 +71,22 @@ class FaultInjector:
     ``ec2``, ``states``/``stepfunctions``, ...); operations are model names (``CreateCluster``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] | None = None) -> None:
         self._lock = threading.Lock()
+        self._now = now or (lambda: 0.0)
         self._faults: dict[tuple[str, str], list[_Fault]] = {}
-        self._capacity: dict[str, list[_Fault]] = {}
+        self._capacity: dict[str, list[_CapacityFault]] = {}
+        self._refused_zones: dict[str, int | None] = {}
+        self._roles_created: dict[str, float] = {}
+        self._buckets_deleted: dict[str, float] = {}
+        self.role_propagation_seconds = 0.0
+        """IAM roles younger than this cannot be assumed by SageMaker/EKS (simulated seconds; 0: off)."""
+        self.kube_access_seconds = DEFAULT_KUBE_ACCESS_SECONDS
+        """A new access entry reaches the Kubernetes API after this long (simulated seconds; 0: at once)."""
+        self.eni_linger_seconds = 0.0
+        """Network interfaces outlive a deleted EKS/HyperPod cluster by this long (simulated seconds; 0: off)."""
+        self.bucket_reuse_seconds = 0.0
+        """A deleted S3 bucket's name cannot be created again for this long (simulated seconds; 0: off)."""
 
     def inject(
         self, service: str, operation: str, code: str, message: str, *, status: int = 400, times: int = 1
@@ -49,23 +103,86 @@ class FaultInjector:
         with self._lock:
             self._faults.setdefault(key, []).append(_Fault(code, message, status, times))
 
-    def fail_hyperpod_capacity(self, instance_type: str, message: str | None = None, times: int = 1) -> None:
-        """Make the next ``times`` SageMaker CreateCluster calls using ``instance_type`` fail later.
+    def fail_hyperpod_capacity(self, instance_type: str, message: str | None = None, times: int | None = None) -> None:
+        """Make HyperPod instance launches of ``instance_type`` fail for insufficient capacity.
 
-        The call itself is accepted; the cluster goes Creating -> Failed with a FailureMessage like
-        the real insufficient-capacity failure (``message`` overrides the text).
+        ``times=None`` (the default): every launch fails until :meth:`clear_hyperpod_capacity`;
+        ``times=n``: the next ``n`` failures only. What one failure is depends on the cluster's
+        provisioning mode: with ``NodeProvisioningMode=Continuous`` one launch attempt of one instance
+        group (an Error cluster event; the cluster stays InService and HyperPod retries on its own);
+        without it (the older mode) one CreateCluster/UpdateCluster that ends ``Failed`` with the
+        message as FailureMessage. ``message`` overrides EC2's text (default:
+        :data:`DEFAULT_CAPACITY_MESSAGE` for the group's Availability Zone).
+
+        Raises:
+            ValueError: ``times`` < 1.
         """
-        if times < 1:
-            raise ValueError("times must be >= 1")
-        text = message or DEFAULT_CAPACITY_MESSAGE.format(instance_type=instance_type)
+        if times is not None and times < 1:
+            raise ValueError("times must be >= 1 (None: until cleared)")
         with self._lock:
-            self._capacity.setdefault(instance_type, []).append(_Fault("", text, 0, times))
+            self._capacity.setdefault(instance_type, []).append(_CapacityFault(message or "", times))
+
+    def clear_hyperpod_capacity(self, instance_type: str | None = None) -> None:
+        """End the capacity shortage of ``instance_type`` (every type when None): the next retry launches."""
+        with self._lock:
+            if instance_type is None:
+                self._capacity.clear()
+            else:
+                self._capacity.pop(instance_type, None)
+
+    def throttle(self, service: str, operation: str, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``service``/``operation`` throttled, per the service's convention.
+
+        See :func:`throttling_error` for the codes. botocore retries throttling errors (standard
+        mode: 3 attempts in all, legacy: 5), so a caller sees the error once ``times`` exceeds them.
+        """
+        error = throttling_error(service)
+        self.inject(service, operation, error.code, error.message, status=error.status, times=times)
+
+    def refuse_eks_zone(self, zone: str, times: int | None = None) -> None:
+        """EKS CreateCluster with a subnet in ``zone`` answers ``UnsupportedAvailabilityZoneException``.
+
+        ``times``: how many CreateCluster calls are refused (``None``: every one until :meth:`clear`).
+        The message and ``validZones`` list the Region's other zones.
+        """
+        if times is not None and times < 1:
+            raise ValueError("times must be >= 1")
+        with self._lock:
+            self._refused_zones[zone] = times
+
+    def delay_role_propagation(self, seconds: float) -> None:
+        """IAM roles created less than ``seconds`` (simulated) ago cannot be assumed by SageMaker or EKS.
+
+        SageMaker CreateCluster answers ``ValidationException`` about the execution role, EKS
+        CreateCluster ``InvalidParameterException`` ("could not be assumed"). 0 turns it off.
+        """
+        self.role_propagation_seconds = max(0.0, float(seconds))
+
+    def delay_kubernetes_access(self, seconds: float) -> None:
+        """A new EKS access entry answers 401, then 403, on the Kubernetes API for ``seconds`` (simulated)."""
+        self.kube_access_seconds = max(0.0, float(seconds))
+
+    def linger_network_interfaces(self, seconds: float) -> None:
+        """Network interfaces of a deleted EKS or HyperPod cluster stay ``seconds`` (simulated) longer.
+
+        While they exist, DeleteSubnet/DeleteSecurityGroup/DeleteVpc answer ``DependencyViolation``.
+        """
+        self.eni_linger_seconds = max(0.0, float(seconds))
+
+    def delay_bucket_name_reuse(self, seconds: float) -> None:
+        """CreateBucket of a name deleted less than ``seconds`` (simulated) ago answers 409 ``OperationAborted``."""
+        self.bucket_reuse_seconds = max(0.0, float(seconds))
 
     def clear(self) -> None:
-        """Drop every pending fault."""
+        """Drop every pending fault and reset every window to its default."""
         with self._lock:
             self._faults.clear()
             self._capacity.clear()
+            self._refused_zones.clear()
+        self.role_propagation_seconds = 0.0
+        self.kube_access_seconds = DEFAULT_KUBE_ACCESS_SECONDS
+        self.eni_linger_seconds = 0.0
+        self.bucket_reuse_seconds = 0.0
 
     # -- used by the extension -----------------------------------------------------------------
     def has_faults_for(self, service: str) -> bool:
@@ -87,18 +204,67 @@ class FaultInjector:
                     del self._faults[(service, operation)]
             return AwsError(fault.code, fault.message, fault.status)
 
-    def take_capacity_failure(self, instance_types: list[str]) -> str | None:
-        """Consume one capacity failure matching any of ``instance_types``; its message, or None."""
+    def take_capacity_failure(self, instance_types: list[str], zone: str = "", other_zones: str = "") -> str | None:
+        """Consume one capacity failure matching any of ``instance_types``; its message, or None.
+
+        The default message is filled in with the instance type, ``zone`` and ``other_zones``.
+        """
         with self._lock:
             for instance_type in instance_types:
                 queue = self._capacity.get(instance_type)
                 if not queue:
                     continue
                 fault = queue[0]
-                fault.remaining -= 1
-                if fault.remaining <= 0:
-                    queue.pop(0)
-                    if not queue:
-                        del self._capacity[instance_type]
-                return fault.message
+                if fault.remaining is not None:
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        queue.pop(0)
+                        if not queue:
+                            del self._capacity[instance_type]
+                return fault.message or DEFAULT_CAPACITY_MESSAGE.format(
+                    instance_type=instance_type, zone=zone or "us-west-2a", other_zones=other_zones or "another zone"
+                )
         return None
+
+    def take_refused_zone(self, zones: list[str]) -> str | None:
+        """Consume one refusal for any of ``zones`` (sorted order); the refused zone, or None."""
+        with self._lock:
+            for zone in sorted(zones):
+                if zone not in self._refused_zones:
+                    continue
+                remaining = self._refused_zones[zone]
+                if remaining is not None:
+                    if remaining <= 1:
+                        del self._refused_zones[zone]
+                    else:
+                        self._refused_zones[zone] = remaining - 1
+                return zone
+        return None
+
+    def role_created(self, role_name: str) -> None:
+        """Record that IAM role ``role_name`` was created now (simulated time)."""
+        with self._lock:
+            self._roles_created[role_name] = self._now()
+
+    def role_propagating(self, role_arn: str) -> bool:
+        """Whether ``role_arn`` is too new to be assumed yet (see :meth:`delay_role_propagation`)."""
+        window = self.role_propagation_seconds
+        if window <= 0 or ":role/" not in role_arn:
+            return False
+        with self._lock:
+            created = self._roles_created.get(role_arn.rsplit("/", 1)[-1])
+        return created is not None and self._now() - created < window
+
+    def bucket_deleted(self, bucket: str) -> None:
+        """Record that S3 bucket ``bucket`` was deleted now (simulated time)."""
+        with self._lock:
+            self._buckets_deleted[bucket] = self._now()
+
+    def bucket_name_reusable(self, bucket: str) -> bool:
+        """Whether ``bucket`` may be created (False within :attr:`bucket_reuse_seconds` of its deletion)."""
+        window = self.bucket_reuse_seconds
+        if window <= 0:
+            return True
+        with self._lock:
+            deleted = self._buckets_deleted.get(bucket)
+        return deleted is None or self._now() - deleted >= window

@@ -6,17 +6,30 @@ require ``ThreadsPerCore``, so the sandbox answers the cluster operations itself
 - CreateCluster validates like the real service (unique name, ACTIVE EKS cluster with API
   authentication, subnets / security groups in moto EC2, execution roles in moto IAM, lifecycle
   script in moto S3, ``ml.*`` instance types from the botocore enum) and answers the ARN.
-- Lifecycle: Creating for ``600 + 60 * max(InstanceCount)`` s (at most 1200 s) -> InService, when
-  each group's nodes register as Kubernetes ``Node`` objects in the EKS cluster's API (with the
-  ``sagemaker.amazonaws.com/*`` labels). A capacity fault makes it go Creating -> Failed.
-  UpdateCluster: Updating -> InService; DeleteCluster: Deleting ~300 s -> gone.
+- Continuous provisioning (``NodeProvisioningMode=Continuous``, what the product uses): Creating
+  for :data:`CLUSTER_READY_SECONDS`, then the cluster and its groups are InService with no
+  instance yet; each group then launches its instances one at a time (Pending for
+  :data:`INSTANCE_LAUNCH_SECONDS`, then Running: ``CurrentCount`` + 1 and the Kubernetes ``Node``
+  registers, Ready, with the ``sagemaker.amazonaws.com/*`` labels). A capacity fault makes each
+  launch attempt fail with Error cluster events carrying EC2's message; the cluster and the group stay
+  InService below ``TargetCount`` and HyperPod retries every :data:`LAUNCH_RETRY_SECONDS`.
+  UpdateCluster keeps the cluster InService and scales groups the same way. Every step is a cluster
+  event (ListClusterEvents / DescribeClusterEvent, and EventBridge "SageMaker HyperPod Cluster
+  Event"); initial provisioning and each count change are ``Scaling`` cluster operations.
+- Without it (the older mode): Creating for ``600 + 60 * max(InstanceCount)`` s (at most 1200 s) ->
+  InService with every node registered at once; a capacity fault makes it go Creating -> Failed.
+  UpdateCluster: Updating -> InService.
+- Cluster-level failures (security groups and subnets in different VPCs) end Failed with a
+  FailureMessage in both modes. DeleteCluster: Deleting ~300 s -> gone.
 - Every ClusterStatus change emits ``aws.sagemaker`` "SageMaker HyperPod Cluster State Change"
-  through moto's PutEvents (default bus), detail shaped like DescribeCluster.
+  through moto's PutEvents (default bus), detail shaped like DescribeCluster, unless
+  ``state_change_events`` is off.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import ipaddress
 import logging
 import random
@@ -30,6 +43,14 @@ import botocore.session
 
 from instantstart_sandbox.aws import backends
 from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.hyperpod_events import (
+    CLUSTER_EVENT_DETAIL_TYPE,
+    ClusterEvent,
+    ClusterOperation,
+    ScalingDetail,
+    list_events,
+    list_operations,
+)
 from instantstart_sandbox.aws.instances import node_shape
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
@@ -40,6 +61,14 @@ log = logging.getLogger(__name__)
 DELETE_SECONDS = 300.0
 UPDATE_BASE_SECONDS = 300.0
 SOFTWARE_UPDATE_SECONDS = 900.0
+CLUSTER_READY_SECONDS = 300.0
+"""Continuous mode: simulated seconds until the cluster-level resources exist (cluster InService)."""
+INSTANCE_LAUNCH_SECONDS = 240.0
+"""Continuous mode: simulated seconds from an instance's launch to its Kubernetes node being Ready."""
+LAUNCH_RETRY_SECONDS = 300.0
+"""Continuous mode: simulated seconds between HyperPod's retries of failed instance launches."""
+GROUP_READY_SECONDS = 120.0
+"""Continuous mode: simulated seconds until an instance group added by UpdateCluster is InService."""
 EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
 SPEC_FIELDS = (
@@ -102,6 +131,7 @@ class HpNode:
     ip: str
     status: str = "Running"
     health: str = "Schedulable"
+    logical_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @property
     def node_name(self) -> str:
@@ -121,6 +151,7 @@ class HpGroup:
     spec: dict[str, Any]
     status: str = "Creating"
     nodes: list[HpNode] = field(default_factory=list)
+    launching: bool = False  # continuous mode: a launch loop is scheduled
 
     @property
     def name(self) -> str:
@@ -148,6 +179,13 @@ class HpCluster:
     tags: dict[str, str] = field(default_factory=dict)
     generation: int = 0
     pending_groups: list[dict[str, Any]] = field(default_factory=list)
+    events: list[ClusterEvent] = field(default_factory=list)
+    operations: list[ClusterOperation] = field(default_factory=list)
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the cluster was created with ``NodeProvisioningMode=Continuous``."""
+        return self.request.get("NodeProvisioningMode") == "Continuous"
 
 
 class HyperPodEmulator:
@@ -163,8 +201,11 @@ class HyperPodEmulator:
         faults: FaultInjector,
         eks_status: Callable[[str], str | None],
         eks_auth_mode: Callable[[str], str | None],
+        state_change_events: bool = True,
     ) -> None:
         self.clock = clock
+        self.state_change_events = state_change_events
+        """Whether ClusterStatus changes emit "SageMaker HyperPod Cluster State Change" (settable at runtime)."""
         self.kube = kube
         self.region = region
         self.account_id = account_id
@@ -188,6 +229,10 @@ class HyperPodEmulator:
             "ListClusterNodes": self.list_cluster_nodes,
             "DescribeClusterNode": self.describe_cluster_node,
             "BatchDeleteClusterNodes": self.batch_delete_cluster_nodes,
+            "ListClusterEvents": self.list_cluster_events,
+            "DescribeClusterEvent": self.describe_cluster_event,
+            "ListClusterOperations": self.list_cluster_operations,
+            "DescribeClusterOperation": self.describe_cluster_operation,
             "AddTags": self.add_tags,
             "ListTags": self.list_tags,
             "DeleteTags": self.delete_tags,
@@ -310,7 +355,12 @@ class HyperPodEmulator:
             raise AwsError(
                 "ValidationException", "NodeProvisioningMode is supported only for EKS orchestrated clusters"
             )
-        failure = self.faults.take_capacity_failure([_instance_type(g) for g in groups])
+        continuous = params.get("NodeProvisioningMode") == "Continuous"
+        problem = self._network_problem(params)
+        failure = None
+        if not continuous and groups:
+            zone, others = self._zones(params, groups[0])
+            failure = self.faults.take_capacity_failure([_instance_type(g) for g in groups], zone, others)
         now = self.clock.now()
         cluster = HpCluster(
             name=name,
@@ -325,8 +375,13 @@ class HyperPodEmulator:
             self._clusters[cluster.arn] = cluster
             generation = cluster.generation
         self._emit_state(cluster)
+        if continuous:
+            self._start_continuous(cluster, generation, problem)
+            return {"ClusterArn": cluster.arn}
         duration = creation_seconds(groups)
-        if failure is not None:
+        if problem is not None:
+            self.clock.call_at(now + duration / 2, lambda: self._fail(cluster.arn, generation, None, problem))
+        elif failure is not None:
             failing = next((g for g in groups if self._failing_type(g, failure)), groups[0] if groups else None)
             self.clock.call_at(
                 now + duration / 2,
@@ -340,6 +395,406 @@ class HyperPodEmulator:
     def _failing_type(group: dict[str, Any], message: str) -> bool:
         return _instance_type(group) in message
 
+    # -- continuous provisioning ------------------------------------------------------------------
+    def _network_problem(self, params: dict[str, Any]) -> str | None:
+        """A cluster-level failure HyperPod finds only when it creates network interfaces: security
+        groups and subnets in different VPCs (EC2's message), or None."""
+        ec2 = backends.ec2(self.account_id, self.region)
+        configs = [params.get("VpcConfig") or {}] + [
+            g.get("OverrideVpcConfig") or {} for g in params.get("InstanceGroups") or []
+        ]
+        for vpc in configs:
+            for subnet_id in vpc.get("Subnets") or []:
+                subnet = backends.subnet(self.account_id, self.region, subnet_id)
+                for group_id in vpc.get("SecurityGroupIds") or []:
+                    group = ec2.get_security_group_from_id(group_id)
+                    if subnet is not None and group is not None and group.vpc_id != subnet.vpc_id:
+                        return (
+                            f"Failed to create network interface: Security group {group_id} and subnet "
+                            f"{subnet_id} belong to different networks."
+                        )
+        return None
+
+    def _event(
+        self,
+        cluster: HpCluster,
+        out: list[ClusterEvent],
+        resource_type: str,
+        description: str,
+        *,
+        level: str = "Info",
+        group: str | None = None,
+        instance_id: str | None = None,
+        operation_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a cluster event (call with the lock held); ``out`` collects it for :meth:`_publish`."""
+        event = ClusterEvent(
+            cluster_arn=cluster.arn,
+            cluster_name=cluster.name,
+            resource_type=resource_type,
+            level=level,
+            description=description,
+            time=self.clock.now(),
+            group=group,
+            instance_id=instance_id,
+            operation_id=operation_id,
+            metadata=metadata or {},
+        )
+        cluster.events.append(event)
+        out.append(event)
+
+    def _publish(self, events: list[ClusterEvent]) -> None:
+        """Emit each event on EventBridge as "SageMaker HyperPod Cluster Event" (call without the lock)."""
+        for event in events:
+            self.emit("aws.sagemaker", CLUSTER_EVENT_DETAIL_TYPE, event.eventbridge_detail(), [event.cluster_arn])
+
+    @staticmethod
+    def _counts(group: HpGroup, target: int | None = None) -> dict[str, int]:
+        out = {
+            "CurrentCount": sum(1 for n in group.nodes if n.status == "Running"),
+            "TargetCount": group.target if target is None else target,
+        }
+        if group.spec.get("MinInstanceCount") is not None:
+            out["MinCount"] = int(group.spec["MinInstanceCount"])
+        return out
+
+    def _start_scaling(
+        self, cluster: HpCluster, changes: list[tuple[HpGroup, int]], out: list[ClusterEvent]
+    ) -> ClusterOperation:
+        """Open a Scaling operation for ``(group, previous target)`` pairs (lock held); older
+        in-progress scaling of the same groups is superseded."""
+        names = {group.name for group, _ in changes}
+        for operation in cluster.operations:
+            for detail in operation.details:
+                if detail.group in names and detail.status == "InProgress":
+                    detail.status = "Superseded"
+        operation = ClusterOperation(
+            cluster_arn=cluster.arn,
+            created_at=self.clock.now(),
+            details=[
+                ScalingDetail(group.name, self._counts(group, previous), self._counts(group))
+                for group, previous in changes
+            ],
+        )
+        cluster.operations.append(operation)
+        for group, previous in changes:
+            self._event(
+                cluster,
+                out,
+                "InstanceGroup",
+                f"Scaling of InstanceGroup {group.name} in Cluster {cluster.name} from {previous} to "
+                f"{group.target} instances started",
+                group=group.name,
+                operation_id=operation.operation_id,
+                metadata={"InstanceGroupScaling": {"InstanceCount": len(group.nodes), "TargetCount": group.target}},
+            )
+        return operation
+
+    def _operation_of(self, cluster: HpCluster, group: str) -> ClusterOperation | None:
+        for operation in reversed(cluster.operations):
+            if any(d.group == group and d.status == "InProgress" for d in operation.details):
+                return operation
+        return None
+
+    def _start_continuous(self, cluster: HpCluster, generation: int, problem: str | None) -> None:
+        events: list[ClusterEvent] = []
+        with self._lock:
+            self._event(cluster, events, "Cluster", f"Cluster {cluster.name} creation started")
+            self._start_scaling(cluster, [(g, 0) for g in cluster.groups.values()], events)
+        self._publish(events)
+        if problem is not None:
+            self.clock.call_later(CLUSTER_READY_SECONDS / 2, lambda: self._fail(cluster.arn, generation, None, problem))
+        else:
+            self.clock.call_later(CLUSTER_READY_SECONDS, lambda: self._cluster_ready(cluster.arn, generation))
+
+    def _cluster_ready(self, arn: str, generation: int) -> None:
+        """Continuous mode: cluster-level resources exist; the cluster and groups go InService, launches begin."""
+        events: list[ClusterEvent] = []
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            if cluster is None or cluster.generation != generation or cluster.status != "Creating":
+                return
+            cluster.status = "InService"
+            self._event(cluster, events, "Cluster", f"Cluster {cluster.name} is InService")
+            for group in cluster.groups.values():
+                group.status = "InService"
+                self._event(
+                    cluster,
+                    events,
+                    "InstanceGroup",
+                    f"InstanceGroup {group.name} in Cluster {cluster.name} is InService; provisioning "
+                    f"{group.target} instances",
+                    group=group.name,
+                    operation_id=(op.operation_id if (op := self._operation_of(cluster, group.name)) else None),
+                )
+        self._publish(events)
+        self._emit_state(cluster)
+        for name in list(cluster.groups):
+            self._ensure_launching(cluster, name)
+
+    def _ensure_launching(self, cluster: HpCluster, group_name: str, delay: float = 0.0) -> None:
+        """Start the group's launch loop unless it runs already."""
+        with self._lock:
+            group = cluster.groups.get(group_name)
+            if group is None or group.launching or group.status != "InService":
+                return
+            group.launching = True
+        self.clock.call_later(delay, lambda: self._launch_step(cluster.arn, group_name))
+
+    def _zones(self, request: dict[str, Any], spec: dict[str, Any], index: int = 0) -> tuple[str, str]:
+        """(the AZ the group's ``index``-th instance launches in, the Region's other AZs as EC2 lists them)."""
+        vpc = spec.get("OverrideVpcConfig") or request.get("VpcConfig") or {}
+        subnets = list(vpc.get("Subnets") or [])
+        subnet_id = subnets[index % len(subnets)] if subnets else ""
+        subnet = backends.subnet(self.account_id, self.region, subnet_id) if subnet_id else None
+        zone = subnet.availability_zone if subnet is not None else f"{self.region}a"
+        others = [f"{self.region}{letter}" for letter in "abcd" if f"{self.region}{letter}" != zone]
+        return zone, ", ".join(others)
+
+    def _launch_step(self, arn: str, group_name: str) -> None:
+        """One launch attempt of the group's next instance, or the end of its scaling at target."""
+        events: list[ClusterEvent] = []
+        retry = False
+        launched: HpNode | None = None
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            group = cluster.groups.get(group_name) if cluster is not None else None
+            if cluster is None or group is None:
+                return
+            if cluster.status in ("Deleting", "Failed") or group.status != "InService":
+                group.launching = False
+                return
+            operation = self._operation_of(cluster, group.name)
+            op_id = operation.operation_id if operation else None
+            if len(group.nodes) >= group.target:
+                group.launching = False
+                if operation is not None:
+                    for detail in operation.details:
+                        if detail.group == group.name and detail.status == "InProgress":
+                            detail.status = "Done"
+                    self._event(
+                        cluster,
+                        events,
+                        "InstanceGroup",
+                        f"Scaling of InstanceGroup {group.name} in Cluster {cluster.name} completed: "
+                        f"{len(group.nodes)} of {group.target} instances",
+                        group=group.name,
+                        operation_id=op_id,
+                        metadata={
+                            "InstanceGroupScaling": {"InstanceCount": len(group.nodes), "TargetCount": group.target}
+                        },
+                    )
+            else:
+                zone, others = self._zones(cluster.request, group.spec, len(group.nodes))
+                failure = self.faults.take_capacity_failure([_instance_type(group.spec)], zone, others)
+                if failure is not None:
+                    missing = group.target - len(group.nodes)
+                    self._event(
+                        cluster,
+                        events,
+                        "InstanceGroup",
+                        f"InstanceGroup {group.name} in Cluster {cluster.name} failed to launch {missing} "
+                        f"instances; retrying",
+                        level="Error",
+                        group=group.name,
+                        operation_id=op_id,
+                        metadata={
+                            "InstanceGroupScaling": {
+                                "InstanceCount": len(group.nodes),
+                                "TargetCount": group.target,
+                                "FailureMessage": failure,
+                            }
+                        },
+                    )
+                    for _ in range(missing):
+                        self._event(
+                            cluster,
+                            events,
+                            "Instance",
+                            f"Instance creation in Cluster {cluster.name} and InstanceGroup {group.name} failed",
+                            level="Error",
+                            group=group.name,
+                            operation_id=op_id,
+                            metadata={"Instance": {"FailureMessage": failure, "NodeLogicalId": str(uuid.uuid4())}},
+                        )
+                    retry = True
+                else:
+                    launched = self._new_node(cluster, group)
+                    launched.status = "Pending"
+                    group.nodes.append(launched)
+                    self._event(
+                        cluster,
+                        events,
+                        "Instance",
+                        f"Instance {launched.instance_id} launching in Cluster {cluster.name} and InstanceGroup "
+                        f"{group.name}",
+                        group=group.name,
+                        instance_id=launched.instance_id,
+                        operation_id=op_id,
+                        metadata={"Instance": {"NodeLogicalId": launched.logical_id}},
+                    )
+        self._publish(events)
+        if retry:
+            self.clock.call_later(LAUNCH_RETRY_SECONDS, lambda: self._launch_step(arn, group_name))
+        elif launched is not None:
+            node = launched
+            self.clock.call_later(INSTANCE_LAUNCH_SECONDS, lambda: self._instance_up(arn, group_name, node))
+
+    def _instance_up(self, arn: str, group_name: str, node: HpNode) -> None:
+        """The launched instance is Running: its Kubernetes node registers, the next launch starts."""
+        events: list[ClusterEvent] = []
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            group = cluster.groups.get(group_name) if cluster is not None else None
+            if cluster is None or group is None:
+                return
+            if cluster.status == "Deleting":
+                group.launching = False
+                return
+            running = node in group.nodes  # False: scaled in while it launched
+            if running:
+                node.status = "Running"
+                node.launch_time = self.clock.now()
+                operation = self._operation_of(cluster, group.name)
+                self._event(
+                    cluster,
+                    events,
+                    "Instance",
+                    f"Instance {node.instance_id} in Cluster {cluster.name} and InstanceGroup {group.name} is "
+                    f"Running and registered as Kubernetes node {node.node_name}",
+                    group=group.name,
+                    instance_id=node.instance_id,
+                    operation_id=operation.operation_id if operation else None,
+                    metadata={"Instance": {"NodeLogicalId": node.logical_id}},
+                )
+        if running:
+            self._register_node(cluster, node)
+        self._publish(events)
+        self._launch_step(arn, group_name)
+
+    def _update_continuous(
+        self, cluster: HpCluster, specs: list[dict[str, Any]], to_delete: list[str], params: dict[str, Any]
+    ) -> None:
+        """UpdateCluster of a continuous cluster: it stays InService; changed counts are a Scaling operation."""
+        events: list[ClusterEvent] = []
+        removed: list[HpNode] = []
+        added: list[str] = []
+        with self._lock:
+            changes: list[tuple[HpGroup, int]] = []
+            for spec in specs:
+                group = cluster.groups.get(spec["InstanceGroupName"])
+                if group is None:
+                    group = HpGroup(dict(spec))
+                    cluster.groups[group.name] = group
+                    added.append(group.name)
+                    changes.append((group, 0))
+                    continue
+                previous = group.target
+                group.spec = dict(spec)
+                if group.target != previous:
+                    changes.append((group, previous))
+                while len(group.nodes) > group.target:
+                    pending = [n for n in group.nodes if n.status == "Pending"]
+                    victim = pending[-1] if pending else group.nodes[-1]
+                    group.nodes.remove(victim)
+                    removed.append(victim)
+            for name in to_delete:
+                cluster.groups[name].status = "Deleting"
+            if "NodeRecovery" in params:
+                cluster.request["NodeRecovery"] = params["NodeRecovery"]
+            if changes:
+                self._start_scaling(cluster, changes, events)
+            generation = cluster.generation
+        self._publish(events)
+        for node in removed:
+            self._deregister_node(cluster, node)
+        for name in to_delete:
+            self.clock.call_later(
+                GROUP_READY_SECONDS, functools.partial(self._group_gone, cluster.arn, generation, name)
+            )
+        for name in added:
+            self.clock.call_later(
+                GROUP_READY_SECONDS, functools.partial(self._group_ready, cluster.arn, generation, name)
+            )
+        for name in list(cluster.groups):
+            if name not in added:
+                self._ensure_launching(cluster, name)
+
+    def _group_ready(self, arn: str, generation: int, name: str) -> None:
+        events: list[ClusterEvent] = []
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            group = cluster.groups.get(name) if cluster is not None else None
+            if cluster is None or group is None or cluster.generation != generation or group.status != "Creating":
+                return
+            group.status = "InService"
+            self._event(
+                cluster,
+                events,
+                "InstanceGroup",
+                f"InstanceGroup {name} in Cluster {cluster.name} is InService",
+                group=name,
+            )
+        self._publish(events)
+        self._ensure_launching(cluster, name)
+
+    def _group_gone(self, arn: str, generation: int, name: str) -> None:
+        with self._lock:
+            cluster = self._clusters.get(arn)
+            if cluster is None or cluster.generation != generation:
+                return
+            group = cluster.groups.get(name)
+            if group is None or group.status != "Deleting":
+                return
+            del cluster.groups[name]
+        for node in group.nodes:
+            self._deregister_node(cluster, node)
+
+    # -- cluster events and operations -----------------------------------------------------------
+    def _continuous_cluster(self, name_or_arn: str) -> HpCluster:
+        cluster = self._find(name_or_arn)
+        if not cluster.continuous:
+            raise AwsError(
+                "ValidationException",
+                f"Cluster {cluster.name} does not use NodeProvisioningMode Continuous; cluster events and "
+                "operations are available only for clusters that do",
+            )
+        return cluster
+
+    def list_cluster_events(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListClusterEvents (continuous clusters): filters, SortOrder (default Descending), paging."""
+        cluster = self._continuous_cluster(req.params["ClusterName"])
+        with self._lock:
+            events = list(cluster.events)
+        return list_events(events, req.params)
+
+    def describe_cluster_event(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeClusterEvent: the event's ``ClusterEventDetail`` (ResourceNotFound when unknown)."""
+        cluster = self._continuous_cluster(req.params["ClusterName"])
+        with self._lock:
+            event = next((e for e in cluster.events if e.event_id == req.params["EventId"]), None)
+        if event is None:
+            raise AwsError("ResourceNotFound", f"Event {req.params['EventId']} not found in cluster {cluster.name}")
+        return {"EventDetails": event.detail()}
+
+    def list_cluster_operations(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """ListClusterOperations (continuous clusters): filters, SortOrder (default Descending), paging."""
+        cluster = self._continuous_cluster(req.params["ClusterName"])
+        with self._lock:
+            return list_operations(list(cluster.operations), req.params)
+
+    def describe_cluster_operation(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeClusterOperation: summary plus ScalingDetails (ResourceNotFound when unknown)."""
+        cluster = self._continuous_cluster(req.params["ClusterName"])
+        with self._lock:
+            operation = next((o for o in cluster.operations if o.operation_id == req.params["OperationId"]), None)
+            if operation is None:
+                raise AwsError(
+                    "ResourceNotFound", f"Operation {req.params['OperationId']} not found in cluster {cluster.name}"
+                )
+            return operation.describe()
+
     def _fail(self, arn: str, generation: int, group_name: str | None, message: str) -> None:
         with self._lock:
             cluster = self._clusters.get(arn)
@@ -352,6 +807,21 @@ class HyperPodEmulator:
             for group in cluster.groups.values():
                 if group.name == group_name or group.status == "Creating":
                     group.status = "Failed" if group.name == group_name else group.status
+            events: list[ClusterEvent] = []
+            if cluster.continuous:
+                self._event(
+                    cluster,
+                    events,
+                    "Cluster",
+                    f"Cluster {cluster.name} creation failed",
+                    level="Error",
+                    metadata={"Cluster": {"FailureMessage": cluster.failure_message}},
+                )
+                for operation in cluster.operations:
+                    for detail in operation.details:
+                        if detail.status == "InProgress":
+                            detail.status = "Done"
+        self._publish(events)
         self._emit_state(cluster)
 
     def _in_service(self, arn: str, generation: int) -> None:
@@ -361,6 +831,17 @@ class HyperPodEmulator:
                 return
             if cluster.status not in ("Creating", "Updating", "SystemUpdating"):
                 return
+            if cluster.continuous:  # after a software update: launches go on through the launch loops
+                for group in cluster.groups.values():
+                    if group.status == "SystemUpdating":
+                        group.status = "InService"
+                cluster.status = "InService"
+        if cluster.continuous:
+            self._emit_state(cluster)
+            for name in list(cluster.groups):
+                self._ensure_launching(cluster, name)
+            return
+        with self._lock:
             added: list[HpNode] = []
             removed: list[HpNode] = []
             for group in cluster.groups.values():
@@ -542,6 +1023,11 @@ class HyperPodEmulator:
         }
         if spec.get("MinInstanceCount") is not None:
             out["MinCount"] = spec["MinInstanceCount"]
+        scaling = sum(
+            1 for o in cluster.operations for d in o.details if d.group == group.name and d.status == "InProgress"
+        )
+        if scaling:
+            out["ActiveOperations"] = {"Scaling": scaling}
         for key in (
             "LifeCycleConfig",
             "OnStartDeepHealthChecks",
@@ -598,6 +1084,8 @@ class HyperPodEmulator:
             return out
 
     def _emit_state(self, cluster: HpCluster) -> None:
+        if not self.state_change_events:
+            return
         detail = self.describe(cluster)
         detail["CreationTime"] = _iso(detail["CreationTime"])
         self.emit("aws.sagemaker", EVENT_DETAIL_TYPE, detail, [cluster.arn])
@@ -689,7 +1177,11 @@ class HyperPodEmulator:
         for name in to_delete:
             if name not in cluster.groups:
                 raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster {cluster.name}")
-        failure = self.faults.take_capacity_failure([_instance_type(s) for s in specs])
+        if cluster.continuous:
+            self._update_continuous(cluster, specs, to_delete, params)
+            return {"ClusterArn": cluster.arn}
+        zone, others = self._zones(cluster.request, specs[0]) if specs else ("", "")
+        failure = self.faults.take_capacity_failure([_instance_type(s) for s in specs], zone, others)
         with self._lock:
             biggest_change = 0
             for spec in specs:

@@ -35,6 +35,7 @@ class AwsSandboxServer:
         kube: the sandbox Kubernetes API server (``instantstart_sandbox.kube.KubeApiServer``).
         region: the region whose EKS / SageMaker requests the extension emulates.
         account_id: the account of moto's default credentials.
+        hyperpod_state_change_events: whether HyperPod emits "SageMaker HyperPod Cluster State Change".
     """
 
     def __init__(
@@ -43,12 +44,13 @@ class AwsSandboxServer:
         kube: KubeApiServerLike,
         region: str = "us-west-2",
         account_id: str = "123456789012",
+        hyperpod_state_change_events: bool = True,
     ) -> None:
         self.clock = clock
         self.kube = kube
         self.region = region
         self.account_id = account_id
-        self.extension = AwsExtension(clock, kube, region, account_id)
+        self.extension = AwsExtension(clock, kube, region, account_id, hyperpod_state_change_events)
         self.endpoint_url = ""
         self.port = 0
         self._server: object | None = None

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TokenValidator = Callable[[str, str], bool]
+AccessGate = Callable[[str, str, str], "tuple[int, str] | None"]
 _PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
@@ -57,6 +58,9 @@ class KubeApiServer:
 
     def __init__(self, token_validator: TokenValidator | None = None, clock: SimClock | None = None) -> None:
         self.token_validator = token_validator
+        self.access_gate: AccessGate | None = None
+        """``(cluster, method, path) -> (status, message) | None``, asked after a token is accepted:
+        a status (401/403) answers the request instead (the EKS emulator's access-entry propagation)."""
         self.clock = clock
         self._clusters: dict[str, KubeCluster] = {}
         self._controllers: dict[str, SimulatedControllers] = {}
@@ -349,6 +353,12 @@ class _Handler(BaseHTTPRequestHandler):
                 ok = False
         if not ok:
             raise KubeError(401, "Unauthorized", "Unauthorized")
+        gate = self.server.api.access_gate
+        path = urlsplit(self.path).path.removeprefix(f"/clusters/{cluster_name}") or "/"
+        denied = gate(cluster_name, self.command, path) if gate is not None else None
+        if denied is not None:
+            code, message = denied
+            raise KubeError(code, message, "Unauthorized" if code == 401 else "Forbidden")
 
     def _manager(self, params: dict[str, str]) -> str:
         if params.get("fieldManager"):

@@ -58,15 +58,22 @@ def create_addon(rt: Runtime, p: StepPayload) -> StepResult:
 
 
 def check_addon(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once the add-on is ACTIVE (EKS ``DescribeAddon``).
+    """Done once the add-on is ACTIVE, or, for one that needs nodes, created and only waiting for them.
+
+    An add-on whose workload is a Deployment cannot be healthy before HyperPod nodes join: it is
+    DEGRADED (``InsufficientNumberOfReplicas``) or CREATING until then, and ``verify`` checks it after
+    the nodes are Ready. Calls EKS ``DescribeAddon``.
 
     Raises:
-        StageFailed: the add-on is CREATE_FAILED or DEGRADED (its health issue code and message).
+        StageFailed: the add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
     """
     name = _addon_name(p)
-    status = addon_state(rt.client("eks"), eks_cluster_name(p.cluster_tag), name)
-    _record(rt, p, DependenciesResources(addons={name: AddonResource(status=status)}))
-    return PollResult(done=status == "ACTIVE", status=status)
+    health = addon_state(rt.client("eks"), eks_cluster_name(p.cluster_tag), name)
+    _record(rt, p, DependenciesResources(addons={name: AddonResource(status=health.status)}))
+    if health.failed:
+        raise health.error()
+    done = health.active or (ADDONS_BY_NAME[name].needs_nodes and health.waiting_for_nodes)
+    return PollResult(done=done, status=health.status)
 
 
 def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
@@ -90,8 +97,12 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
     """
     res = records.stage_resources(rt, tag, generation, STAGE, DependenciesResources)
     active = sum(1 for a in res.addons.values() if a.status == "ACTIVE")
+    waiting = sum(
+        1 for a in ADDONS if a.needs_nodes and res.addons.get(a.name, AddonResource(status="")).status != "ACTIVE"
+    )
     applied = len(res.kubernetes_objects or [])
-    return f"{active}/{len(ADDONS)} add-ons ACTIVE, {applied} Kubernetes objects applied"
+    summary = f"{active}/{len(ADDONS)} add-ons ACTIVE, {applied} Kubernetes objects applied"
+    return summary + (f"; {waiting} waiting for nodes (checked in verify)" if waiting else "")
 
 
 # -- teardown ----------------------------------------------------------------------------------

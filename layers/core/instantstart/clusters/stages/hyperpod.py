@@ -1,8 +1,9 @@
 """Stage ``hyperpod``: the compute subnet, then the HyperPod cluster (``CreateCluster``, continuous provisioning).
 
 Create steps: ``ensure_compute_subnet`` -> poll ``clear_failed_hyperpod_cluster`` ->
-``create_hyperpod_cluster`` (waits on a task token: :mod:`instantstart.clusters.hyperpod_completion`)
--> poll fallback ``check_hyperpod_cluster``. Teardown step: poll ``delete_hyperpod_cluster``.
+``create_hyperpod_cluster`` -> event-or-poll ``check_hyperpod_cluster`` (:mod:`instantstart.clusters.waits`:
+the State Change event wakes it, else it checks every poll interval). Teardown step: poll
+``delete_hyperpod_cluster``.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from instantstart.clusters import hyperpod_completion, records
+from botocore.exceptions import ClientError
+
+from instantstart.aws.clients import error_code
+from instantstart.clusters import records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
-from instantstart.models.cluster import InstanceGroupRequest
-from instantstart.models.common import StageName
+from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
+from instantstart.models.common import CapacityType, StageName
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, tag_list
@@ -61,7 +65,7 @@ def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """
     sm = rt.client("sagemaker")
     name = hyperpod_cluster_name(p.cluster_tag)
-    found = hyperpod_completion.describe(sm, name)
+    found = describe(sm, name)
     if found is None:
         return PollResult(done=True, status="absent")
     status = found["ClusterStatus"]
@@ -137,26 +141,84 @@ def hyperpod_create_request(
     }
 
 
-def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
-    """Store the task token, create the HyperPod cluster unless it exists, then re-check its status.
+def describe(sm: Any, name: str) -> dict[str, Any] | None:
+    """SageMaker ``DescribeCluster`` of ``name``, or None when it does not exist."""
+    try:
+        return dict(sm.describe_cluster(ClusterName=name))
+    except ClientError as exc:
+        if error_code(exc) in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
+            return None
+        raise
 
-    The stage completes when the EventBridge "SageMaker HyperPod Cluster State Change" event arrives
-    (:mod:`instantstart.clusters.hyperpod_completion`). Because the event can arrive before the token is
-    stored, the token is stored first and the status re-checked after: an InService/Failed cluster
-    completes the task at once. Calls SageMaker ``CreateCluster``
-    (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html).
+
+def observe(
+    rt: Runtime,
+    tag: str,
+    generation: int,
+    found: dict[str, Any],
+    requested: list[InstanceGroupRequest],
+    *,
+    event_time: str | None = None,
+) -> bool:
+    """Record an observation of the HyperPod cluster (a DescribeCluster answer or a state-change event detail).
+
+    One recorder for the poll path and the event path: the cluster's ``hyperPod`` view (status, instance
+    groups with target/current counts and the requested capacity type) and the stage's observed status.
+    An event (``event_time``) older than the recorded observation changes nothing; a poll always records.
+    Returns True when it was recorded.
+    """
+    capacity = {g.instance_group_name: g.capacity_type for g in requested}
+    requested_count = {g.instance_group_name: g.instance_count for g in requested}
+    cluster = rt.store.get_cluster(tag)
+    view = HyperPodView(
+        cluster_name=found["ClusterName"],
+        cluster_arn=found["ClusterArn"],
+        status=found["ClusterStatus"],
+        instance_groups=[
+            InstanceGroupView(
+                instance_group_name=g["InstanceGroupName"],
+                instance_type=g.get("InstanceType", ""),
+                instance_count=requested_count.get(g["InstanceGroupName"], g.get("TargetCount", 0)),
+                target_count=g.get("TargetCount"),
+                current_count=g.get("CurrentCount", 0),
+                status=g.get("Status"),
+                capacity_type=capacity.get(g["InstanceGroupName"], CapacityType.ON_DEMAND),
+            )
+            for g in found.get("InstanceGroups", [])
+        ],
+        latest_errors=cluster.hyper_pod.latest_errors if cluster and cluster.hyper_pod else [],
+    )
+    now = records.now()
+    if not rt.store.record_hyperpod_observation(tag, view, now=now, event_time=event_time):
+        return False
+    stage = rt.store.get_stage(tag, generation, STAGE)
+    if stage is not None and stage.status.value == "RUNNING":
+        records.update_stage_resources(
+            rt,
+            tag=tag,
+            generation=generation,
+            stage=STAGE,
+            resources=HyperPodResources(hyper_pod_cluster_arn=found["ClusterArn"]),
+            observed_status=f"HyperPod {found['ClusterStatus']}",
+        )
+    return True
+
+
+def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
+    """Create the HyperPod cluster unless it exists (SageMaker ``CreateCluster``).
+
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html
 
     Raises:
-        StageFailed: the task token is missing, or an existing cluster is Failed (``HyperPodClusterFailed``).
+        StageFailed: an existing cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim).
     """
     tag, generation = p.cluster_tag, p.generation
-    if not p.task_token:
-        raise StageFailed("InvalidStepPayload", "create_hyperpod_cluster needs a task token")
-    hyperpod_completion.wait_with_token(rt, tag, generation, p.task_token)
     groups = records.cluster_record(rt, tag).request.instance_groups
     sm = rt.client("sagemaker")
     name = hyperpod_cluster_name(tag)
-    found = hyperpod_completion.describe(sm, name)
+    found = describe(sm, name)
+    if found is not None and found.get("ClusterStatus") == "Failed":
+        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
     if found is None:
         net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
         hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
@@ -171,35 +233,31 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
                 eks_cluster_arn=str(net.eks_cluster_arn),
             )
         )
-        found = hyperpod_completion.describe(sm, name)
-    elif found.get("ClusterStatus") == "Failed":
-        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
-    if found is None:
         return StepResult(status="Creating")
-    hyperpod_completion.observe(rt, tag, generation, found, groups)
-    status = str(found["ClusterStatus"])
-    if status in hyperpod_completion.TERMINAL_STATUSES:
-        hyperpod_completion.complete_task(rt, p.task_token, status, found.get("FailureMessage"))
-    return StepResult(status=status)
+    return StepResult(status=str(found["ClusterStatus"]))
 
 
 def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
-    """Poll fallback: done once the HyperPod cluster is InService.
+    """Check of the event-or-poll wait (:mod:`instantstart.clusters.waits`): done once the cluster is InService.
+
+    Under continuous provisioning the cluster is InService once its cluster-level resources exist, while
+    instances are still being provisioned (the ``verify`` stage waits for them). Calls SageMaker
+    ``DescribeCluster``.
 
     Raises:
         StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim) or gone.
     """
     cluster = records.cluster_record(rt, p.cluster_tag)
     name = hyperpod_cluster_name(p.cluster_tag)
-    found = hyperpod_completion.describe(rt.client("sagemaker"), name)
+    found = describe(rt.client("sagemaker"), name)
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
-    hyperpod_completion.observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
+    observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
     if found["ClusterStatus"] == "Failed":
         raise StageFailed(
             "HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster creation failed")
         )
-    return PollResult(done=found["ClusterStatus"] == "InService", status=found["ClusterStatus"])
+    return PollResult(done=found["ClusterStatus"] == "InService", status=str(found["ClusterStatus"]))
 
 
 # -- teardown ----------------------------------------------------------------------------------
@@ -211,7 +269,7 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """
     sm = rt.client("sagemaker")
     name = hyperpod_cluster_name(p.cluster_tag)
-    found = hyperpod_completion.describe(sm, name)
+    found = describe(sm, name)
     if found is None:
         return PollResult(done=True, status="deleted")
     if found["ClusterStatus"] != "Deleting":

@@ -6,9 +6,12 @@ Create steps: ``ensure_network`` -> poll ``check_nat_gateway`` -> ``create_eks_c
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from botocore.exceptions import ClientError
 
-from instantstart.aws.clients import error_code
+from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import records
 from instantstart.clusters.stages.common import GONE, Step
 from instantstart.errors import StageFailed
@@ -21,6 +24,11 @@ from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
 STAGE = StageName.NETWORK
+
+MAX_ZONE_FALLBACKS = 2
+"""How many times one ``create_eks_cluster`` moves the control-plane subnets after EKS refused a zone."""
+
+_OFFERED = re.compile(r"choose from these availability zones: ([a-z0-9-]+(?:,\s*[a-z0-9-]+)*)", re.IGNORECASE)
 
 
 def _record(rt: Runtime, p: StepPayload, resources: NetworkResources, observed: str) -> None:
@@ -36,7 +44,9 @@ def _resources(rt: Runtime, p: StepPayload) -> NetworkResources:
 def ensure_network(rt: Runtime, p: StepPayload) -> StepResult:
     """VPC, subnets, gateways and security group (:func:`instantstart.network.vpc.ensure_network`)."""
     cluster = records.cluster_record(rt, p.cluster_tag)
-    ids = vpc.ensure_network(rt.client("ec2"), p.cluster_tag, rt.region, cluster.availability_zone)
+    earlier = _resources(rt, p)  # a retried stage keeps the control-plane zones an earlier fallback chose
+    moved = earlier.zones if earlier.refused_zones else None
+    ids = vpc.ensure_network(rt.client("ec2"), p.cluster_tag, rt.region, cluster.availability_zone, moved)
     _record(rt, p, ids, f"NatGateway {ids.nat_gateway_state}")
     return StepResult(status=ids.nat_gateway_state)
 
@@ -54,19 +64,71 @@ def check_nat_gateway(rt: Runtime, p: StepPayload) -> PollResult:
     return PollResult(done=state == "available", status=state)
 
 
+def offered_zones(exc: ClientError) -> list[str]:
+    """The zones an EKS ``UnsupportedAvailabilityZoneException`` offers (its ``validZones`` member).
+
+    Falls back to the list at the end of the message ("... choose from these availability zones:
+    a, b, c") when the member is absent; empty when neither names a zone.
+    """
+    response: dict[str, Any] = getattr(exc, "response", {}) or {}
+    zones = response.get("validZones") or response.get("Error", {}).get("validZones")
+    if zones:
+        return [str(z) for z in zones]
+    found = _OFFERED.search(error_message(exc))
+    return [z.strip() for z in found.group(1).split(",")] if found else []
+
+
+def _fall_back(rt: Runtime, p: StepPayload, res: NetworkResources, exc: ClientError) -> NetworkResources | None:
+    """Move the private control-plane subnets out of the zones EKS refused; None when no two zones are left."""
+    current = list(res.zones or [])
+    offered = offered_zones(exc)
+    refused = [
+        *(res.refused_zones or []),
+        *(z for z in current if z not in offered and z not in (res.refused_zones or [])),
+    ]
+    zones = vpc.fallback_zones(current, refused, offered) if offered else None
+    if zones is None or zones == current:
+        return None
+    private = vpc.move_private_subnets(
+        rt.client("ec2"),
+        tag=p.cluster_tag,
+        vpc_id=str(res.vpc_id),
+        vpc_cidr=str(res.cidr_block),
+        private_route_table_id=str(res.private_route_table_id),
+        old_zones=current,
+        new_zones=zones,
+    )
+    moved = NetworkResources(zones=zones, refused_zones=refused, private_subnet_ids=private)
+    _record(rt, p, moved, f"EKS refused {', '.join(refused)}: control plane moved to {', '.join(zones)}")
+    return res.model_copy(update={"zones": zones, "refused_zones": refused, "private_subnet_ids": private})
+
+
+def _eks_observed(status: str, res: NetworkResources) -> str:
+    """``EKS <status>``, naming the control-plane zones when EKS refused some."""
+    if res.refused_zones and res.zones:
+        return f"EKS {status} in {', '.join(res.zones)} (EKS refused {', '.join(res.refused_zones)})"
+    return f"EKS {status}"
+
+
 def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     """Private default route through the NAT, then the EKS cluster (``API_AND_CONFIG_MAP``) unless it exists.
 
     Calls EKS ``DescribeCluster`` / ``CreateCluster``
-    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html). When EKS answers
+    ``UnsupportedAvailabilityZoneException`` (a zone without capacity for control planes), the
+    private control-plane subnets move to zones the error offers (:func:`instantstart.network.vpc.fallback_zones`;
+    the HyperPod compute subnet stays in the requested zone) and the cluster is created again, at most
+    :data:`MAX_ZONE_FALLBACKS` times; the network stage records ``zones`` and ``refusedZones``.
 
     Raises:
         StageFailed: an EKS cluster of that name exists without our ownership tags (``ClusterNotOwned``).
+        ClientError: EKS still refuses after the fallbacks (the last error, verbatim), or any other error.
     """
     tag = p.cluster_tag
     cluster = records.cluster_record(rt, tag)
     res = _resources(rt, p)
-    vpc.ensure_private_routes(rt.client("ec2"), str(res.private_route_table_id), str(res.nat_gateway_id))
+    ec2 = rt.client("ec2")
+    vpc.ensure_private_routes(ec2, str(res.private_route_table_id), str(res.nat_gateway_id))
     eks = rt.client("eks")
     name = eks_cluster_name(tag)
     try:
@@ -77,23 +139,34 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     except ClientError as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
-        status = eks.create_cluster(
-            name=name,
-            version=cluster.request.kubernetes_version or rt.settings.KUBERNETES_VERSION,
-            roleArn=rt.settings.EKS_CLUSTER_ROLE_ARN,
-            resourcesVpcConfig={
-                "subnetIds": [*(res.private_subnet_ids or []), *(res.public_subnet_ids or [])],
-                "securityGroupIds": [str(res.security_group_id)],
-                "endpointPublicAccess": True,
-                "endpointPrivateAccess": True,
-            },
-            accessConfig={
-                "authenticationMode": "API_AND_CONFIG_MAP",
-                "bootstrapClusterCreatorAdminPermissions": True,
-            },
-            tags=ownership_tags(tag),
-        )["cluster"]["status"]
-    _record(rt, p, NetworkResources(eks_cluster_name=name), f"EKS {status}")
+        fallbacks = 0
+        while True:
+            try:
+                status = eks.create_cluster(
+                    name=name,
+                    version=cluster.request.kubernetes_version or rt.settings.KUBERNETES_VERSION,
+                    roleArn=rt.settings.EKS_CLUSTER_ROLE_ARN,
+                    resourcesVpcConfig={
+                        "subnetIds": vpc.eks_subnet_ids(ec2, res),
+                        "securityGroupIds": [str(res.security_group_id)],
+                        "endpointPublicAccess": True,
+                        "endpointPrivateAccess": True,
+                    },
+                    accessConfig={
+                        "authenticationMode": "API_AND_CONFIG_MAP",
+                        "bootstrapClusterCreatorAdminPermissions": True,
+                    },
+                    tags=ownership_tags(tag),
+                )["cluster"]["status"]
+                break
+            except ClientError as refused:
+                if error_code(refused) != "UnsupportedAvailabilityZoneException" or fallbacks >= MAX_ZONE_FALLBACKS:
+                    raise
+                moved = _fall_back(rt, p, res, refused)
+                if moved is None:
+                    raise
+                res, fallbacks = moved, fallbacks + 1
+    _record(rt, p, NetworkResources(eks_cluster_name=name), _eks_observed(status, res))
     return StepResult(status=status)
 
 
@@ -105,7 +178,7 @@ def check_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """
     found = rt.client("eks").describe_cluster(name=eks_cluster_name(p.cluster_tag))["cluster"]
     status = found["status"]
-    _record(rt, p, NetworkResources(eks_cluster_arn=found["arn"]), f"EKS {status}")
+    _record(rt, p, NetworkResources(eks_cluster_arn=found["arn"]), _eks_observed(status, _resources(rt, p)))
     view = EksView(
         cluster_name=found["name"],
         cluster_arn=found["arn"],
@@ -145,8 +218,18 @@ def delete_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 
 
 def delete_network(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every owned network resource is gone (:func:`instantstart.network.vpc.delete_network`)."""
-    deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+    """Done once every owned network resource is gone (:func:`instantstart.network.vpc.delete_network`).
+
+    Network interfaces of a deleted HyperPod or EKS cluster linger for a while (AWS releases them
+    asynchronously), and EC2 refuses to delete their subnet, security group or VPC with
+    ``DependencyViolation`` until then: that is "not yet", checked again at the next poll.
+    """
+    try:
+        deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+    except ClientError as exc:
+        if error_code(exc) != "DependencyViolation":
+            raise
+        return PollResult(done=False, status=f"waiting for network interfaces to be released: {exc}")
     return PollResult(done=not deleting, status=f"NAT gateways deleting: {', '.join(deleting)}" if deleting else None)
 
 

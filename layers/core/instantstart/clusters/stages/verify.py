@@ -1,25 +1,38 @@
-"""Stage ``verify``: every requested HyperPod node Ready and schedulable, and ``s3-claim`` Bound.
+"""Stage ``verify``: every instance group at target count of Ready, schedulable nodes; add-ons ACTIVE; PVC Bound.
 
-Create step: poll ``verify_cluster``. It creates nothing, so it has no teardown step.
+Create steps: event-or-poll ``check_cluster_verification`` (:mod:`instantstart.clusters.waits`: HyperPod
+cluster events and node health events wake it, else it checks every poll interval), and
+``report_node_shortfall`` when the wait's time budget ran out. It creates nothing, so it has no
+teardown step. Under continuous provisioning HyperPod brings instances up one by one and retries
+the ones it cannot launch (capacity, quota): progress is ``currentCount``/``targetCount`` per group,
+and the reasons are Error-level cluster events, recorded verbatim on the cluster's ``hyperPod`` view.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from instantstart.clusters import records
+from instantstart.clusters.addons import ADDONS, AddonHealth, addon_state
+from instantstart.clusters.events_feed import event_view
+from instantstart.clusters.records import INSUFFICIENT_CAPACITY
+from instantstart.clusters.stages import hyperpod
 from instantstart.clusters.stages.common import Step
 from instantstart.clusters.stages.storage import pvc_phase
+from instantstart.errors import StageFailed
 from instantstart.models.cluster import NodeView
+from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import StageName
 from instantstart.models.resources import VerifyResources
-from instantstart.models.workflow import PollResult, StepPayload
-from instantstart.naming import eks_cluster_name
+from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 STAGE = StageName.VERIFY
 HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+LATEST_ERRORS = 5
 
 
 def node_view(node: dict[str, Any]) -> NodeView:
@@ -38,33 +51,170 @@ def node_view(node: dict[str, Any]) -> NodeView:
     )
 
 
-def verify_cluster(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done when every requested HyperPod node is Ready and ``Schedulable`` and ``s3-claim`` is Bound.
+def latest_error_events(sm: Any, cluster_name: str, limit: int = LATEST_ERRORS) -> list[ClusterEventView]:
+    """The newest Error-level HyperPod cluster events (SageMaker ``ListClusterEvents``, newest first), verbatim.
 
-    Lists nodes labelled ``sagemaker.amazonaws.com/compute-type=hyperpod`` and records them.
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ListClusterEvents.html
+    """
+    out = sm.list_cluster_events(ClusterName=cluster_name, SortBy="EventTime", SortOrder="Descending", MaxResults=50)
+    return [event_view(e) for e in out.get("Events", []) if e.get("EventLevel") == "Error"][:limit]
+
+
+def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
+    """Refresh the cluster's ``hyperPod`` view (counts and latest Error events); the target count per group."""
+    cluster = records.cluster_record(rt, tag)
+    groups = cluster.request.instance_groups
+    sm = rt.client("sagemaker")
+    name = hyperpod_cluster_name(tag)
+    found = hyperpod.describe(sm, name)
+    if found is None:
+        raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
+    hyperpod.observe(rt, tag, generation, found, groups)
+    errors = latest_error_events(sm, name)
+    cluster = records.cluster_record(rt, tag)
+    if cluster.hyper_pod is not None and cluster.hyper_pod.latest_errors != errors:
+        view = cluster.hyper_pod.model_copy(update={"latest_errors": errors})
+        rt.store.record_hyperpod_observation(tag, view, now=records.now())
+    return {g.instance_group_name: g.instance_count for g in groups}
+
+
+@dataclass
+class Inspection:
+    """What one check of the cluster found."""
+
+    targets: dict[str, int]
+    """Requested instance count per group."""
+    short: dict[str, tuple[int, int]]
+    """``{group: (healthy, target)}`` of the groups below target."""
+    addons: list[AddonHealth]
+    pvc_phase: str | None
+
+    @property
+    def pending_addons(self) -> list[AddonHealth]:
+        """Add-ons not ACTIVE yet."""
+        return [a for a in self.addons if not a.active]
+
+    @property
+    def complete(self) -> bool:
+        """Every group at target, every add-on ACTIVE, the PVC Bound."""
+        return not self.short and not self.pending_addons and self.pvc_phase == "Bound"
+
+    def summary(self) -> str:
+        """``n/m nodes Ready and Schedulable, a/b add-ons ACTIVE, PVC <phase>``."""
+        expected = sum(self.targets.values())
+        ready = expected - sum(t - h for h, t in self.short.values())
+        active = len(self.addons) - len(self.pending_addons)
+        return (
+            f"{ready}/{expected} nodes Ready and Schedulable, {active}/{len(self.addons)} add-ons ACTIVE, "
+            f"PVC {self.pvc_phase}"
+        )
+
+
+def inspect(rt: Runtime, tag: str, generation: int) -> Inspection:
+    """Check the cluster as AWS and Kubernetes report it, recording what was seen (hyperPod view, nodes).
+
+    Calls SageMaker ``DescribeCluster`` and ``ListClusterEvents``, lists the Kubernetes nodes labelled
+    ``sagemaker.amazonaws.com/compute-type=hyperpod`` and the PVC, and EKS ``DescribeAddon`` of each add-on.
     """
     from instantstart.kube.client import connect, list_objects
 
-    cluster = records.cluster_record(rt, p.cluster_tag)
-    expected = sum(g.instance_count for g in cluster.request.instance_groups)
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    targets = _observe_hyperpod(rt, tag, generation)
+    dyn = connect(eks_cluster_name(tag), rt.region)
     nodes = [node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=HYPERPOD_NODES)]
-    phase = pvc_phase(dyn)
-    healthy = [n for n in nodes if n.ready and n.health_status == "Schedulable"]
-    rt.store.record_observations(p.cluster_tag, now=records.now(), nodes=nodes)
-    observed = f"{len(healthy)}/{expected} nodes Ready and Schedulable, PVC {phase}"
+    rt.store.record_observations(tag, now=records.now(), nodes=nodes)
+    healthy: dict[str, int] = {}
+    for n in nodes:
+        if n.ready and n.health_status == "Schedulable" and n.instance_group_name:
+            healthy[n.instance_group_name] = healthy.get(n.instance_group_name, 0) + 1
+    short = {g: (healthy.get(g, 0), t) for g, t in targets.items() if healthy.get(g, 0) < t}
+    eks = rt.client("eks")
+    addons = [addon_state(eks, eks_cluster_name(tag), a.name) for a in ADDONS]
+    return Inspection(targets=targets, short=short, addons=addons, pvc_phase=pvc_phase(dyn))
+
+
+def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]:
+    """Whether every instance group runs its requested count and every add-on is ACTIVE, from AWS APIs only.
+
+    The event reconciler's check (it has no Kubernetes access): SageMaker ``DescribeCluster``
+    (``CurrentCount`` per group, recorded on the ``hyperPod`` view) and EKS ``DescribeAddon``.
+    Returns ``(reached, summary)``.
+    """
+    targets = _observe_hyperpod(rt, tag, generation)
+    cluster = records.cluster_record(rt, tag)
+    current = {
+        g.instance_group_name: g.current_count or 0
+        for g in (cluster.hyper_pod.instance_groups if cluster.hyper_pod else [])
+    }
+    short = {g: (current.get(g, 0), t) for g, t in targets.items() if current.get(g, 0) < t}
+    eks = rt.client("eks")
+    pending = [a.name for a in ADDONS if not addon_state(eks, eks_cluster_name(tag), a.name).active]
+    expected = sum(targets.values())
+    running = expected - sum(t - c for c, t in short.values())
+    summary = f"{running}/{expected} instances running, {len(ADDONS) - len(pending)}/{len(ADDONS)} add-ons ACTIVE"
+    return (not short and not pending), summary
+
+
+def check_cluster_verification(rt: Runtime, p: StepPayload) -> PollResult:
+    """Check of the event-or-poll wait: done when every group is at target, every add-on ACTIVE, ``s3-claim`` Bound.
+
+    Raises:
+        StageFailed: an add-on failed, or is still not ACTIVE ``addonGraceSeconds`` after the nodes were
+            Ready (its health issue verbatim).
+    """
+    config = p.config or LoopConfig()
+    found = inspect(rt, p.cluster_tag, p.generation)
+    for health in found.addons:
+        if health.failed:
+            raise health.error()
+    previous = records.stage_resources(rt, p.cluster_tag, p.generation, STAGE, VerifyResources)
+    pending = found.pending_addons
+    checks = (previous.checks_since_nodes_ready or 0) + 1 if not found.short and pending else 0
+    if pending and checks * config.poll_seconds.nodes > config.addon_grace_seconds:
+        raise pending[0].error()
+    expected = sum(found.targets.values())
     records.update_stage_resources(
         rt,
         tag=p.cluster_tag,
         generation=p.generation,
         stage=STAGE,
-        resources=VerifyResources(ready_nodes=len(healthy), expected_nodes=expected, pvc_phase=phase),
-        observed_status=observed,
+        resources=VerifyResources(
+            ready_nodes=expected - sum(t - h for h, t in found.short.values()),
+            expected_nodes=expected,
+            pvc_phase=found.pvc_phase,
+            addons_active=len(found.addons) - len(pending),
+            checks_since_nodes_ready=checks,
+        ),
+        observed_status=found.summary(),
     )
-    return PollResult(done=len(healthy) >= expected and phase == "Bound", status=observed)
+    return PollResult(done=found.complete, status=found.summary())
 
 
-CREATE_STEPS: dict[str, Step] = {"verify_cluster": verify_cluster}
+def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
+    """The wait's time budget ran out: fail with the reason the user can act on.
+
+    Raises:
+        StageFailed: ``InsufficientCapacity`` with the latest Error-level cluster event verbatim (HyperPod
+            keeps retrying; the cluster becomes DEGRADED and turns READY by itself when the nodes arrive),
+            or the add-on that is not ACTIVE, or the PVC that is not Bound.
+    """
+    found = inspect(rt, p.cluster_tag, p.generation)
+    if found.complete:  # the last round's check ran out of budget just as everything arrived
+        return StepResult(status=found.summary())
+    if found.short:
+        counts = ", ".join(f"{g} {h}/{t}" for g, (h, t) in sorted(found.short.items()))
+        cluster = records.cluster_record(rt, p.cluster_tag)
+        errors = cluster.hyper_pod.latest_errors if cluster.hyper_pod else []
+        reason = (errors[0].description if errors else None) or "HyperPod has not launched the instances yet"
+        raise StageFailed(INSUFFICIENT_CAPACITY, f"{reason} (Ready nodes: {counts}; HyperPod keeps retrying)")
+    if found.pending_addons:
+        raise found.pending_addons[0].error()
+    raise StageFailed("PersistentVolumeClaimNotBound", f"s3-claim is {found.pvc_phase}, not Bound")
+
+
+CREATE_STEPS: dict[str, Step] = {
+    "check_cluster_verification": check_cluster_verification,
+    "report_node_shortfall": report_node_shortfall,
+}
 """The create workflow's steps of this stage, by task action name."""
 
 TEARDOWN_STEPS: dict[str, Step] = {}

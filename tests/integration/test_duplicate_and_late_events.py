@@ -1,0 +1,101 @@
+"""Given a READY cluster, HyperPod State Change events that arrive twice or late (older than one already seen)
+change nothing: the cluster view is not rolled back and the reconciler does not fail."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+
+from instantstart_client.api import InstantStartClient
+from instantstart_sandbox import lambdas
+from instantstart_sandbox.runner import Sandbox
+from tests.integration.conftest import GROUP, terminal
+
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+
+
+def _events_function(sandbox: Sandbox) -> str:
+    """Name of the deployed function the template's HyperPod events rule targets."""
+    aws = boto3.client("lambda", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    names = [f["FunctionName"] for f in aws.list_functions()["Functions"] if "HyperPodEvents" in f["FunctionName"]]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def _handled(function: str) -> list[dict[str, Any]]:
+    return [i for i in lambdas.invocations() if i["function"] == function]
+
+
+def _put_and_wait_handled(
+    sandbox: Sandbox, function: str, entries: list[dict[str, Any]], *, timeout: float = 30
+) -> list[dict[str, Any]]:
+    """``PutEvents`` on the default bus (as AWS delivers them); wait until the rule's target handled each."""
+    events = boto3.client("events", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    before = len(_handled(function))
+    answer = events.put_events(Entries=entries)
+    assert answer["FailedEntryCount"] == 0, answer
+    deadline = time.monotonic() + timeout
+    while len(_handled(function)) < before + len(entries):
+        assert time.monotonic() < deadline, "the events did not reach the HyperPod events function"
+        time.sleep(0.2)
+    return _handled(function)[before:]
+
+
+def _state_change(detail: dict[str, Any], at: float) -> dict[str, Any]:
+    return {
+        "Source": "aws.sagemaker",
+        "DetailType": STATE_CHANGE,
+        "Detail": json.dumps(detail, default=str),
+        "Resources": [detail["ClusterArn"]],
+        "Time": dt.datetime.fromtimestamp(at, dt.UTC),
+        "EventBusName": "default",
+    }
+
+
+def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_then_nothing_rolls_back(
+    api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
+) -> None:
+    api.create_cluster("dupes", "us-west-2c", [GROUP])
+    ready = wait_for(api, "dupes", terminal)
+    assert ready["status"] == "READY", ready["stages"]
+    assert ready["hyperPod"]["status"] == "InService"
+    assert ready["hyperPod"]["instanceGroups"][0]["currentCount"] == 1
+
+    sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    current = {k: v for k, v in sm.describe_cluster(ClusterName="hp-cluster-dupes").items() if k != "ResponseMetadata"}
+    assert current["ClusterStatus"] == "InService"
+    newest = sandbox.clock.now()
+    function = _events_function(sandbox)
+
+    # The same (current) event twice: the second is a no-op.
+    same = _state_change(current, newest)
+    handled = _put_and_wait_handled(sandbox, function, [same, same])
+    assert not any(i["errored"] for i in handled), handled
+    after_duplicates = api.get_cluster("dupes")
+    assert after_duplicates["status"] == "READY"
+    assert after_duplicates["hyperPod"]["status"] == "InService"
+
+    # Then an older event (the cluster still Creating, no instance yet) arrives after the newer one.
+    creating = {
+        **current,
+        "ClusterStatus": "Creating",
+        "InstanceGroups": [
+            {**g, "Status": "Creating", "CurrentCount": 0, "TargetCount": g["TargetCount"]}
+            for g in current["InstanceGroups"]
+        ],
+    }
+    handled = _put_and_wait_handled(sandbox, function, [_state_change(creating, newest - 900)])
+    assert not any(i["errored"] for i in handled), handled
+
+    cluster = api.get_cluster("dupes")
+    assert cluster["status"] == "READY"
+    assert cluster["hyperPod"]["status"] == "InService", "a late event does not roll the view back"
+    group = cluster["hyperPod"]["instanceGroups"][0]
+    assert (group["currentCount"], group["targetCount"]) == (1, 1)
+    assert cluster["stages"] == ready["stages"], "stages are untouched"
+    assert [n["nodeName"] for n in cluster["nodes"]] == [n["nodeName"] for n in ready["nodes"]]

@@ -1,0 +1,49 @@
+"""``instantstart-sandbox serve`` fault options and the engine log."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import typer
+
+from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.cli import apply_fault_options, parse_throttle
+from instantstart_sandbox.stepfunctions import route_engine_logs
+
+
+def test_given_serve_fault_options_when_applied_then_the_injector_has_them_and_the_terminal_says_so() -> None:
+    faults = FaultInjector(lambda: 0.0)
+    said = apply_fault_options(
+        faults,
+        refuse_zones=["us-west-2d"],
+        throttles=["eks:CreateAddon:2"],
+        role_propagation_seconds=20,
+        eni_linger_seconds=600,
+        bucket_reuse_seconds=60,
+    )
+    assert faults.take_refused_zone(["us-west-2a", "us-west-2d"]) == "us-west-2d"
+    assert faults.take_refused_zone(["us-west-2d"]) == "us-west-2d"  # until cleared
+    assert [faults.take("eks", "CreateAddon") is not None for _ in range(3)] == [True, True, False]
+    assert (faults.role_propagation_seconds, faults.eni_linger_seconds, faults.bucket_reuse_seconds) == (20, 600, 60)
+    assert faults.kube_access_seconds == 30  # the default
+    assert len(said) == 6
+
+
+@pytest.mark.parametrize("spec", ["eks", "eks:", ":CreateAddon", "eks:CreateAddon:x", "eks:CreateAddon:0"])
+def test_given_a_malformed_throttle_option_when_parsed_then_bad_parameter(spec: str) -> None:
+    with pytest.raises(typer.BadParameter):
+        parse_throttle(spec)
+
+
+def test_given_the_engine_log_when_moto_logs_then_the_record_goes_to_the_file_not_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = route_engine_logs(tmp_path / "engine.log")
+    logging.getLogger("moto.stepfunctions.parser.asl.component.eval_component").error("Exception=X at '%s'", "repr")
+    for handler in logging.getLogger("moto").handlers:
+        handler.flush()
+    assert "Exception=X at 'repr'" in path.read_text()
+    captured = capsys.readouterr()
+    assert "Exception=X" not in captured.out + captured.err
