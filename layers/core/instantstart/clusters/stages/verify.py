@@ -10,8 +10,11 @@ and the reasons are Error-level cluster events, recorded verbatim on the cluster
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from instantstart.clusters import records
 from instantstart.clusters.addons import ADDONS, AddonHealth, addon_state
@@ -58,6 +61,22 @@ def latest_error_events(sm: Any, cluster_name: str, limit: int = LATEST_ERRORS) 
     """
     out = sm.list_cluster_events(ClusterName=cluster_name, SortBy="EventTime", SortOrder="Descending", MaxResults=50)
     return [event_view(e) for e in out.get("Events", []) if e.get("EventLevel") == "Error"][:limit]
+
+
+def event_failure_message(sm: Any, cluster_name: str, event_id: str) -> str | None:
+    """The AWS failure message behind a cluster event (e.g. EC2's capacity message), verbatim, or None.
+
+    ``ListClusterEvents`` gives HyperPod's summary; the reason is in ``DescribeClusterEvent``'s
+    ``EventDetails.EventMetadata.<kind>.FailureMessage``.
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeClusterEvent.html
+    """
+    details = sm.describe_cluster_event(ClusterName=cluster_name, EventId=event_id).get("EventDetails", {})
+    metadata = (details.get("EventDetails") or {}).get("EventMetadata") or {}
+    for kind in ("Instance", "InstanceGroupScaling", "InstanceGroup", "Cluster"):
+        message = (metadata.get(kind) or {}).get("FailureMessage")
+        if message:
+            return str(message)
+    return None
 
 
 def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
@@ -205,6 +224,14 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
         cluster = records.cluster_record(rt, p.cluster_tag)
         errors = cluster.hyper_pod.latest_errors if cluster.hyper_pod else []
         reason = (errors[0].description if errors else None) or "HyperPod has not launched the instances yet"
+        if errors:
+            with suppress(ClientError):  # the summary is still worth reporting
+                reason = (
+                    event_failure_message(
+                        rt.client("sagemaker"), hyperpod_cluster_name(p.cluster_tag), errors[0].event_id
+                    )
+                    or reason
+                )
         raise StageFailed(INSUFFICIENT_CAPACITY, f"{reason} (Ready nodes: {counts}; HyperPod keeps retrying)")
     if found.pending_addons:
         raise found.pending_addons[0].error()
