@@ -37,7 +37,7 @@ Template = Annotated[
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
-def _configure_logging() -> None:
+def _configure_logging(executions: bool) -> None:
     """Warnings to stderr; the sandbox's own records through a handler of their own.
 
     Powertools (loaded with the in-process functions, service ``instantstart``) filters the root
@@ -52,12 +52,15 @@ def _configure_logging() -> None:
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         own.addHandler(handler)
     own.propagate = False
-    # one line per execution start, stage change and end (the engine's internals go to the engine log)
-    logging.getLogger("instantstart_sandbox.executions").setLevel(logging.INFO)
+    # serve: one line per execution start, stage change and end (the engine's internals go to the engine
+    # log); the demo shows its own progress board instead
+    logging.getLogger("instantstart_sandbox.executions").setLevel(logging.INFO if executions else logging.WARNING)
 
 
-def _start(time_scale: float, template: Path | None, state_change_events: bool = True) -> Sandbox:
-    _configure_logging()
+def _start(
+    time_scale: float, template: Path | None, state_change_events: bool = True, *, executions: bool = True
+) -> Sandbox:
+    _configure_logging(executions)
     try:
         sandbox = Sandbox(
             time_scale=time_scale, template_path=template, hyperpod_state_change_events=state_change_events
@@ -71,7 +74,8 @@ def _start(time_scale: float, template: Path | None, state_change_events: bool =
         f"[green]Sandbox ready[/green] in {time.monotonic() - started:.1f}s: API {sandbox.api_url}, "
         f"time scale {time_scale:g}x"
     )
-    console.print(f"Step Functions engine log: {sandbox.engine_log_path}")
+    if executions:
+        console.print(f"Step Functions engine log: {sandbox.engine_log_path}")
     return sandbox
 
 
@@ -88,7 +92,7 @@ def demo(
     from instantstart_client.api import InstantStartClient
     from instantstart_client.demo import run_demo
 
-    sandbox = _start(time_scale, template)
+    sandbox = _start(time_scale, template, executions=False)
     started = time.monotonic()
     try:
         os.environ.update(sandbox.client_environment())
