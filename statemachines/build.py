@@ -135,6 +135,65 @@ def task(
     return state
 
 
+def _counted_loop(
+    name: str,
+    *,
+    key: str,
+    start: str,
+    check: dict[str, Any],
+    count: str,
+    done_next: str,
+    between: tuple[str, dict[str, Any]],
+    timed_out: str,
+    unit: str,
+    catch_to: str,
+    add_timed_out: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """The bounded loop both waits share: reset the counter, check, count, one Choice, a state between checks.
+
+    ``check`` is the ``Check <name>`` task (it must go on to ``count``); ``between`` is the state that
+    leads back to it (a Wait, or a task waiting for an event). The Choice tests done first, then the
+    bound ``$.config.maxPolls.<key>`` (one Choice per round: state transitions are what Step Functions
+    bills). At the bound the workflow goes to ``timed_out`` (a PollTimeout failure when ``add_timed_out``).
+    """
+    between_name, between_state = between
+    states: dict[str, dict[str, Any]] = {
+        start: {"Type": "Pass", "Result": {"value": 0}, "ResultPath": "$.pollCount", "Next": f"Check {name}"},
+        f"Check {name}": check,
+        count: {
+            "Type": "Pass",
+            "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
+            "ResultPath": "$.pollCount",
+            "Next": f"Is {name} Done",
+        },
+        f"Is {name} Done": {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
+                {
+                    "Variable": "$.pollCount.value",
+                    "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
+                    "Next": timed_out,
+                },
+            ],
+            "Default": between_name,
+        },
+        between_name: between_state,
+    }
+    if add_timed_out:
+        states[timed_out] = {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "PollTimeout",
+                "Cause.$": f"States.Format('{name} did not finish within {{}} {unit} of {{}} seconds', "
+                f"$.config.maxPolls.{key}, $.config.pollSeconds.{key})",
+            },
+            "ResultPath": "$.error",
+            "Next": catch_to,
+        }
+    return states
+
+
 def poll_loop(
     name: str,
     action: str,
@@ -144,54 +203,26 @@ def poll_loop(
     extra: dict[str, Any] | None = None,
     catch_to: str = FAILURE,
 ) -> dict[str, dict[str, Any]]:
-    """A bounded poll loop: reset counter, check, done?, count, bound reached?, wait, check again.
+    """A bounded poll loop: reset counter, check, count, done or bound reached?, wait, check again.
 
     The entry state is ``Start Polling <name>``; ``$.config.pollSeconds.<key>`` is the interval and
     ``$.config.maxPolls.<key>`` the bound.
     """
-    return {
-        f"Start Polling {name}": {
-            "Type": "Pass",
-            "Result": {"value": 0},
-            "ResultPath": "$.pollCount",
-            "Next": f"Check {name}",
-        },
-        f"Check {name}": task(action, f"Count {name} Poll", extra=extra, catch_to=catch_to),
-        f"Count {name} Poll": {
-            "Type": "Pass",
-            "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
-            "ResultPath": "$.pollCount",
-            "Next": f"Is {name} Done",
-        },
-        # One Choice per poll (state transitions are what Step Functions bills): done first, then the bound.
-        f"Is {name} Done": {
-            "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
-                {
-                    "Variable": "$.pollCount.value",
-                    "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
-                    "Next": f"{name} Timed Out",
-                },
-            ],
-            "Default": f"Wait Before Checking {name}",
-        },
-        f"Wait Before Checking {name}": {
-            "Type": "Wait",
-            "SecondsPath": f"$.config.pollSeconds.{key}",
-            "Next": f"Check {name}",
-        },
-        f"{name} Timed Out": {
-            "Type": "Pass",
-            "Parameters": {
-                "Error": "PollTimeout",
-                "Cause.$": f"States.Format('{name} did not finish within {{}} polls of {{}} seconds', "
-                f"$.config.maxPolls.{key}, $.config.pollSeconds.{key})",
-            },
-            "ResultPath": "$.error",
-            "Next": catch_to,
-        },
-    }
+    return _counted_loop(
+        name,
+        key=key,
+        start=f"Start Polling {name}",
+        check=task(action, f"Count {name} Poll", extra=extra, catch_to=catch_to),
+        count=f"Count {name} Poll",
+        done_next=done_next,
+        between=(
+            f"Wait Before Checking {name}",
+            {"Type": "Wait", "SecondsPath": f"$.config.pollSeconds.{key}", "Next": f"Check {name}"},
+        ),
+        timed_out=f"{name} Timed Out",
+        unit="polls",
+        catch_to=catch_to,
+    )
 
 
 def event_wait(
@@ -213,56 +244,31 @@ def event_wait(
     a PollTimeout failure). An event that lands between the check and the stored token costs at most
     one poll interval.
     """
-    timed_out = exhausted_next or f"{name} Timed Out"
-    states: dict[str, dict[str, Any]] = {
-        f"Start Waiting For {name}": {
-            "Type": "Pass",
-            "Result": {"value": 0},
-            "ResultPath": "$.pollCount",
-            "Next": f"Check {name}",
-        },
-        f"Check {name}": task(action, f"Count {name} Round", extra={"config.$": "$.config"}, catch_to=catch_to),
-        f"Count {name} Round": {
-            "Type": "Pass",
-            "Parameters": {"value.$": "States.MathAdd($.pollCount.value, 1)"},
-            "ResultPath": "$.pollCount",
-            "Next": f"Is {name} Done",
-        },
-        f"Is {name} Done": {
-            "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next},
-                {
-                    "Variable": "$.pollCount.value",
-                    "NumericGreaterThanEqualsPath": f"$.config.maxPolls.{key}",
-                    "Next": timed_out,
-                },
-            ],
-            "Default": f"Wait For {name} Event",
-        },
-        f"Wait For {name} Event": task(
-            "wait_for_event",
-            f"Check {name}",
-            extra={"stage": stage, "waitName": key},
-            result_path=None,
-            catch_to=catch_to,
-            wait_for_token=True,
-            timeout_path=f"$.config.pollSeconds.{key}",
-            timeout_next=f"Check {name}",
+    return _counted_loop(
+        name,
+        key=key,
+        start=f"Start Waiting For {name}",
+        check=task(action, f"Count {name} Round", extra={"config.$": "$.config"}, catch_to=catch_to),
+        count=f"Count {name} Round",
+        done_next=done_next,
+        between=(
+            f"Wait For {name} Event",
+            task(
+                "wait_for_event",
+                f"Check {name}",
+                extra={"stage": stage, "waitName": key},
+                result_path=None,
+                catch_to=catch_to,
+                wait_for_token=True,
+                timeout_path=f"$.config.pollSeconds.{key}",
+                timeout_next=f"Check {name}",
+            ),
         ),
-    }
-    if exhausted_next is None:
-        states[timed_out] = {
-            "Type": "Pass",
-            "Parameters": {
-                "Error": "PollTimeout",
-                "Cause.$": f"States.Format('{name} did not finish within {{}} rounds of {{}} seconds', "
-                f"$.config.maxPolls.{key}, $.config.pollSeconds.{key})",
-            },
-            "ResultPath": "$.error",
-            "Next": catch_to,
-        }
-    return states
+        timed_out=exhausted_next or f"{name} Timed Out",
+        unit="rounds",
+        catch_to=catch_to,
+        add_timed_out=exhausted_next is None,
+    )
 
 
 def stage_edges(stage: str, title: str, first: str, last_next: str, *, catch_to: str) -> dict[str, dict[str, Any]]:
