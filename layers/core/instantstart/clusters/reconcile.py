@@ -16,7 +16,7 @@ from pydantic import Field
 from instantstart.clusters import records, waits
 from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
-from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName, StageStatus
+from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName
 from instantstart.models.records import ClusterRecord
 from instantstart.naming import tag_from_eks_cluster_name, tag_from_hyperpod_cluster_name
 from instantstart.runtime import Runtime
@@ -81,11 +81,7 @@ def on_cluster_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
     tag, cluster = _our_cluster(rt, detail)
     if not tag or not cluster:
         return Reconciled(action="ignored", cluster_tag=tag)
-    if cluster.status is ClusterStatus.DEGRADED:
-        return recover_degraded(rt, cluster)
-    if waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES):
-        return Reconciled(action="woken", cluster_tag=tag)
-    return Reconciled(action="recorded", cluster_tag=tag)
+    return _capacity_changed(rt, cluster)
 
 
 def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
@@ -97,11 +93,16 @@ def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
     cluster = rt.store.get_cluster(tag) if tag else None
     if not tag or cluster is None or cluster.status is ClusterStatus.DELETED:
         return Reconciled(action="ignored", cluster_tag=tag)
+    return _capacity_changed(rt, cluster)
+
+
+def _capacity_changed(rt: Runtime, cluster: ClusterRecord) -> Reconciled:
+    """Something the ``verify`` stage checks may have changed: recover a DEGRADED cluster, else wake ``verify``."""
     if cluster.status is ClusterStatus.DEGRADED:
         return recover_degraded(rt, cluster)
-    if waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES):
-        return Reconciled(action="woken", cluster_tag=tag)
-    return Reconciled(action="recorded", cluster_tag=tag)
+    if waits.wake(rt, cluster.cluster_tag, cluster.generation, StageName.VERIFY, waits.NODES):
+        return Reconciled(action="woken", cluster_tag=cluster.cluster_tag)
+    return Reconciled(action="recorded", cluster_tag=cluster.cluster_tag)
 
 
 def recover_degraded(rt: Runtime, cluster: ClusterRecord) -> Reconciled:
@@ -154,16 +155,9 @@ def on_execution_status_change(rt: Runtime, detail: dict[str, Any]) -> Reconcile
         code=str(detail.get("error") or default_code),
         message=str(detail.get("cause") or f"execution {detail.get('executionArn', operation_id)} {status}"),
     )
-    for stage in rt.store.get_stages(op.cluster_tag, op.generation):
-        if stage.status is StageStatus.RUNNING and stage.operation_id == operation_id:
-            records.fail_stage(
-                rt,
-                tag=op.cluster_tag,
-                generation=op.generation,
-                stage=stage.name,
-                error=error,
-                operation_id=operation_id,
-            )
+    records.fail_running_stages(
+        rt, tag=op.cluster_tag, generation=op.generation, operation_id=operation_id, error=error
+    )
     try:
         records.finish_operation(
             rt,

@@ -180,6 +180,13 @@ def cluster_status_after(stage: StageName | None, error: StageError) -> ClusterS
     return ClusterStatus.FAILED
 
 
+def fail_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id: str, error: StageError) -> None:
+    """Every stage still RUNNING for ``operation_id`` -> FAILED with ``error`` (branches Step Functions stopped)."""
+    for stage in rt.store.get_stages(tag, generation):
+        if stage.status.value == "RUNNING" and stage.operation_id == operation_id:
+            fail_stage(rt, tag=tag, generation=generation, stage=stage.name, error=error, operation_id=operation_id)
+
+
 def record_failure(
     rt: Runtime,
     *,
@@ -202,11 +209,7 @@ def record_failure(
     if stage is not None:
         fail_stage(rt, tag=tag, generation=generation, stage=stage, error=parsed)
         interrupted = StageError(code="StageInterrupted", message=f"stopped because stage {stage.value} failed")
-        for other in rt.store.get_stages(tag, generation):
-            if other.name is not stage and other.status.value == "RUNNING" and other.operation_id == operation_id:
-                fail_stage(
-                    rt, tag=tag, generation=generation, stage=other.name, error=interrupted, operation_id=operation_id
-                )
+        fail_running_stages(rt, tag=tag, generation=generation, operation_id=operation_id, error=interrupted)
     with suppress(ConditionFailed):  # the operation already ended: nothing more to record
         finish_operation(
             rt,
