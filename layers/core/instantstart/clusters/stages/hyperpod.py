@@ -18,6 +18,7 @@ from instantstart.clusters import records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
+from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import CapacityType, StageName
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
@@ -159,17 +160,20 @@ def observe(
     requested: list[InstanceGroupRequest],
     *,
     event_time: str | None = None,
+    latest_errors: list[ClusterEventView] | None = None,
 ) -> bool:
     """Record an observation of the HyperPod cluster (a DescribeCluster answer or a state-change event detail).
 
     One recorder for the poll path and the event path: the cluster's ``hyperPod`` view (status, instance
     groups with target/current counts and the requested capacity type) and the stage's observed status.
     An event (``event_time``) older than the recorded observation changes nothing; a poll always records.
-    Returns True when it was recorded.
+    ``latest_errors`` replaces the recorded Error events (None keeps them). Returns True when it was recorded.
     """
     capacity = {g.instance_group_name: g.capacity_type for g in requested}
     requested_count = {g.instance_group_name: g.instance_count for g in requested}
-    cluster = rt.store.get_cluster(tag)
+    if latest_errors is None:
+        cluster = rt.store.get_cluster(tag)
+        latest_errors = cluster.hyper_pod.latest_errors if cluster and cluster.hyper_pod else []
     view = HyperPodView(
         cluster_name=found["ClusterName"],
         cluster_arn=found["ClusterArn"],
@@ -186,7 +190,7 @@ def observe(
             )
             for g in found.get("InstanceGroups", [])
         ],
-        latest_errors=cluster.hyper_pod.latest_errors if cluster and cluster.hyper_pod else [],
+        latest_errors=latest_errors,
     )
     now = records.now()
     if not rt.store.record_hyperpod_observation(tag, view, now=now, event_time=event_time):

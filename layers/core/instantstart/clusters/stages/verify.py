@@ -88,12 +88,7 @@ def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
     found = hyperpod.describe(sm, name)
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
-    hyperpod.observe(rt, tag, generation, found, groups)
-    errors = latest_error_events(sm, name)
-    cluster = records.cluster_record(rt, tag)
-    if cluster.hyper_pod is not None and cluster.hyper_pod.latest_errors != errors:
-        view = cluster.hyper_pod.model_copy(update={"latest_errors": errors})
-        rt.store.record_hyperpod_observation(tag, view, now=records.now())
+    hyperpod.observe(rt, tag, generation, found, groups, latest_errors=latest_error_events(sm, name))
     return {g.instance_group_name: g.instance_count for g in groups}
 
 
