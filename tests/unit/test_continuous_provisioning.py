@@ -6,7 +6,8 @@ import pytest
 
 from instantstart.clusters.addons import ADDONS, AddonHealth
 from instantstart.clusters.records import INSUFFICIENT_CAPACITY, cluster_status_after
-from instantstart.models.cluster import StageError
+from instantstart.clusters.stages.verify import healthy_nodes
+from instantstart.models.cluster import NodeView, StageError
 from instantstart.models.common import ClusterStatus, StageName
 
 pytestmark = pytest.mark.usefixtures("no_network")
@@ -51,3 +52,25 @@ def test_given_verify_short_of_capacity_when_it_fails_then_the_cluster_is_degrad
     assert cluster_status_after(StageName.VERIFY, shortage) is ClusterStatus.DEGRADED
     assert cluster_status_after(StageName.HYPERPOD, shortage) is ClusterStatus.FAILED
     assert cluster_status_after(StageName.VERIFY, StageError(code="PollTimeout", message="")) is ClusterStatus.FAILED
+
+
+def node(name: str, group: str, *, ready: bool = True, health: str = "Schedulable") -> NodeView:
+    return NodeView(node_name=name, instance_group_name=group, ready=ready, health_status=health)
+
+
+def test_given_ready_nodes_ahead_of_hyperpods_current_count_then_only_current_count_of_them_are_up() -> None:
+    nodes = [node("hyperpod-i-1", "workers"), node("hyperpod-i-2", "workers"), node("hyperpod-i-3", "gpu")]
+
+    up = healthy_nodes(nodes, {"workers": 1, "gpu": 1})
+
+    assert up == {"workers": 1, "gpu": 1}
+
+
+def test_given_unready_or_unschedulable_nodes_then_they_are_not_up_whatever_hyperpod_counts() -> None:
+    nodes = [
+        node("hyperpod-i-1", "workers", ready=False),
+        node("hyperpod-i-2", "workers", health="UnschedulablePendingReboot"),
+        node("hyperpod-i-3", "workers"),
+    ]
+
+    assert healthy_nodes(nodes, {"workers": 3}) == {"workers": 1}

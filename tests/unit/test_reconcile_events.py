@@ -159,3 +159,36 @@ def test_given_a_running_stage_waiting_on_a_token_when_the_event_arrives_then_th
 
     assert result.action == "resumed"
     assert sent == [("token-1", "False")]  # a wake: the step's own check decides, never the event
+
+
+def test_given_a_poll_in_the_same_second_as_an_event_when_the_event_arrives_then_the_poll_stays(
+    demo: Runtime,
+) -> None:
+    """Event times have one-second resolution: a DescribeCluster read in that second may be newer."""
+    from instantstart.clusters import records
+    from instantstart.clusters.stages.hyperpod import observe
+
+    polled = {
+        **detail("hp-cluster-demo", "InService"),
+        "InstanceGroups": [
+            {"InstanceGroupName": "workers", "InstanceType": "ml.g6.4xlarge", "TargetCount": 1, "CurrentCount": 1}
+        ],
+    }
+    groups = demo.store.get_cluster("demo").request.instance_groups  # type: ignore[union-attr]
+    observe(demo, "demo", 1, polled, groups)
+    second = records.now()
+
+    stale = {**polled, "InstanceGroups": [{**polled["InstanceGroups"][0], "CurrentCount": 0}]}
+    recorded = observe(demo, "demo", 1, stale, groups, event_time=second)
+
+    group = service.get_cluster(demo, "demo").hyper_pod.instance_groups[0]  # type: ignore[union-attr]
+    assert (recorded, group.current_count) == (False, 1)
+
+
+def test_given_two_events_of_the_same_second_when_they_arrive_then_the_later_delivered_is_recorded(
+    demo: Runtime,
+) -> None:
+    on_hyperpod_state_change(demo, detail("hp-cluster-demo", "Creating"), event_time="2026-11-30T12:10:00Z")
+    on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"), event_time="2026-11-30T12:10:00Z")
+
+    assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]

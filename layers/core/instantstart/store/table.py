@@ -656,7 +656,7 @@ class Store:
             if view is None:
                 removes.append(attribute)
                 if attribute == "hyperPod":
-                    removes.append("hyperPodObservedAt")
+                    removes.extend(["hyperPodObservedAt", "hyperPodPolledAt"])
             else:
                 updates[attribute] = view.model_dump(mode="json", by_alias=True, exclude_none=True)
         if nodes is not _UNSET:
@@ -670,26 +670,28 @@ class Store:
     ) -> bool:
         """Record the HyperPod cluster as a poll (``event_time`` None) or an event observed it.
 
-        Events arrive late and out of order: an event older than the newest recorded observation
-        (``hyperPodObservedAt``) changes nothing. A poll (DescribeCluster) is a fresh read: it is always
-        recorded and moves ``hyperPodObservedAt`` forward to ``now``. Returns False when an event was
-        older (nothing written).
+        Events arrive late and out of order, and their ``time`` has one-second resolution. An event is
+        recorded only when it is newer than every recorded poll (``hyperPodPolledAt`` < its time: a
+        poll in the same second may have read a later state than the event carries) and not older
+        than the newest recorded event (``hyperPodObservedAt`` <= its time: two events of one second
+        keep their delivery order). A poll (DescribeCluster) is a fresh read: it is always recorded
+        and moves ``hyperPodPolledAt`` forward to ``now``. Returns False when an event was not newer
+        (nothing written).
 
         Raises:
             ConditionFailed: the cluster record is missing.
         """
-        names = {"#hp": "hyperPod", "#at": "hyperPodObservedAt", "#ua": "updatedAt"}
-        values = {":hp": view.model_dump(mode="json", by_alias=True, exclude_none=True), ":ua": now}
         key = serialize({"PK": keys.cluster_pk(tag), "SK": keys.META})
+        hp = view.model_dump(mode="json", by_alias=True, exclude_none=True)
         if event_time is None:
-            self._update(_Write(keys.cluster_pk(tag), keys.META, {"hyperPod": values[":hp"], "updatedAt": now}))
-            with suppress(ClientError):  # a newer mark (a later event) stays
+            self._update(_Write(keys.cluster_pk(tag), keys.META, {"hyperPod": hp, "updatedAt": now}))
+            with suppress(ClientError):  # a later poll's mark stays
                 self._db.update_item(
                     TableName=self.table_name,
                     Key=key,
-                    UpdateExpression="SET #at = :at",
-                    ConditionExpression="attribute_not_exists(#at) OR #at < :at",
-                    ExpressionAttributeNames={"#at": "hyperPodObservedAt"},
+                    UpdateExpression="SET #polled = :at",
+                    ConditionExpression="attribute_not_exists(#polled) OR #polled < :at",
+                    ExpressionAttributeNames={"#polled": "hyperPodPolledAt"},
                     ExpressionAttributeValues=serialize({":at": now}),
                 )
             return True
@@ -698,9 +700,17 @@ class Store:
                 TableName=self.table_name,
                 Key=key,
                 UpdateExpression="SET #hp = :hp, #at = :at, #ua = :ua",
-                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(#at) OR #at <= :at)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize({**values, ":at": event_time}),
+                ConditionExpression=(
+                    "attribute_exists(PK) AND (attribute_not_exists(#polled) OR #polled < :at)"
+                    " AND (attribute_not_exists(#at) OR #at <= :at)"
+                ),
+                ExpressionAttributeNames={
+                    "#hp": "hyperPod",
+                    "#at": "hyperPodObservedAt",
+                    "#polled": "hyperPodPolledAt",
+                    "#ua": "updatedAt",
+                },
+                ExpressionAttributeValues=serialize({":hp": hp, ":ua": now, ":at": event_time}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":

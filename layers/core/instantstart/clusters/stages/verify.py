@@ -79,8 +79,20 @@ def event_failure_message(sm: Any, cluster_name: str, event_id: str) -> str | No
     return None
 
 
-def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
-    """Refresh the cluster's ``hyperPod`` view (counts and latest Error events); the target count per group."""
+@dataclass
+class GroupCounts:
+    """Per instance group: the requested count and HyperPod's ``CurrentCount`` (``DescribeCluster``)."""
+
+    targets: dict[str, int]
+    current: dict[str, int]
+
+
+def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> GroupCounts:
+    """Refresh the cluster's ``hyperPod`` view (counts and latest Error events) from ``DescribeCluster``.
+
+    Raises:
+        StageFailed: ``ResourceNotFound`` when the HyperPod cluster does not exist.
+    """
     cluster = records.cluster_record(rt, tag)
     groups = cluster.request.instance_groups
     sm = rt.client("sagemaker")
@@ -89,7 +101,10 @@ def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> dict[str, int]:
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
     hyperpod.observe(rt, tag, generation, found, groups, latest_errors=latest_error_events(sm, name))
-    return {g.instance_group_name: g.instance_count for g in groups}
+    return GroupCounts(
+        targets={g.instance_group_name: g.instance_count for g in groups},
+        current={str(g["InstanceGroupName"]): int(g.get("CurrentCount", 0)) for g in found.get("InstanceGroups", [])},
+    )
 
 
 @dataclass
@@ -132,18 +147,25 @@ def inspect(rt: Runtime, tag: str, generation: int) -> Inspection:
     """
     from instantstart.kube.client import connect, list_objects
 
-    targets = _observe_hyperpod(rt, tag, generation)
+    counts = _observe_hyperpod(rt, tag, generation)
     dyn = connect(eks_cluster_name(tag), rt.region)
     nodes = [node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=HYPERPOD_NODES)]
     rt.store.record_observations(tag, now=records.now(), nodes=nodes)
+    ready = healthy_nodes(nodes, counts.current)
+    short = {g: (ready.get(g, 0), t) for g, t in counts.targets.items() if ready.get(g, 0) < t}
+    eks = rt.client("eks")
+    addons = [addon_state(eks, eks_cluster_name(tag), a.name) for a in ADDONS]
+    return Inspection(targets=counts.targets, short=short, addons=addons, pvc_phase=pvc_phase(dyn))
+
+
+def healthy_nodes(nodes: list[NodeView], current: dict[str, int]) -> dict[str, int]:
+    """Per instance group, the nodes that count as up: Ready and ``Schedulable`` in Kubernetes, at most
+    HyperPod's ``CurrentCount`` of the group (both views must agree before a cluster is READY)."""
     healthy: dict[str, int] = {}
     for n in nodes:
         if n.ready and n.health_status == "Schedulable" and n.instance_group_name:
             healthy[n.instance_group_name] = healthy.get(n.instance_group_name, 0) + 1
-    short = {g: (healthy.get(g, 0), t) for g, t in targets.items() if healthy.get(g, 0) < t}
-    eks = rt.client("eks")
-    addons = [addon_state(eks, eks_cluster_name(tag), a.name) for a in ADDONS]
-    return Inspection(targets=targets, short=short, addons=addons, pvc_phase=pvc_phase(dyn))
+    return {g: min(h, current.get(g, 0)) for g, h in healthy.items()}
 
 
 def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]:
@@ -153,12 +175,8 @@ def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]
     (``CurrentCount`` per group, recorded on the ``hyperPod`` view) and EKS ``DescribeAddon``.
     Returns ``(reached, summary)``.
     """
-    targets = _observe_hyperpod(rt, tag, generation)
-    cluster = records.cluster_record(rt, tag)
-    current = {
-        g.instance_group_name: g.current_count or 0
-        for g in (cluster.hyper_pod.instance_groups if cluster.hyper_pod else [])
-    }
+    counts = _observe_hyperpod(rt, tag, generation)
+    targets, current = counts.targets, counts.current
     short = {g: (current.get(g, 0), t) for g, t in targets.items() if current.get(g, 0) < t}
     eks = rt.client("eks")
     pending = [a.name for a in ADDONS if not addon_state(eks, eks_cluster_name(tag), a.name).active]
