@@ -11,7 +11,8 @@ It prints a recorded baseline beside the figures: the same measurements of the s
 workflow of the previous design (``benchmarks/critical_path_baseline.json``, recorded with this script
 on that commit with ``--record``). Prints figures; asserts nothing.
 
-Run: ``.venv/bin/python benchmarks/critical_path.py [--time-scale 120] [--record FILE]``.
+Run: ``.venv/bin/python benchmarks/critical_path.py [--time-scale 60] [--by-state] [--record FILE]``
+(``--by-state`` also prints how often each state was entered).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import threading
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,9 @@ def measure(sandbox: Any, api: Any, tag: str, scale: float) -> dict[str, Any]:
         "span": (end - start) * scale,
         "sumOfStages": sum(spans.values()),
         "transitions": sum(1 for e in events if e["type"].endswith("StateEntered")),
+        "enteredByState": dict(
+            Counter(e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered"))
+        ),
         "historyEvents": len(events),
         "hyperPodDetectionDelay": (hyperpod_done[-1] - watcher.in_service) * scale
         if hyperpod_done and watcher.in_service
@@ -174,8 +179,9 @@ def report(runs: dict[str, dict[str, Any]]) -> None:
 def main() -> None:
     """Measure one creation with HyperPod events on and one with them off; print them beside the baseline."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-scale", type=float, default=120.0)
+    parser.add_argument("--time-scale", type=float, default=60.0)
     parser.add_argument("--record", type=Path, help="write this run's figures as a baseline file")
+    parser.add_argument("--by-state", action="store_true", help="also print how often each state was entered")
     args = parser.parse_args()
     from instantstart_client.api import InstantStartClient
     from instantstart_sandbox.runner import Sandbox
@@ -201,6 +207,11 @@ def main() -> None:
         f"time scale {args.time_scale:g}"
     )
     report(shown)
+    if args.by_state:
+        for name in runs:
+            print(f"\nstates entered, {name} (most first)")
+            for state, count in sorted(runs[name]["enteredByState"].items(), key=lambda kv: -kv[1]):
+                print(f"  {count:4d}  {state}")
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ def poll_loop(
     )
 
 
-def event_wait(
+def wait_loop(
     name: str,
     action: str,
     key: str,
@@ -235,40 +235,37 @@ def event_wait(
     catch_to: str,
     exhausted_next: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """An event-or-poll wait (``instantstart.clusters.waits``): no blind window, bounded.
+    """An event-or-poll wait (``instantstart.clusters.waits``): one task looping on itself, bounded.
 
-    ``Check <name>`` asks AWS (a plain task: its answer never depends on how long the Lambda ran). If
-    not done, ``Wait For <name> Event`` stores a task token and waits until an EventBridge reconciler
-    wakes it or ``$.config.pollSeconds.<key>`` (≤ 60 s) passes, then checks again. Every round counts
-    toward ``$.config.maxPolls.<key>``; at the bound the workflow goes to ``exhausted_next`` (default:
-    a PollTimeout failure). An event that lands between the check and the stored token costs at most
-    one poll interval.
+    ``Check <name>`` is a ``.waitForTaskToken`` task whose Lambda checks AWS: when done it completes
+    its own task (``{"done": true}``); otherwise it stores the token, which an EventBridge reconciler
+    sends (``{"done": false}``: check again now), or the task times out after
+    ``$.config.pollSeconds.<key>`` and its ``States.Timeout`` Catch enters it again. ``Is <name> Done``
+    leaves the loop. A timed-out round is one state transition, a woken one two. The Lambda counts
+    timed-out rounds on the stage record and fails the task with ``PollTimeout`` at
+    ``$.config.maxPolls.<key>``: that goes to ``exhausted_next`` when given, else to the failure path.
     """
-    return _counted_loop(
-        name,
-        key=key,
-        start=f"Start Waiting For {name}",
-        check=task(action, f"Count {name} Round", extra={"config.$": "$.config"}, catch_to=catch_to),
-        count=f"Count {name} Round",
-        done_next=done_next,
-        between=(
-            f"Wait For {name} Event",
-            task(
-                "wait_for_event",
-                f"Check {name}",
-                extra={"stage": stage, "waitName": key},
-                result_path=None,
-                catch_to=catch_to,
-                wait_for_token=True,
-                timeout_path=f"$.config.pollSeconds.{key}",
-                timeout_next=f"Check {name}",
-            ),
-        ),
-        timed_out=exhausted_next or f"{name} Timed Out",
-        unit="rounds",
+    check = f"Check {name}"
+    state = task(
+        action,
+        f"Is {name} Done",
+        extra={"stage": stage, "waitName": key, "config.$": "$.config"},
         catch_to=catch_to,
-        add_timed_out=exhausted_next is None,
+        wait_for_token=True,
+        timeout_path=f"$.config.pollSeconds.{key}",
+        timeout_next=check,
     )
+    state["ResultSelector"] = {"result.$": "$"}
+    if exhausted_next:
+        state["Catch"].insert(1, {"ErrorEquals": ["PollTimeout"], "ResultPath": "$.error", "Next": exhausted_next})
+    return {
+        check: state,
+        f"Is {name} Done": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.last.result.done", "BooleanEquals": True, "Next": done_next}],
+            "Default": check,
+        },
+    }
 
 
 def stage_edges(stage: str, title: str, first: str, last_next: str, *, catch_to: str) -> dict[str, dict[str, Any]]:
@@ -325,122 +322,69 @@ StageStates = Callable[[str, str], dict[str, dict[str, Any]]]
 
 
 def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    states = {"Ensure Network": task("ensure_network", "Start Polling NAT Gateway", catch_to=fail)}
-    states |= poll_loop("NAT Gateway", "check_nat_gateway", "natGateway", "Create EKS Cluster", catch_to=fail)
-    states["Create EKS Cluster"] = task("create_eks_cluster", "Start Polling EKS Cluster", catch_to=fail)
-    states |= poll_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, catch_to=fail)
+    """VPC and subnets, then CreateCluster of EKS at once: the NAT gateway comes up while EKS creates."""
+    states = {
+        "Ensure Network": task("ensure_network", "Create EKS Cluster", catch_to=fail),
+        "Create EKS Cluster": task("create_eks_cluster", "Check NAT Gateway", catch_to=fail),
+    }
+    states |= wait_loop(
+        "NAT Gateway", "check_nat_gateway", "natGateway", "Check EKS Cluster", stage="network", catch_to=fail
+    )
+    states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage="network", catch_to=fail)
     return states
 
 
 def _access_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    states = {"Grant Access": task("grant_access", "Start Polling Kubernetes Access", catch_to=fail)}
-    states |= poll_loop("Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after, catch_to=fail)
+    states = {"Grant Access": task("grant_access", "Check Kubernetes Access", catch_to=fail)}
+    states |= wait_loop(
+        "Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after, stage="access", catch_to=fail
+    )
     return states
 
 
 def _dependencies_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """Add-ons created in parallel (Map) beside the Kubernetes objects HyperPod needs.
+    """Every add-on requested at once (EKS installs them in parallel), the Kubernetes objects, one wait.
 
     Only what HyperPod needs before nodes join is waited for here (the pod identity agent, the
-    objects); add-ons whose workloads are Deployments only need to be created: ``verify`` checks them
+    objects); add-ons whose workloads are Deployments only need to exist: ``verify`` checks them
     after nodes joined.
     """
-    states = {"Plan Add-ons": task("plan_addons", "Install Dependencies", result_path="$.plan", catch_to=fail)}
-    addon_item = {
-        "addonName.$": "$$.Map.Item.Value.addonName",
-        **COMMON,
-        "config.$": "$.config",
+    states = {
+        "Create Add-ons": task("create_addons", "Apply HyperPod Prerequisites", catch_to=fail),
+        "Apply HyperPod Prerequisites": task("apply_hyperpod_prerequisites", "Check Add-ons", catch_to=fail),
     }
-    addon_states: dict[str, dict[str, Any]] = {
-        "Create Add-on": task(
-            "create_addon",
-            "Start Polling Add-on",
-            extra={"addonName.$": "$.addonName"},
-            catch_to="Add-on Failed",
-        ),
-        **poll_loop(
-            "Add-on",
-            "check_addon",
-            "addon",
-            "Add-on Ready",
-            extra={"addonName.$": "$.addonName"},
-            catch_to="Add-on Failed",
-        ),
-        "Add-on Ready": {"Type": "Succeed"},
-        "Add-on Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
-    }
-    states["Install Dependencies"] = {
-        "Type": "Parallel",
-        "Branches": [
-            {
-                "StartAt": "Install Add-ons",
-                "States": {
-                    "Install Add-ons": {
-                        "Type": "Map",
-                        "ItemsPath": "$.plan.result.addons",
-                        "ItemSelector": addon_item,
-                        "MaxConcurrency": 0,
-                        "ItemProcessor": {
-                            "ProcessorConfig": {"Mode": "INLINE"},
-                            "StartAt": "Create Add-on",
-                            "States": addon_states,
-                        },
-                        "ResultPath": None,
-                        "End": True,
-                    }
-                },
-            },
-            {
-                "StartAt": "Apply HyperPod Prerequisites",
-                "States": {
-                    "Apply HyperPod Prerequisites": task(
-                        "apply_hyperpod_prerequisites", None, catch_to="Prerequisites Failed"
-                    ),
-                    "Prerequisites Failed": {
-                        "Type": "Fail",
-                        "ErrorPath": "$.error.Error",
-                        "CausePath": "$.error.Cause",
-                    },
-                },
-            },
-        ],
-        "ResultPath": None,
-        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": fail}],
-        "Next": after,
-    }
+    states |= wait_loop("Add-ons", "check_addons", "addon", after, stage="dependencies", catch_to=fail)
     return states
 
 
 def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     """CreateCluster, then an event-or-poll wait for InService (the State Change event wakes it)."""
-    states = {
-        "Ensure Compute Subnet": task("ensure_compute_subnet", "Start Polling Failed HyperPod Cluster", catch_to=fail)
-    }
-    states |= poll_loop(
+    states = {"Ensure Compute Subnet": task("ensure_compute_subnet", "Check Failed HyperPod Cluster", catch_to=fail)}
+    states |= wait_loop(
         "Failed HyperPod Cluster",
         "clear_failed_hyperpod_cluster",
         "hyperPodCluster",
         "Create HyperPod Cluster",
+        stage="hyperpod",
         catch_to=fail,
     )
-    states["Create HyperPod Cluster"] = task(
-        "create_hyperpod_cluster", "Start Waiting For HyperPod Cluster", catch_to=fail
-    )
-    states |= event_wait(
+    states["Create HyperPod Cluster"] = task("create_hyperpod_cluster", "Check HyperPod Cluster", catch_to=fail)
+    states |= wait_loop(
         "HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after, stage="hyperpod", catch_to=fail
     )
     return states
 
 
 def _storage_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    states = {"Ensure Storage": task("ensure_storage", "Start Polling Storage", catch_to=fail)}
-    states |= poll_loop("Storage", "check_storage", "storage", after, catch_to=fail)
+    """The bucket at once; then wait for Kubernetes access, apply the PV and PVC, wait until Bound."""
+    states = {"Ensure Bucket": task("ensure_bucket", "Check Storage", catch_to=fail)}
+    states |= wait_loop("Storage", "check_storage", "storage", after, stage="storage", catch_to=fail)
     return states
 
 
 def _verify_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     """An event-or-poll wait for every group at target (cluster events wake it); its budget ends in a report."""
-    states = event_wait(
+    states = wait_loop(
         "Cluster Verification",
         "check_cluster_verification",
         "nodes",
@@ -456,23 +400,23 @@ def _verify_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
 CREATE_STAGES: dict[StageName, tuple[str, StageStates]] = {
     StageName.NETWORK: ("Ensure Network", _network_states),
     StageName.ACCESS: ("Grant Access", _access_states),
-    StageName.DEPENDENCIES: ("Plan Add-ons", _dependencies_states),
+    StageName.DEPENDENCIES: ("Create Add-ons", _dependencies_states),
     StageName.HYPERPOD: ("Ensure Compute Subnet", _hyperpod_states),
-    StageName.STORAGE: ("Ensure Storage", _storage_states),
-    StageName.VERIFY: ("Start Waiting For Cluster Verification", _verify_states),
+    StageName.STORAGE: ("Ensure Bucket", _storage_states),
+    StageName.VERIFY: ("Check Cluster Verification", _verify_states),
 }
 """Each stage's first state and the builder of its states."""
 
 CREATE_GRAPH: list[StageName | list[list[StageName]]] = [
-    StageName.NETWORK,
-    StageName.ACCESS,
-    [[StageName.DEPENDENCIES, StageName.HYPERPOD], [StageName.STORAGE]],
+    [[StageName.NETWORK, StageName.ACCESS, StageName.DEPENDENCIES, StageName.HYPERPOD], [StageName.STORAGE]],
     StageName.VERIFY,
 ]
 """The create workflow as a dependency graph: steps in order; a list of chains runs as parallel branches.
 
 Only what HyperPod needs before nodes join (the pod identity agent, the Kubernetes objects) gates
-CreateCluster; storage needs only the Kubernetes API, so it runs beside them; verify needs all.
+CreateCluster. Storage needs nothing to create its bucket, so it starts with the network; its wait
+then holds until the ``access`` stage let the control plane into the Kubernetes API, and it applies
+the volume and claim. Verify needs all.
 """
 
 

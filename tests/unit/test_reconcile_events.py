@@ -151,13 +151,14 @@ def test_given_a_running_stage_waiting_on_a_token_when_the_event_arrives_then_th
 
     op = demo.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
     records.begin_stage(demo, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
-    demo.store.set_wait_token("demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER, "token-1")
+    demo.store.start_wait_round("demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER, "token-1")
     sent: list[tuple[str, str]] = []
     monkeypatch.setattr(waits, "finish_wait", lambda rt, token, done: sent.append((token, str(done))))
 
     result = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"))
+    again = on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"))
 
-    assert result.action == "resumed"
+    assert (result.action, again.action) == ("resumed", "recorded")  # a token is sent once
     assert sent == [("token-1", "False")]  # a wake: the step's own check decides, never the event
 
 

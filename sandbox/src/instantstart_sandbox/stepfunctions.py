@@ -1,7 +1,8 @@
 """Hooks on moto's Step Functions engine so executions run on the sandbox's simulated clock.
 
 Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
-committed ASL keeps realistic seconds. Also closes moto's StartExecution-without-a-name gap (AWS
+committed ASL keeps realistic seconds (a callback task's timeout counts from its Lambda's return:
+:data:`LAMBDA_RUN_ALLOWANCE_WALL_SECONDS`). Also closes moto's StartExecution-without-a-name gap (AWS
 generates a UUID), passes SendTaskFailure's ``cause`` on (moto drops it) and emits the
 "Step Functions Execution Status Change" EventBridge event when an execution ends (moto does not). The control plane's
 ASL uses only ``lambda:invoke`` tasks, so moto's ``aws-sdk:*`` conversion is not needed and stays
@@ -16,6 +17,7 @@ the one it last reported (a poll loop is one line), and when it ends (error and 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import types
 import uuid
@@ -55,6 +57,19 @@ def _one_line(text: Any, limit: int = _CAUSE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+MIN_TIMEOUT_WALL_SECONDS = 0.25
+"""A Task's timeout never runs out in less wall time than this."""
+
+LAMBDA_RUN_ALLOWANCE_WALL_SECONDS = 60.0
+"""The simulated clock compresses waiting, not the wall time an in-process Lambda needs to run: a
+``.waitForTaskToken`` task's timeout counts from the moment its Lambda returned (the callback wait), and
+the Lambda's own run may take up to this many wall seconds on top. On AWS a check takes a second
+against a 60-second timeout; compressed 120 times, a check slower than half a second (a loaded
+machine, a queue of invocations of a single-concurrency function) would time out every round."""
+
+_OUTER_TIMEOUT = threading.local()
+
+
 def _scale(seconds: float) -> float:
     return seconds if _CLOCK is None else _CLOCK.to_wall(seconds)
 
@@ -81,15 +96,79 @@ def install(clock: SimClock) -> None:
     setattr(retrier_decl, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(_scale(s))))  # noqa: B010
 
     def _timeout_eval_body(self: Any, env: Any) -> None:
-        env.stack.append(_scale(self._eval_seconds(env=env)))
+        seconds = max(_scale(self._eval_seconds(env=env)), MIN_TIMEOUT_WALL_SECONDS)
+        if getattr(_OUTER_TIMEOUT, "active", False):  # the whole state's bound: Lambda run + callback wait
+            seconds += LAMBDA_RUN_ALLOWANCE_WALL_SECONDS
+        env.stack.append(seconds)
 
     timeout.Timeout._eval_body = _timeout_eval_body  # type: ignore[method-assign]
     heartbeat.Heartbeat._eval_body = _timeout_eval_body  # type: ignore[method-assign]
 
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
+        StateTaskServiceCallback,
+    )
+
+    evaluate_with_timeout = ExecutionState._evaluate_with_timeout
+
+    def _evaluate_with_timeout(self: Any, env: Any) -> None:
+        # The state's outer bound is evaluated in this thread; the callback wait's own bound is evaluated
+        # in the thread that runs the task, after its Lambda returned, without the allowance.
+        callback = isinstance(self, StateTaskServiceCallback) and self._is_integration_pattern()  # type: ignore[no-untyped-call]
+        _OUTER_TIMEOUT.active = callback
+        try:
+            evaluate_with_timeout(self, env)
+        finally:
+            _OUTER_TIMEOUT.active = False
+
+    ExecutionState._evaluate_with_timeout = _evaluate_with_timeout  # type: ignore[method-assign]
+
     _allow_unnamed_executions()
+    _catch_back_to_the_same_state()
+    _stop_inside_parallel_is_abort()
     _keep_task_failure_cause()
     _emit_execution_status_change()
     _report_state_changes()
+
+
+def _catch_back_to_the_same_state() -> None:
+    """A ``Catch`` whose ``Next`` is its own state re-enters it, as on AWS.
+
+    moto decides whether a state's next state was "overridden" by comparing it with the state's own
+    name, so a catcher pointing back at its own state fell through to the state's ``Next`` instead.
+    """
+    from moto.stepfunctions.parser.asl.component.common.catch.catch_outcome import CatchOutcome
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+
+    original = CommonStateField._set_next
+
+    def _set_next(self: Any, env: Any) -> None:
+        if env.stack and env.stack[-1] is CatchOutcome.Caught:
+            return  # the catcher already chose the next state (possibly this one)
+        original(self, env)
+
+    CommonStateField._set_next = _set_next  # type: ignore[method-assign]
+
+
+def _stop_inside_parallel_is_abort() -> None:
+    """StopExecution while a Parallel state runs ends the execution ABORTED, as on AWS.
+
+    moto re-raised the stopped branches' exit as a failure named ``States.*``, which its own error
+    model refuses ("Custom Error Names MUST NOT begin with 'States.'"), so the execution ended FAILED.
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branches_decl import BranchesDecl
+
+    original = BranchesDecl._eval_body
+
+    def _eval_body(self: Any, env: Any) -> None:
+        try:
+            original(self, env)
+        except Exception:
+            if env.is_running():
+                raise
+            # the execution was stopped: the stop, not this state, decides how it ends
+
+    BranchesDecl._eval_body = _eval_body  # type: ignore[method-assign]
 
 
 def _report_state_changes() -> None:

@@ -39,11 +39,23 @@ def begin_stage(rt: Runtime, p: StepPayload) -> BaseModel:
     )
 
 
+WAITING_ON: dict[StageName, list[tuple[StageName, str]]] = {StageName.ACCESS: [(StageName.STORAGE, "storage")]}
+"""Waits of other stages that hold until a stage SUCCEEDED (it wakes them when it does)."""
+
+
 def complete_stage(rt: Runtime, p: StepPayload) -> BaseModel:
-    """The stage SUCCEEDED; the dependencies stage ends with a summary of its parallel steps."""
+    """The stage SUCCEEDED; the dependencies stage ends with a summary of its steps.
+
+    Waits of other stages that hold until this one SUCCEEDED (:data:`WAITING_ON`) are woken at once.
+    """
     stage = _stage(p)
     observed = dependencies.summary(rt, p.cluster_tag, p.generation) if stage is StageName.DEPENDENCIES else None
-    return records.complete_stage(rt, tag=p.cluster_tag, generation=p.generation, stage=stage, observed_status=observed)
+    result = records.complete_stage(
+        rt, tag=p.cluster_tag, generation=p.generation, stage=stage, observed_status=observed
+    )
+    for waiting, wait in WAITING_ON.get(stage, []):
+        waits.wake(rt, p.cluster_tag, p.generation, waiting, wait)
+    return result
 
 
 def record_failure(rt: Runtime, p: StepPayload) -> BaseModel:
@@ -98,7 +110,6 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
     "begin_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.RUNNING),
     "complete_teardown": lambda rt, p: _mark_teardown(rt, p, StageStatus.SUCCEEDED),
     "complete_delete": complete_delete,
-    "wait_for_event": waits.wait_for_event,
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
@@ -132,19 +143,15 @@ def error_name(code: str, message: str) -> str:
     return code
 
 
-def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
-    """Run the step named by ``event["action"]``; returns its result as the ASL sees it (camelCase JSON).
+def call_step(step: Step, rt: Runtime, payload: StepPayload) -> BaseModel:
+    """Run ``step``; AWS and Kubernetes errors leave as exceptions named for Step Functions.
 
     Raises:
-        StageFailed: unknown action, or a step failure; AWS ``ClientError`` s become exceptions named
-            after their AWS error code or its classification (:func:`error_name`); code and message verbatim.
+        StageFailed: a step failure; AWS ``ClientError`` s become exceptions named after their AWS error
+            code or its classification (:func:`error_name`), with code and message verbatim.
     """
-    payload = StepPayload.model_validate(event)
-    step = ACTIONS.get(payload.action)
-    if step is None:
-        raise StageFailed("UnknownAction", f"unknown step action {payload.action!r}")
     try:
-        return step(rt, payload).model_dump(mode="json", by_alias=True, exclude_none=True)
+        return step(rt, payload)
     except ClientError as exc:
         code, message = error_code(exc) or "AwsError", error_message(exc)
         raise aws_error(code, message, name=error_name(code, message)) from exc
@@ -153,3 +160,23 @@ def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     except (ApiException, DynamicApiError) as exc:
         reason = str(getattr(exc, "reason", "") or "Error").replace(" ", "")
         raise aws_error(f"Kubernetes{reason}", f"Kubernetes API {getattr(exc, 'status', '')}: {exc}") from exc
+
+
+def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
+    """Run the step named by ``event["action"]``; returns its result as the ASL sees it (camelCase JSON).
+
+    A payload with a ``taskToken`` is a round of an event-or-poll wait (:func:`waits.run_round`): the
+    step is its check, and the outcome reaches the workflow through the token.
+
+    Raises:
+        StageFailed: unknown action, or a step failure (see :func:`call_step`).
+    """
+    payload = StepPayload.model_validate(event)
+    step = ACTIONS.get(payload.action)
+    if step is None:
+        raise StageFailed("UnknownAction", f"unknown step action {payload.action!r}")
+    if payload.task_token:
+        result: BaseModel = waits.run_round(rt, payload, lambda r, p: call_step(step, r, p))
+    else:
+        result = call_step(step, rt, payload)
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)

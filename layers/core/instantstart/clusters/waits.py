@@ -1,29 +1,44 @@
 """Event-or-poll waits: how a workflow waits on AWS, and how an AWS event wakes it early.
 
-A wait is a loop in the state machine: ``Check <X>`` asks AWS (a plain task), and while not done
-``Wait For <X> Event`` — a ``.waitForTaskToken`` task whose timeout is the wait's poll interval
-(≤ 60 s, ``$.config.pollSeconds.<wait>``) — stores its task token on the stage record
-(:func:`wait_for_event`) and waits. An EventBridge event whose reconciler :func:`wake` s the wait
-ends it at once; otherwise it times out; either way the loop checks again. The decision is always
-the check's, so duplicate, late or out-of-order events are harmless, and a lost event (or one that
-lands between the check and the stored token) costs at most one poll interval.
+A wait is one ``.waitForTaskToken`` task, ``Check <X>``, looping on itself: its Lambda checks AWS
+(:func:`run_round`). Done: the Lambda completes its own task (``{"done": true}``) and the workflow
+moves on. Not done: it stores the task token on the stage record and returns; the task then waits
+until an EventBridge reconciler :func:`wake` s it (``{"done": false}``: check again now) or until its
+timeout, the wait's poll interval (≤ 60 s, ``$.config.pollSeconds.<wait>``), after which a ``Catch`` of
+``States.Timeout`` enters the same task again. A round costs one state transition when it times out
+and two when an event wakes it (the task and the Choice after it). The decision is always the
+check's, so duplicate, late or out-of-order events are harmless, and a lost event (or one that lands
+between the check and the stored token) costs at most one poll interval.
 
-Used by the ``hyperpod`` stage (cluster InService) and the ``verify`` stage (nodes at target), and
-by :mod:`instantstart.clusters.reconcile` for the events that wake them. Step Functions API:
+A check that outlives its task (it ran longer than the timeout) loses its answer: when that answer
+was "done", it is recorded (``waitsSatisfied``) and the next round completes at once, so a slow check
+cannot starve a wait that is already satisfied.
+
+The bound is the wait's time budget: rounds that ended by timeout are counted on the stage record
+(``waitRounds``; woken rounds are not, so a burst of events cannot exhaust it), and at
+``$.config.maxPolls.<wait>`` the task fails with ``PollTimeout``. Waits without events (EKS, NAT
+gateway, Kubernetes access, storage) are the same loop with nothing that wakes them.
+
+Used by every create wait (``hyperpod``: cluster InService; ``verify``: nodes at target; ...), and by
+:mod:`instantstart.clusters.reconcile` for the events that wake them. Step Functions API:
 https://docs.aws.amazon.com/step-functions/latest/apireference/API_SendTaskSuccess.html
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code
-from instantstart.errors import StageFailed
+from instantstart.errors import PollTimeout, StageFailed
 from instantstart.models.common import StageName
-from instantstart.models.workflow import StepPayload, StepResult
+from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
+from instantstart.store.table import ConditionFailed
 
 HYPERPOD_CLUSTER = "hyperPodCluster"
 """The ``hyperpod`` stage waits for the HyperPod cluster to be InService."""
@@ -34,43 +49,96 @@ NODES = "nodes"
 _STALE_TOKEN_ERRORS = ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist")
 
 
-def wait_for_event(rt: Runtime, p: StepPayload) -> StepResult:
-    """Store the task token of the payload's wait (``stage``, ``waitName``) on the stage record, and return.
+def _budget(p: StepPayload) -> int:
+    """``$.config.maxPolls.<wait>`` of the payload's wait (the wait's name is its configuration key)."""
+    bounds = (p.config or LoopConfig()).max_polls.to_wire()
+    if p.wait_name not in bounds:
+        raise StageFailed("InvalidStepPayload", f"wait {p.wait_name!r} is not one of {sorted(bounds)}")
+    return int(str(bounds[p.wait_name]))
 
-    The task then waits until :func:`wake` sends the token or its timeout (the poll interval) passes.
+
+def run_round(rt: Runtime, p: StepPayload, check: Callable[[Runtime, StepPayload], BaseModel]) -> StepResult:
+    """One round of the wait named by the payload (``stage``, ``waitName``, ``taskToken``): check, then decide.
+
+    ``check`` answers a :class:`PollResult`; any error it raises must already carry its Step Functions
+    error name (``instantstart.clusters.steps`` converts AWS errors before calling this). Done: the
+    task is completed with ``{"done": true, "status"}``. Failed: the task fails with the error's name and
+    a Lambda-style cause (so ``Retry``/``Catch`` and the failure path see what a raising Lambda gives).
+    Otherwise the token is stored for :func:`wake`; past the budget the task fails with ``PollTimeout``.
 
     Raises:
-        StageFailed: the payload carries no task token, stage or wait name (``InvalidStepPayload``).
-        ConditionFailed: the stage is not RUNNING (the operation moved on).
+        StageFailed: the payload is not a wait's (no token, stage or wait name).
     """
     if not p.task_token or p.stage is None or not p.wait_name:
         raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token, a stage and a wait name")
-    rt.store.set_wait_token(p.cluster_tag, p.generation, p.stage, p.wait_name, p.task_token)
-    return StepResult(status="waiting")
-
-
-def finish_wait(rt: Runtime, task_token: str, *, done: bool) -> None:
-    """End the waiting task: ``{"done": true}`` when the step saw the wait satisfied, ``false`` to check again.
-
-    A token that was already used or timed out is ignored: the wait has moved on to a new token.
-    """
+    token, stage, wait = p.task_token, p.stage, p.wait_name
     try:
-        rt.client("stepfunctions").send_task_success(taskToken=task_token, output=json.dumps({"done": done}))
+        if rt.store.wait_satisfied(p.cluster_tag, p.generation, stage, wait, p.action):
+            # a previous round saw it done, but its answer reached a task that had timed out
+            _complete(rt, token, {"done": True, "status": "done (seen by the previous check)"})
+            return StepResult(status="done")
+        result = PollResult.model_validate(check(rt, p).model_dump())
+        if result.done:
+            rt.store.end_wait(p.cluster_tag, p.generation, stage, wait)
+            if not _complete(rt, token, {"done": True, "status": result.status}):
+                rt.store.mark_wait_satisfied(p.cluster_tag, p.generation, stage, wait, p.action)
+            return StepResult(status=result.status)
+        budget = _budget(p)
+        try:
+            rounds = rt.store.start_wait_round(p.cluster_tag, p.generation, stage, wait, token)
+        except ConditionFailed as exc:
+            raise StageFailed("StageInterrupted", f"stage {stage.value} is no longer RUNNING") from exc
+        if rounds >= budget:
+            rt.store.end_wait(p.cluster_tag, p.generation, stage, wait)
+            seconds = (p.config or LoopConfig()).poll_seconds.to_wire().get(wait)
+            raise PollTimeout("PollTimeout", f"{p.action} did not finish within {budget} polls of {seconds} seconds")
+    except Exception as exc:  # noqa: BLE001 - reported to the task, as a raising Lambda would be
+        _fail(rt, token, exc)
+        return StepResult(status=f"failed: {type(exc).__name__}")
+    return StepResult(status=f"waiting: {result.status}" if result.status else "waiting")
+
+
+def _complete(rt: Runtime, task_token: str, output: dict[str, Any]) -> bool:
+    """Send ``output`` as the task's result; False when the task had already ended (timed out)."""
+    try:
+        rt.client("stepfunctions").send_task_success(taskToken=task_token, output=json.dumps(output))
     except ClientError as exc:
         if error_code(exc) not in _STALE_TOKEN_ERRORS:
             raise
+        return False
+    return True
+
+
+def task_failure(exc: Exception) -> tuple[str, str]:
+    """``(error, cause)`` of a task failing as a Lambda raising ``exc`` would: the class name, the Lambda error JSON."""
+    name = type(exc).__name__
+    return name, json.dumps({"errorType": name, "errorMessage": str(exc)})
+
+
+def _fail(rt: Runtime, task_token: str, exc: Exception) -> None:
+    name, cause = task_failure(exc)
+    try:
+        rt.client("stepfunctions").send_task_failure(taskToken=task_token, error=name[:256], cause=cause[:32768])
+    except ClientError as err:
+        if error_code(err) not in _STALE_TOKEN_ERRORS:
+            raise
+
+
+def finish_wait(rt: Runtime, task_token: str, *, done: bool) -> None:
+    """End the waiting task: ``{"done": true}`` when the wait is satisfied, ``false`` to check again now.
+
+    A token that was already used or timed out is ignored: the wait has moved on to a new token.
+    """
+    _complete(rt, task_token, {"done": done})
 
 
 def wake(rt: Runtime, tag: str, generation: int, stage: StageName, wait: str) -> bool:
     """Wake ``wait`` of ``stage`` so it checks AWS now (an event said something changed).
 
-    Only a RUNNING stage is woken; waking twice, late or for an ended operation is harmless (its token
-    is stale or absent). Returns True when a token was sent.
+    Only a RUNNING stage's stored token is taken (once: two events never both send it); waking twice,
+    late or for an ended operation is harmless. Returns True when a token was sent.
     """
-    record = rt.store.get_stage(tag, generation, stage)
-    if record is None or record.status.value != "RUNNING":
-        return False
-    token = record.waits.get(wait)
+    token = rt.store.consume_wait_token(tag, generation, stage, wait)
     if not token:
         return False
     finish_wait(rt, token, done=False)

@@ -74,6 +74,13 @@ class StageRecord(Record):
     waits: dict[str, str] = Field(
         default_factory=dict, description="Task token of each event-or-poll wait of the stage, by wait name."
     )
+    wait_rounds: dict[str, int] = Field(
+        default_factory=dict, description="Rounds of each wait that ended by timeout (no event), by wait name."
+    )
+    waits_satisfied: dict[str, str] = Field(
+        default_factory=dict,
+        description="Waits a check found satisfied after its task had timed out: wait name -> the check's action.",
+    )
     retry_requested_at: str | None = None
     teardown_status: StageStatus | None = None
     teardown_started_at: str | None = None

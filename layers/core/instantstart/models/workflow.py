@@ -1,8 +1,8 @@
 """The contract between the state machines and the step functions: execution input, task payloads, results.
 
 The ASL (``statemachines/build.py``) builds task payloads from the execution input; the steps answer
-small results the ASL reads (``$.last.result.done`` in poll loops, ``$.plan.result.addons`` for the
-add-on Map, ``$.Payload.stage`` when a stage begins). camelCase on the wire, like the HTTP API.
+small results the ASL reads (``$.last.result.done`` after a wait, ``$.Payload.stage`` when a stage
+begins). camelCase on the wire, like the HTTP API.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class PollSeconds(WorkflowModel):
     kubernetes_access: int = 10
     addon: int = 15
     hyper_pod_cluster: int = 60
-    storage: int = 5
+    storage: int = 60
     verify: int = 15
     nodes: int = 60
     deletion: int = 30
@@ -96,7 +96,6 @@ class StepPayload(WorkflowModel):
     generation: int
     operation_type: OperationType | None = None
     stage: StageName | None = None
-    addon_name: str | None = None
     task_token: str | None = None
     error: StepError | None = None
     config: LoopConfig | None = None
@@ -124,15 +123,3 @@ class StageStarted(WorkflowModel):
 
     stage: StageName
     skip: bool = False
-
-
-class AddonItem(WorkflowModel):
-    """One item of the add-on Map state."""
-
-    addon_name: str
-
-
-class AddonPlan(WorkflowModel):
-    """The add-ons the dependencies stage installs, in parallel."""
-
-    addons: list[AddonItem]

@@ -482,6 +482,8 @@ class Store:
                     "updatedAt": now,
                     "operationId": operation_id,
                     "waits": {},
+                    "waitRounds": {},
+                    "waitsSatisfied": {},
                 },
                 removes=["error", "endedAt"],
                 expected_status=[StageStatus.PENDING.value, StageStatus.FAILED.value],
@@ -591,27 +593,109 @@ class Store:
             raise
         return StageRecord.model_validate(deserialize(out["Attributes"]))
 
-    def set_wait_token(self, tag: str, generation: int, stage: StageName, wait: str, task_token: str) -> None:
-        """Store the Step Functions task token of the stage's ``wait`` (an event handler may send it).
+    def start_wait_round(self, tag: str, generation: int, stage: StageName, wait: str, task_token: str) -> int:
+        """Store the task token of the stage's ``wait`` for this round; the number of rounds that timed out.
 
-        One key of the stage's ``waits`` map, so parallel waits of a stage never overwrite each other.
+        One key of the stage's ``waits`` map (parallel waits of a stage never overwrite each other). A
+        token still stored when the next round starts was not consumed by :meth:`consume_wait_token`
+        (no event woke it): that round timed out, so ``waitRounds.<wait>`` grows by one. Woken rounds
+        are not counted, so a burst of events never exhausts a wait's time budget.
 
         Raises:
             ConditionFailed: the stage is not RUNNING.
         """
+        key = serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)})
         try:
-            self._db.update_item(
+            out = self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
-                UpdateExpression="SET #waits.#w = :t",
+                Key=key,
+                UpdateExpression="SET #waits.#w = :t, #rounds = if_not_exists(#rounds, :empty)",
                 ConditionExpression="attribute_exists(#waits) AND #s = :running",
-                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status"},
-                ExpressionAttributeValues=serialize({":t": task_token, ":running": StageStatus.RUNNING.value}),
+                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status", "#rounds": "waitRounds"},
+                ExpressionAttributeValues=serialize(
+                    {":t": task_token, ":running": StageStatus.RUNNING.value, ":empty": {}}
+                ),
+                ReturnValues="ALL_OLD",
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(f"stage {stage.value} of {tag} is not RUNNING") from exc
             raise
+        old = deserialize(out.get("Attributes", {}))
+        rounds = int((old.get("waitRounds") or {}).get(wait, 0))
+        if not (old.get("waits") or {}).get(wait):
+            return rounds
+        out = self._db.update_item(
+            TableName=self.table_name,
+            Key=key,
+            UpdateExpression="SET #rounds.#w = if_not_exists(#rounds.#w, :zero) + :one",
+            ExpressionAttributeNames={"#rounds": "waitRounds", "#w": wait},
+            ExpressionAttributeValues=serialize({":zero": 0, ":one": 1}),
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(deserialize(out["Attributes"])["waitRounds"][wait])
+
+    def end_wait(self, tag: str, generation: int, stage: StageName, wait: str) -> None:
+        """Forget the stage's ``wait`` (its token and rounds): the wait is over, a later one starts afresh."""
+        with suppress(ClientError):  # the stage moved on: nothing to forget
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="REMOVE #waits.#w, #rounds.#w",
+                ConditionExpression="attribute_exists(#waits) AND attribute_exists(#rounds)",
+                ExpressionAttributeNames={"#waits": "waits", "#rounds": "waitRounds", "#w": wait},
+            )
+
+    def mark_wait_satisfied(self, tag: str, generation: int, stage: StageName, wait: str, check: str) -> None:
+        """Record that ``check`` found the stage's ``wait`` satisfied (its answer reached a timed-out task)."""
+        with suppress(ClientError):  # the stage moved on: nobody waits any more
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="SET #sat = if_not_exists(#sat, :empty)",
+                ConditionExpression="#s = :running",
+                ExpressionAttributeNames={"#sat": "waitsSatisfied", "#s": "status"},
+                ExpressionAttributeValues=serialize({":empty": {}, ":running": StageStatus.RUNNING.value}),
+            )
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="SET #sat.#w = :check",
+                ConditionExpression="#s = :running",
+                ExpressionAttributeNames={"#sat": "waitsSatisfied", "#w": wait, "#s": "status"},
+                ExpressionAttributeValues=serialize({":check": check, ":running": StageStatus.RUNNING.value}),
+            )
+
+    def wait_satisfied(self, tag: str, generation: int, stage: StageName, wait: str, check: str) -> bool:
+        """Whether ``check`` already found the stage's ``wait`` satisfied (:meth:`mark_wait_satisfied`)."""
+        record = self.get_stage(tag, generation, stage)
+        return record is not None and record.waits_satisfied.get(wait) == check
+
+    def consume_wait_token(self, tag: str, generation: int, stage: StageName, wait: str) -> str | None:
+        """Take the stored task token of the RUNNING stage's ``wait`` (an event is about to send it), or None.
+
+        Conditional on the token being the one read, so two events never both take it.
+        """
+        record = self.get_stage(tag, generation, stage)
+        if record is None or record.status is not StageStatus.RUNNING:
+            return None
+        token = record.waits.get(wait)
+        if not token:
+            return None
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                UpdateExpression="REMOVE #waits.#w",
+                ConditionExpression="#waits.#w = :t AND #s = :running",
+                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status"},
+                ExpressionAttributeValues=serialize({":t": token, ":running": StageStatus.RUNNING.value}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise
+        return token
 
     def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
         """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).

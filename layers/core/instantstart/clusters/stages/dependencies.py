@@ -1,8 +1,10 @@
-"""Stage ``dependencies``: EKS add-ons (in parallel) and the Kubernetes objects HyperPod needs before nodes join.
+"""Stage ``dependencies``: EKS add-ons and the Kubernetes objects HyperPod needs before nodes join.
 
-Create steps: ``plan_addons`` -> per add-on ``create_addon`` + poll ``check_addon``, beside
-``apply_hyperpod_prerequisites``. Teardown step: poll ``delete_addons`` (then pod identity
-associations and the storage role).
+Create steps: ``create_addons`` (every add-on requested at once: EKS installs them in parallel),
+``apply_hyperpod_prerequisites``, then the wait ``check_addons``: only what HyperPod needs before
+nodes join (the pod identity agent, a DaemonSet) must be ACTIVE; add-ons whose workloads are
+Deployments only need to exist without failing, and ``verify`` checks them after nodes joined.
+Teardown step: poll ``delete_addons`` (then pod identity associations and the storage role).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from instantstart.errors import StageFailed
 from instantstart.kube import objects
 from instantstart.models.common import StageName
 from instantstart.models.resources import AddonResource, DependenciesResources
-from instantstart.models.workflow import AddonItem, AddonPlan, PollResult, StepPayload, StepResult
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import eks_cluster_name, owned_by, storage_role_name
 from instantstart.runtime import Runtime
 
@@ -28,52 +30,49 @@ def _record(rt: Runtime, p: StepPayload, resources: DependenciesResources) -> No
     records.update_stage_resources(rt, tag=p.cluster_tag, generation=p.generation, stage=STAGE, resources=resources)
 
 
-def _addon_name(p: StepPayload) -> str:
-    if p.addon_name not in ADDONS_BY_NAME:
-        raise StageFailed("UnknownAddon", f"add-on {p.addon_name} is not one of {sorted(ADDONS_BY_NAME)}")
-    return str(p.addon_name)
+def create_addons(rt: Runtime, p: StepPayload) -> StepResult:
+    """Request every add-on of :data:`ADDONS` not there yet (:func:`instantstart.clusters.addons.ensure_addon`).
+
+    EKS ``CreateAddon`` returns at once and EKS installs the add-ons in parallel; ``check_addons`` waits.
+    """
+    results = {
+        a.name: ensure_addon(
+            rt.client("eks"),
+            rt.client("iam"),
+            tag=p.cluster_tag,
+            cluster_name=eks_cluster_name(p.cluster_tag),
+            addon=a,
+            account_id=rt.account_id,
+            region=rt.region,
+            role_path=rt.settings.STORAGE_ROLE_PATH,
+            permissions_boundary=rt.settings.STORAGE_PERMISSIONS_BOUNDARY_ARN or None,
+        )
+        for a in ADDONS
+    }
+    _record(rt, p, DependenciesResources(addons=results))
+    return StepResult(status=f"{len(results)} add-ons requested")
 
 
-def plan_addons(rt: Runtime, p: StepPayload) -> AddonPlan:
-    """The add-ons to install, for the state machine's Map state."""
-    return AddonPlan(addons=[AddonItem(addon_name=a.name) for a in ADDONS])
-
-
-def create_addon(rt: Runtime, p: StepPayload) -> StepResult:
-    """Install one add-on (:func:`instantstart.clusters.addons.ensure_addon`)."""
-    name = _addon_name(p)
-    result = ensure_addon(
-        rt.client("eks"),
-        rt.client("iam"),
-        tag=p.cluster_tag,
-        cluster_name=eks_cluster_name(p.cluster_tag),
-        addon=ADDONS_BY_NAME[name],
-        account_id=rt.account_id,
-        region=rt.region,
-        role_path=rt.settings.STORAGE_ROLE_PATH,
-        permissions_boundary=rt.settings.STORAGE_PERMISSIONS_BOUNDARY_ARN or None,
-    )
-    _record(rt, p, DependenciesResources(addons={name: result}))
-    return StepResult(status=result.status)
-
-
-def check_addon(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once the add-on is ACTIVE, or, for one that needs nodes, created and only waiting for them.
+def check_addons(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once every add-on is ACTIVE, or, for one that needs nodes, created and only waiting for them.
 
     An add-on whose workload is a Deployment cannot be healthy before HyperPod nodes join: it is
     DEGRADED (``InsufficientNumberOfReplicas``) or CREATING until then, and ``verify`` checks it after
-    the nodes are Ready. Calls EKS ``DescribeAddon``.
+    the nodes are Ready. Calls EKS ``DescribeAddon`` for each add-on.
 
     Raises:
-        StageFailed: the add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
+        StageFailed: an add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
     """
-    name = _addon_name(p)
-    health = addon_state(rt.client("eks"), eks_cluster_name(p.cluster_tag), name)
-    _record(rt, p, DependenciesResources(addons={name: AddonResource(status=health.status)}))
-    if health.failed:
-        raise health.error()
-    done = health.active or (ADDONS_BY_NAME[name].needs_nodes and health.waiting_for_nodes)
-    return PollResult(done=done, status=health.status)
+    eks = rt.client("eks")
+    states = {a.name: addon_state(eks, eks_cluster_name(p.cluster_tag), a.name) for a in ADDONS}
+    _record(rt, p, DependenciesResources(addons={n: AddonResource(status=h.status) for n, h in states.items()}))
+    for health in states.values():
+        if health.failed:
+            raise health.error()
+    pending = [
+        n for n, h in states.items() if not (h.active or (ADDONS_BY_NAME[n].needs_nodes and h.waiting_for_nodes))
+    ]
+    return PollResult(done=not pending, status=f"waiting for {', '.join(pending)}" if pending else "ready")
 
 
 def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
@@ -91,10 +90,7 @@ def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
 
 
 def summary(rt: Runtime, tag: str, generation: int) -> str:
-    """The observed status the stage ends with: add-ons ACTIVE and Kubernetes objects applied.
-
-    Its steps ran in parallel, so none of them can tell alone; read from the stage's resources.
-    """
+    """The observed status the stage ends with: add-ons ACTIVE and Kubernetes objects applied (its resources)."""
     res = records.stage_resources(rt, tag, generation, STAGE, DependenciesResources)
     active = sum(1 for a in res.addons.values() if a.status == "ACTIVE")
     waiting = sum(
@@ -150,10 +146,9 @@ def _delete_storage_role(rt: Runtime, tag: str) -> None:
 
 
 CREATE_STEPS: dict[str, Step] = {
-    "plan_addons": plan_addons,
-    "create_addon": create_addon,
-    "check_addon": check_addon,
+    "create_addons": create_addons,
     "apply_hyperpod_prerequisites": apply_hyperpod_prerequisites,
+    "check_addons": check_addons,
 }
 """The create workflow's steps of this stage, by task action name."""
 

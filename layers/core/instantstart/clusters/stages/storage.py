@@ -1,7 +1,9 @@
 """Stage ``storage``: the cluster's S3 bucket mounted as PV + PVC ``s3-claim`` (Mountpoint for S3 CSI driver).
 
-Create steps: ``ensure_storage`` -> poll ``check_storage``. Teardown step: ``delete_storage``
-(the bucket is kept when it holds data).
+The stage runs beside the network → hyperpod chain from the start of a create: ``ensure_bucket``
+needs nothing else, so the bucket is ready long before the cluster is; the wait ``check_storage``
+then waits for the Kubernetes API (the ``access`` stage SUCCEEDED), applies the PV and PVC, and is
+done once the claim is Bound. Teardown step: ``delete_storage`` (the bucket is kept when it holds data).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from instantstart.clusters import records
 from instantstart.clusters.stages.common import GONE, Step
 from instantstart.kube import objects
 from instantstart.models.cluster import StorageView
-from instantstart.models.common import StageName
+from instantstart.models.common import StageName, StageStatus
 from instantstart.models.resources import StorageResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import eks_cluster_name, owned_by, ownership_tags, storage_bucket_name, tag_list
@@ -24,14 +26,11 @@ from instantstart.runtime import Runtime
 STAGE = StageName.STORAGE
 
 
-def ensure_storage(rt: Runtime, p: StepPayload) -> StepResult:
-    """The cluster's S3 bucket (tagged, public access blocked) and the ``s3-claim`` PV + PVC.
+def ensure_bucket(rt: Runtime, p: StepPayload) -> StepResult:
+    """The cluster's S3 bucket, tagged with its owner and with every public access blocked.
 
-    Calls S3 ``HeadBucket``/``CreateBucket``/``PutBucketTagging``/``PutPublicAccessBlock`` and applies
-    the PersistentVolume and PersistentVolumeClaim with server-side apply.
+    Calls S3 ``HeadBucket``/``CreateBucket``/``PutBucketTagging``/``PutPublicAccessBlock``.
     """
-    from instantstart.kube.client import apply, connect
-
     tag = p.cluster_tag
     s3 = rt.client("s3")
     bucket = storage_bucket_name(tag, rt.account_id, rt.region)
@@ -54,20 +53,8 @@ def ensure_storage(rt: Runtime, p: StepPayload) -> StepResult:
             "RestrictPublicBuckets": True,
         },
     )
-    dyn = connect(eks_cluster_name(tag), rt.region)
-    apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
-    apply(dyn, objects.s3_persistent_volume_claim())
     records.update_stage_resources(
-        rt,
-        tag=tag,
-        generation=p.generation,
-        stage=STAGE,
-        resources=StorageResources(
-            bucket_name=bucket,
-            persistent_volume=objects.S3_VOLUME,
-            persistent_volume_claim=objects.S3_CLAIM,
-            namespace=objects.STORAGE_NAMESPACE,
-        ),
+        rt, tag=tag, generation=p.generation, stage=STAGE, resources=StorageResources(bucket_name=bucket)
     )
     return StepResult(status=bucket)
 
@@ -82,10 +69,33 @@ def pvc_phase(dyn: Any) -> str | None:
 
 
 def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once ``s3-claim`` is Bound; records the storage view."""
-    from instantstart.kube.client import connect
+    """Done once ``s3-claim`` is Bound; records the storage view.
 
-    phase = pvc_phase(connect(eks_cluster_name(p.cluster_tag), rt.region))
+    Until the ``access`` stage SUCCEEDED (the EKS cluster ACTIVE and this control plane allowed into
+    its Kubernetes API) it only waits; then it server-side applies the PersistentVolume and the
+    PersistentVolumeClaim (idempotent) and reads the claim's phase.
+    """
+    from instantstart.kube.client import apply, connect
+
+    access = rt.store.get_stage(p.cluster_tag, p.generation, StageName.ACCESS)
+    if access is None or access.status is not StageStatus.SUCCEEDED:
+        status = f"bucket ready; waiting for Kubernetes access (stage access {access.status.value if access else '-'})"
+        records.update_stage_resources(
+            rt,
+            tag=p.cluster_tag,
+            generation=p.generation,
+            stage=STAGE,
+            resources=StorageResources(),
+            observed_status=status,
+        )
+        return PollResult(done=False, status=status)
+    bucket = storage_bucket_name(p.cluster_tag, rt.account_id, rt.region)
+    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    phase = pvc_phase(dyn)
+    if phase is None:
+        apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
+        apply(dyn, objects.s3_persistent_volume_claim())
+        phase = pvc_phase(dyn)
     view = StorageView(
         bucket_name=storage_bucket_name(p.cluster_tag, rt.account_id, rt.region),
         persistent_volume_claim=objects.S3_CLAIM,
@@ -98,7 +108,11 @@ def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
         tag=p.cluster_tag,
         generation=p.generation,
         stage=STAGE,
-        resources=StorageResources(),
+        resources=StorageResources(
+            persistent_volume=objects.S3_VOLUME,
+            persistent_volume_claim=objects.S3_CLAIM,
+            namespace=objects.STORAGE_NAMESPACE,
+        ),
         observed_status=f"PVC {phase}",
     )
     return PollResult(done=phase == "Bound", status=phase)
@@ -144,7 +158,7 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
     return StepResult(status="bucket retained" if retained else "deleted")
 
 
-CREATE_STEPS: dict[str, Step] = {"ensure_storage": ensure_storage, "check_storage": check_storage}
+CREATE_STEPS: dict[str, Step] = {"ensure_bucket": ensure_bucket, "check_storage": check_storage}
 """The create workflow's steps of this stage, by task action name."""
 
 TEARDOWN_STEPS: dict[str, Step] = {"delete_storage": delete_storage}

@@ -1,0 +1,177 @@
+"""Event-or-poll waits: one task per round, the check decides, timed-out rounds are the budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from instantstart.clusters import records, service, waits
+from instantstart.config import Settings
+from instantstart.errors import StageFailed
+from instantstart.models.cluster import CreateClusterRequest
+from instantstart.models.common import StageName
+from instantstart.models.workflow import LoopConfig, MaxPolls, PollResult, StepPayload
+from instantstart.runtime import Runtime
+
+
+@pytest.fixture
+def rt(aws: Any, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    """A cluster ``demo`` whose hyperpod stage is RUNNING (records written by the real create path)."""
+    sfn = aws.client("stepfunctions")
+    arn = sfn.create_state_machine(
+        name="create",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/workflows",
+    )["stateMachineArn"]
+    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
+    runtime = Runtime(Settings())
+    service.create_cluster(
+        runtime,
+        CreateClusterRequest.model_validate(
+            {
+                "clusterTag": "demo",
+                "availabilityZone": "us-west-2c",
+                "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
+            }
+        ),
+    )
+    op = runtime.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
+    records.begin_stage(runtime, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
+    return runtime
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, Any]]:
+    """What the waits sent to Step Functions: ``(kind, token, output or error)``."""
+    out: list[tuple[str, str, Any]] = []
+    monkeypatch.setattr(waits, "_complete", lambda rt, token, output: out.append(("success", token, output)) or True)
+    monkeypatch.setattr(
+        waits, "_fail", lambda rt, token, exc: out.append(("failure", token, (type(exc).__name__, str(exc))))
+    )
+    return out
+
+
+def payload(token: str, max_polls: int = 3) -> StepPayload:
+    config = LoopConfig(max_polls=MaxPolls(hyper_pod_cluster=max_polls))
+    return StepPayload.model_validate(
+        {
+            "action": "check_hyperpod_cluster",
+            "operationId": "op-1",
+            "clusterTag": "demo",
+            "generation": 1,
+            "stage": "hyperpod",
+            "waitName": "hyperPodCluster",
+            "taskToken": token,
+            "config": config.to_wire(),
+        }
+    )
+
+
+def answer(done: bool) -> Any:
+    return lambda rt, p: PollResult(done=done, status="InService" if done else "Creating")
+
+
+def test_given_the_check_is_done_when_a_round_runs_then_it_completes_its_own_task(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    waits.run_round(rt, payload("t1"), answer(True))
+
+    assert sent == [("success", "t1", {"done": True, "status": "InService"})]
+
+
+def test_given_the_check_is_not_done_when_an_event_wakes_the_wait_then_its_token_is_sent_once_to_check_again(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    waits.run_round(rt, payload("t1"), answer(False))
+
+    first = waits.wake(rt, "demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER)
+    second = waits.wake(rt, "demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER)
+
+    assert (first, second) == (True, False)
+    assert sent == [("success", "t1", {"done": False})]
+
+
+def test_given_rounds_that_time_out_when_the_budget_is_spent_then_the_task_fails_with_poll_timeout(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    for token in ("t1", "t2", "t3"):  # t1 and t2 time out (nothing takes their token)
+        waits.run_round(rt, payload(token, max_polls=2), answer(False))
+
+    kind, token, (name, message) = sent[-1]
+    assert (kind, token, name) == ("failure", "t3", "PollTimeout")
+    assert "within 2 polls of 60 seconds" in message
+
+
+def test_given_rounds_woken_by_events_then_they_do_not_spend_the_budget(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    for i in range(6):  # every round woken by an event: none timed out
+        waits.run_round(rt, payload(f"t{i}", max_polls=2), answer(False))
+        assert waits.wake(rt, "demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER)
+
+    assert all(kind == "success" for kind, _, _ in sent)
+
+
+def test_given_a_wait_that_ended_when_the_same_wait_starts_again_then_its_budget_starts_afresh(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    waits.run_round(rt, payload("t1", max_polls=2), answer(False))
+    waits.run_round(rt, payload("t2", max_polls=2), answer(False))  # t1 timed out: one round spent
+    waits.run_round(rt, payload("t3", max_polls=2), answer(True))  # done: the wait is forgotten
+
+    waits.run_round(rt, payload("t4", max_polls=2), answer(False))
+    waits.run_round(rt, payload("t5", max_polls=2), answer(False))
+
+    assert [kind for kind, _, _ in sent] == ["success"]
+
+
+def test_given_the_check_fails_when_a_round_runs_then_the_task_fails_with_the_aws_code_as_a_lambda_would(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    def check(rt: Runtime, p: StepPayload) -> PollResult:
+        raise StageFailed("HyperPodClusterFailed", "The cluster failed: capacity")
+
+    waits.run_round(rt, payload("t1"), check)
+
+    [(kind, token, (name, message))] = sent
+    assert (kind, token, name) == ("failure", "t1", "StageFailed")
+    assert json.loads(message) == {"code": "HyperPodClusterFailed", "message": "The cluster failed: capacity"}
+
+
+def test_given_a_failure_sent_through_the_token_then_the_failure_path_reads_the_aws_code_and_message() -> None:
+    """The cause the wait sends parses like a raising Lambda's (records.parse_error)."""
+    from instantstart.models.workflow import StepError
+
+    name, cause = waits.task_failure(StageFailed("ResourceLimitExceeded", "quota for ml.g6.4xlarge"))
+
+    error = records.parse_error(StepError(Error=name, Cause=cause))
+
+    assert (error.code, error.message) == ("ResourceLimitExceeded", "quota for ml.g6.4xlarge")
+
+
+def test_given_a_done_answer_that_reached_a_timed_out_task_when_the_next_round_runs_then_it_completes_at_once(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check slower than its task's timeout cannot starve a wait that is already satisfied."""
+    delivered: list[tuple[str, Any]] = []
+
+    def complete(rt: Runtime, token: str, output: Any) -> bool:
+        if token == "t1":
+            return False  # t1 had timed out: its answer is lost
+        delivered.append((token, output))
+        return True
+
+    monkeypatch.setattr(waits, "_complete", complete)
+    checks: list[str] = []
+
+    def check(rt: Runtime, p: StepPayload) -> PollResult:
+        checks.append(str(p.task_token))
+        return PollResult(done=True, status="InService")
+
+    waits.run_round(rt, payload("t1"), check)
+    waits.run_round(rt, payload("t2"), check)
+
+    assert checks == ["t1"]  # the second round did not need to ask AWS again
+    assert [(token, output["done"]) for token, output in delivered] == [("t2", True)]
