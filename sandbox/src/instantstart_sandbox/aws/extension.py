@@ -19,6 +19,7 @@ from instantstart_sandbox.aws import ec2, eventbridge
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
+from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import (
     MODELS,
@@ -55,6 +56,7 @@ class AwsExtension:
         faults: the fault injector (per service/operation errors, HyperPod capacity failures).
         eks: the EKS emulator (cluster lifecycle, add-ons, access entries, pod identity).
         hyperpod: the SageMaker HyperPod emulator.
+        hyperpod_nodes: HyperPod batch node operations, deep health checks, Spot interruptions.
     """
 
     def __init__(
@@ -88,8 +90,12 @@ class AwsExtension:
             self._handlers[("eks", op)] = handler
         for op, handler in self.hyperpod.handlers().items():
             self._handlers[("sagemaker", op)] = handler
+        self.hyperpod_nodes = HyperPodNodeOperations(self.hyperpod)
+        for op, handler in self.hyperpod_nodes.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
+        self.hyperpod.launch_checks.append(self._offered)
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
-            ec2.describe_instance_type_offerings(req, fwd, self.region)
+            ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )
         for op, check in (
             ("DeleteSubnet", ec2.delete_subnet),
@@ -105,6 +111,16 @@ class AwsExtension:
         self._wrap("sagemaker", "CreateCluster", self._before_hyperpod_create, self._after_hyperpod_create)
         self._wrap("sagemaker", "DeleteCluster", None, self._after_hyperpod_delete)
         self._services = {service for service, _ in self._handlers}
+
+    def _offered(self, cluster: Any, group: Any, zone: str) -> str | None:
+        """HyperPod launch check: EC2 refuses a type a test removed from the zone (EC2's Unsupported text)."""
+        instance_type = str(group.spec.get("InstanceType") or "")
+        if not instance_type or not self.faults.offering_removed(instance_type, zone):
+            return None
+        return (
+            f"Unsupported: Your requested instance type ({instance_type.removeprefix('ml.')}) is not supported in "
+            f"your requested Availability Zone ({zone})."
+        )
 
     # -- real-account faults around moto and the emulators ------------------------------------------
     def _wrap(
