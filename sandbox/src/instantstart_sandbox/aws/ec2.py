@@ -33,8 +33,17 @@ def _filters(params: dict[str, Any]) -> dict[str, list[str]]:
     return {names[i]: values.get(i, []) for i in names}
 
 
-def describe_instance_type_offerings(req: AwsRequest, forward: Callable[[], RawResponse], region: str) -> RawResponse:
-    """DescribeInstanceTypeOfferings (LocationType region | availability-zone | availability-zone-id)."""
+def describe_instance_type_offerings(
+    req: AwsRequest,
+    forward: Callable[[], RawResponse],
+    region: str,
+    removed: Callable[[str, str], bool] | None = None,
+) -> RawResponse:
+    """DescribeInstanceTypeOfferings (LocationType region | availability-zone | availability-zone-id).
+
+    EC2 names carry no ``ml.`` prefix (``g6.4xlarge``); a filter on ``ml.g6.4xlarge`` matches nothing,
+    as on AWS. ``removed(instance_type, location)`` hides offerings a test removed.
+    """
     from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
 
     params = req.params
@@ -49,7 +58,8 @@ def describe_instance_type_offerings(req: AwsRequest, forward: Callable[[], RawR
     matched = [
         o
         for o in offerings
-        if all(
+        if not (removed is not None and removed(str(o["InstanceType"]), str(o["Location"])))
+        and all(
             any(fnmatch.fnmatchcase(str(o.get(_FILTER_KEYS[name], "")), pattern) for pattern in patterns)
             for name, patterns in filters.items()
         )

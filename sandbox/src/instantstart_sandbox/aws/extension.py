@@ -19,6 +19,8 @@ from instantstart_sandbox.aws import ec2, eventbridge
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
+from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
+from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import (
     MODELS,
@@ -37,6 +39,8 @@ from instantstart_sandbox.aws.protocol import (
     send,
     signing_scope,
 )
+from instantstart_sandbox.aws.service_quotas import ServiceQuotas
+from instantstart_sandbox.aws.training_plans import TrainingPlans
 from instantstart_sandbox.clock import SimClock
 
 __all__ = ["AwsExtension", "FaultInjector", "WSGIApplication"]
@@ -55,6 +59,10 @@ class AwsExtension:
         faults: the fault injector (per service/operation errors, HyperPod capacity failures).
         eks: the EKS emulator (cluster lifecycle, add-ons, access entries, pod identity).
         hyperpod: the SageMaker HyperPod emulator.
+        hyperpod_nodes: HyperPod batch node operations, deep health checks, Spot interruptions.
+        training_plans: SageMaker training plans and offerings (``seed_plan``, ``seed_offering``, ``reset``).
+        service_quotas: SageMaker HyperPod cluster-usage quotas (``set_quota``, ``reset``).
+        autoscaling: HyperPod managed Karpenter (AutoScaling) and its NodePool controller.
     """
 
     def __init__(
@@ -88,8 +96,19 @@ class AwsExtension:
             self._handlers[("eks", op)] = handler
         for op, handler in self.hyperpod.handlers().items():
             self._handlers[("sagemaker", op)] = handler
+        self.hyperpod_nodes = HyperPodNodeOperations(self.hyperpod)
+        for op, handler in self.hyperpod_nodes.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
+        self.hyperpod.launch_checks.append(self._offered)
+        self.training_plans = TrainingPlans(self.hyperpod)
+        for op, handler in self.training_plans.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
+        self.service_quotas = ServiceQuotas(self.hyperpod)
+        for op, handler in self.service_quotas.handlers().items():
+            self._handlers[("service-quotas", op)] = handler
+        self.autoscaling = HyperPodAutoScaling(self.hyperpod, kube)
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
-            ec2.describe_instance_type_offerings(req, fwd, self.region)
+            ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )
         for op, check in (
             ("DeleteSubnet", ec2.delete_subnet),
@@ -104,7 +123,27 @@ class AwsExtension:
         self._hyperpod_names: dict[str, str] = {}
         self._wrap("sagemaker", "CreateCluster", self._before_hyperpod_create, self._after_hyperpod_create)
         self._wrap("sagemaker", "DeleteCluster", None, self._after_hyperpod_delete)
+        self._wrap("sagemaker", "CreateCluster", self._check_hyperpod_request, self.autoscaling.after_create)
+        self._wrap("sagemaker", "UpdateCluster", self._check_hyperpod_request, self.autoscaling.after_update)
         self._services = {service for service, _ in self._handlers}
+
+    def _check_hyperpod_request(self, req: AwsRequest) -> None:
+        """CreateCluster/UpdateCluster: training plan fit and managed Karpenter prerequisites."""
+        cluster = None
+        if req.operation == "UpdateCluster":
+            cluster = self.hyperpod._find(str(req.params.get("ClusterName") or ""))
+        self.training_plans.validate_groups(req.params, cluster)
+        self.autoscaling.validate(req.params, cluster)
+
+    def _offered(self, cluster: Any, group: Any, zone: str) -> str | None:
+        """HyperPod launch check: EC2 refuses a type a test removed from the zone (EC2's Unsupported text)."""
+        instance_type = str(group.spec.get("InstanceType") or "")
+        if not instance_type or not self.faults.offering_removed(instance_type, zone):
+            return None
+        return (
+            f"Unsupported: Your requested instance type ({instance_type.removeprefix('ml.')}) is not supported in "
+            f"your requested Availability Zone ({zone})."
+        )
 
     # -- real-account faults around moto and the emulators ------------------------------------------
     def _wrap(

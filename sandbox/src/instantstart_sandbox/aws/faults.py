@@ -87,6 +87,8 @@ class FaultInjector:
         """Network interfaces outlive a deleted EKS/HyperPod cluster by this long (simulated seconds; 0: off)."""
         self.bucket_reuse_seconds = 0.0
         """A deleted S3 bucket's name cannot be created again for this long (simulated seconds; 0: off)."""
+        self._health_check_failures: list[tuple[str | None, list[int]]] = []  # (instance id or None, [remaining])
+        self._removed_offerings: set[tuple[str, str]] = set()  # (EC2 instance type, zone)
 
     def inject(
         self, service: str, operation: str, code: str, message: str, *, status: int = 400, times: int = 1
@@ -173,12 +175,62 @@ class FaultInjector:
         """CreateBucket of a name deleted less than ``seconds`` (simulated) ago answers 409 ``OperationAborted``."""
         self.bucket_reuse_seconds = max(0.0, float(seconds))
 
+    def fail_deep_health_check(self, instance_id: str | None = None, times: int = 1) -> None:
+        """Make the next ``times`` HyperPod deep health checks of one node fail (the node is then replaced).
+
+        ``instance_id=None``: the first node checked fails; otherwise only that instance. Applies to
+        StartClusterHealthCheck and to on-start deep health checks alike.
+
+        Raises:
+            ValueError: ``times`` < 1.
+        """
+        if times < 1:
+            raise ValueError("times must be >= 1")
+        with self._lock:
+            self._health_check_failures.append((instance_id, [times]))
+
+    def take_health_check_failure(self, instance_id: str) -> bool:
+        """Consume one deep health check failure for ``instance_id``; whether its check fails."""
+        with self._lock:
+            for entry in self._health_check_failures:
+                if entry[0] in (None, instance_id):
+                    entry[1][0] -= 1
+                    if entry[1][0] <= 0:
+                        self._health_check_failures.remove(entry)
+                    return True
+        return False
+
+    def remove_instance_type_offering(self, instance_type: str, zone: str) -> None:
+        """EC2 stops offering ``instance_type`` in ``zone`` (DescribeInstanceTypeOfferings omits it).
+
+        ``instance_type`` may carry SageMaker's ``ml.`` prefix; the EC2 type is what is removed. HyperPod
+        launches of that type in that zone then fail with EC2's "Unsupported" message until
+        :meth:`restore_instance_type_offering` or :meth:`clear`.
+        """
+        with self._lock:
+            self._removed_offerings.add((instance_type.removeprefix("ml."), zone))
+
+    def restore_instance_type_offering(self, instance_type: str | None = None, zone: str | None = None) -> None:
+        """Undo :meth:`remove_instance_type_offering` (every removal matching the given type and/or zone)."""
+        ec2_type = instance_type.removeprefix("ml.") if instance_type else None
+        with self._lock:
+            self._removed_offerings = {
+                (t, z) for t, z in self._removed_offerings if (ec2_type or t) != t or (zone or z) != z
+            }
+
+    def offering_removed(self, instance_type: str, zone: str) -> bool:
+        """Whether ``instance_type`` (EC2 or ``ml.`` name) was removed from ``zone``."""
+        with self._lock:
+            return (instance_type.removeprefix("ml."), zone) in self._removed_offerings
+
     def clear(self) -> None:
         """Drop every pending fault and reset every window to its default."""
         with self._lock:
             self._faults.clear()
             self._capacity.clear()
             self._refused_zones.clear()
+            self._health_check_failures.clear()
+            self._removed_offerings.clear()
         self.role_propagation_seconds = 0.0
         self.kube_access_seconds = DEFAULT_KUBE_ACCESS_SECONDS
         self.eni_linger_seconds = 0.0

@@ -89,6 +89,8 @@ SPEC_FIELDS = (
 )
 
 Emit = Callable[[str, str, dict[str, Any], list[str]], None]
+LaunchCheck = Callable[["HpCluster", "HpGroup", str], "str | None"]
+"""A check before each continuous-mode launch: (cluster, group, zone) -> a failure message or None."""
 
 
 def creation_seconds(groups: list[dict[str, Any]]) -> float:
@@ -131,6 +133,7 @@ class HpNode:
     ip: str
     status: str = "Running"
     health: str = "Schedulable"
+    status_message: str = ""
     logical_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @property
@@ -152,6 +155,7 @@ class HpGroup:
     status: str = "Creating"
     nodes: list[HpNode] = field(default_factory=list)
     launching: bool = False  # continuous mode: a launch loop is scheduled
+    logical_ids: list[str] = field(default_factory=list)  # NodeLogicalIds promised by BatchAddClusterNodes
 
     @property
     def name(self) -> str:
@@ -216,6 +220,9 @@ class HyperPodEmulator:
         self._lock = threading.RLock()
         self._clusters: dict[str, HpCluster] = {}
         self._rng = random.Random()
+        self.launch_checks: list[LaunchCheck] = []
+        """Checks run before each continuous-mode launch (service quotas, training plans, ...): the first
+        message returned fails the attempt like a capacity shortage (Error events, retried)."""
 
     def handlers(self) -> dict[str, Callable[[AwsRequest, Callable[[], RawResponse]], Any]]:
         """Operation name -> handler."""
@@ -588,6 +595,10 @@ class HyperPodEmulator:
             else:
                 zone, others = self._zones(cluster.request, group.spec, len(group.nodes))
                 failure = self.faults.take_capacity_failure([_instance_type(group.spec)], zone, others)
+                for check in self.launch_checks:
+                    if failure is not None:
+                        break
+                    failure = check(cluster, group, zone)
                 if failure is not None:
                     missing = group.target - len(group.nodes)
                     self._event(
@@ -874,7 +885,7 @@ class HyperPodEmulator:
         if subnet is not None:
             network = ipaddress.ip_network(subnet.cidr_block, strict=False)
             ip = str(network.network_address + self._rng.randrange(4, max(5, network.num_addresses - 2)))
-        return HpNode(
+        node = HpNode(
             instance_id="i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17)),
             group=group.name,
             instance_type=_instance_type(group.spec),
@@ -884,6 +895,9 @@ class HyperPodEmulator:
             zone_id=backends.zone_id(self.account_id, self.region, zone) or zone,
             ip=ip,
         )
+        if group.logical_ids:
+            node.logical_id = group.logical_ids.pop(0)
+        return node
 
     def _node_object(self, cluster: HpCluster, group: HpGroup, node: HpNode) -> dict[str, Any]:
         shape = node_shape(node.instance_type)
@@ -1043,6 +1057,9 @@ class HyperPodEmulator:
             out["CurrentImageId"] = out["DesiredImageId"] = spec["ImageId"]
         if spec.get("TrainingPlanArn"):
             out["TrainingPlanStatus"] = "Active"
+        if spec.get("InstanceRequirements"):
+            types = list(spec["InstanceRequirements"].get("InstanceTypes") or [])
+            out["InstanceRequirements"] = {"CurrentInstanceTypes": types, "DesiredInstanceTypes": types}
         kube_config = spec.get("KubernetesConfig")
         if kube_config is not None:
             out["KubernetesConfig"] = {
@@ -1241,9 +1258,10 @@ class HyperPodEmulator:
         return {
             "InstanceGroupName": node.group,
             "InstanceId": node.instance_id,
+            "NodeLogicalId": node.logical_id,
             "InstanceType": node.instance_type,
             "LaunchTime": node.launch_time,
-            "InstanceStatus": {"Status": node.status, "Message": ""},
+            "InstanceStatus": {"Status": node.status, "Message": node.status_message},
             "PrivateDnsHostname": node.dns,
         }
 
@@ -1274,7 +1292,7 @@ class HyperPodEmulator:
         with self._lock:
             for group in cluster.groups.values():
                 for node in group.nodes:
-                    if node.instance_id == node_id:
+                    if node_id in (node.instance_id, node.logical_id):
                         details = self._node_summary(node)
                         details.update(
                             {

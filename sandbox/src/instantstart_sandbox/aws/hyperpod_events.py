@@ -100,17 +100,23 @@ class ScalingDetail:
 
 @dataclass
 class ClusterOperation:
-    """A cluster operation (type ``Scaling``: initial provisioning or a change of instance counts)."""
+    """A cluster operation: ``Scaling`` (initial provisioning or a change of instance counts) or
+    ``DeepHealthCheck`` (StartClusterHealthCheck: ``health_checks`` are its DeepHealthCheckConfigurations
+    and ``state`` its status)."""
 
     cluster_arn: str
     created_at: float
     details: list[ScalingDetail]
     type: str = "Scaling"
     operation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    health_checks: list[dict[str, Any]] = field(default_factory=list)
+    state: str | None = None  # set for operations without scaling details (InProgress | Done)
 
     @property
     def status(self) -> str:
         """InProgress while a group is still scaling; Superseded when every group was superseded; else Done."""
+        if self.state is not None:
+            return self.state
         states = {d.status for d in self.details}
         if "InProgress" in states:
             return "InProgress"
@@ -130,6 +136,8 @@ class ClusterOperation:
 
     def describe(self) -> dict[str, Any]:
         """``DescribeClusterOperation``'s answer."""
+        if self.type == "DeepHealthCheck":
+            return {**self.summary(), "DeepHealthCheckDetails": [dict(c) for c in self.health_checks]}
         return {**self.summary(), "ScalingDetails": [d.to_api() for d in self.details]}
 
 

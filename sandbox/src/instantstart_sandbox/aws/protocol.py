@@ -35,6 +35,7 @@ SIGNING_NAME_TO_SERVICE: dict[str, str] = {
     "elasticfilesystem": "efs",
     "elasticloadbalancing": "elbv2",
     "es": "opensearch",
+    "servicequotas": "service-quotas",
 }
 SERVICE_ALIASES: dict[str, str] = {"states": "stepfunctions", "sfn": "stepfunctions", "eventbridge": "events"}
 
