@@ -277,6 +277,7 @@ async def test_read_only_mode_lists_write_tools_but_refuses_them_saying_how_to_e
             "cluster_create": {"clusterTag": "mcpro", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]},
             "cluster_retry_stage": {"clusterTag": "mcpro", "stage": "hyperpod"},
             "cluster_delete": {"clusterTag": "mcpro", "confirmClusterTag": "mcpro"},
+            "operation_cancel": {"operationId": "op-0123456789abcdef0123456789abcdef"},
         }
         for tool, arguments in calls.items():
             refused = await client.call_tool(tool, arguments)
