@@ -222,7 +222,7 @@ def _operation_item(record: OperationRecord) -> Item:
         "PK": keys.operation_pk(record.operation_id),
         "SK": keys.META,
         "GSI1PK": keys.cluster_pk(record.cluster_tag),
-        "GSI1SK": keys.operation_index_sk(record.created_at),
+        "GSI1SK": keys.operation_index_sk(record.created_at, record.operation_id),
         **record.to_item(),
     }
 
@@ -339,7 +339,7 @@ class Store:
                 plain["GSI1PK"] != keys.cluster_pk(tag)
                 or plain["SK"] != keys.META
                 or not plain["PK"].startswith(keys.operation_pk(""))
-                or not plain["GSI1SK"].startswith(keys.operation_index_sk(""))
+                or not plain["GSI1SK"].startswith(keys.OPERATION_INDEX_PREFIX)
             ):
                 raise InvalidPageToken("the token points outside this cluster's operations")
             kwargs["ExclusiveStartKey"] = start
