@@ -1,4 +1,5 @@
-"""Given an operator stops a workflow, the operation is CANCELLED and nothing is left running for ever."""
+"""Given an operator stops a workflow in Step Functions, the operation and its running stage are CANCELLED and
+nothing is left running for ever."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_given_a_running_create_when_its_execution_is_stopped_then_the_operation
     cluster = wait_for(api, "stopped", terminal)
     assert cluster["status"] == "FAILED"
     assert not any(s["status"] == "RUNNING" for s in cluster["stages"])
-    failed = [s for s in cluster["stages"] if s["status"] == "FAILED"]
-    assert len(failed) == 1 and failed[0]["error"]["code"] == "ExecutionAborted"
-    retry = api.retry_stage("stopped", failed[0]["name"])
+    cancelled = [s for s in cluster["stages"] if s["status"] == "CANCELLED"]
+    assert len(cancelled) == 1 and cancelled[0]["error"]["code"] == "ExecutionAborted"
+    retry = api.retry_stage("stopped", cancelled[0]["name"])
     assert retry["type"] == "RETRY_STAGE"
