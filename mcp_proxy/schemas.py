@@ -38,7 +38,7 @@ from instantstart.models.cluster_events import (
     ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
-from instantstart.models.operation import OperationId, OperationView
+from instantstart.models.operation import OperationId, OperationList, OperationView
 
 _CONSTRAINT_KEYS = (
     "type",
@@ -268,6 +268,29 @@ EventsNextTokenParam = Annotated[
     ),
 ]
 
+OPERATIONS_DEFAULT_PAGE_SIZE = 20
+"""``maxResults`` default of ``GET /clusters/{clusterTag}/operations`` (``functions/api/api_routes.py``)."""
+OPERATIONS_MAX_PAGE_SIZE = 100
+OPERATIONS_TOKEN_MAX_LENGTH = 2048
+
+OperationsMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most operations to return (default {OPERATIONS_DEFAULT_PAGE_SIZE}), 1-{OPERATIONS_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": OPERATIONS_MAX_PAGE_SIZE},
+        default=OPERATIONS_DEFAULT_PAGE_SIZE,
+    ),
+]
+
+OperationsNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": OPERATIONS_TOKEN_MAX_LENGTH})] | None,
+    Field(
+        default=None,
+        description="Optional nextToken of the previous cluster_list_operations result (default: none, the "
+        "newest operations).",
+    ),
+]
+
 EventLevelParam = Annotated[
     Annotated[str, advertised_constraints({"enum": EVENT_LEVELS})] | None,
     Field(
@@ -379,11 +402,13 @@ ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
 INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
 EVENTS_SCHEMA = output_schema(ClusterEventList)
+OPERATIONS_SCHEMA = output_schema(OperationList)
 
 __all__ = [
     "CAPACITY_TYPES",
     "EVENTS_DEFAULT_PAGE_SIZE",
     "EVENT_LEVELS",
+    "OPERATIONS_DEFAULT_PAGE_SIZE",
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
     "WAIT_MIN_SECONDS",
@@ -400,6 +425,8 @@ __all__ = [
     "InstanceGroupsParam",
     "KubernetesVersionParam",
     "OperationIdParam",
+    "OperationsMaxResultsParam",
+    "OperationsNextTokenParam",
     "StageParam",
     "WaitSecondsParam",
     "api_constraints",

@@ -43,8 +43,8 @@ def _instructions(rules: Skill, allow_write: bool) -> str:
     mode = (
         "Write tools are enabled."
         if allow_write
-        else "This server is read-only: cluster_create, cluster_retry_stage and cluster_delete are refused "
-        f"until it is started with --allow-write or {ALLOW_WRITE_ENV}=true."
+        else "This server is read-only: cluster_create, cluster_retry_stage, cluster_delete and operation_cancel "
+        f"are refused until it is started with --allow-write or {ALLOW_WRITE_ENV}=true."
     )
     return f"{rules.body}\n## Mode\n\n{mode}\n"
 
@@ -159,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-write",
         action="store_true",
         default=None,
-        help=f"enable cluster_create, cluster_retry_stage and cluster_delete (or set {ALLOW_WRITE_ENV}=true); "
+        help="enable cluster_create, cluster_retry_stage, cluster_delete and operation_cancel "
+        f"(or set {ALLOW_WRITE_ENV}=true); "
         "read-only by default",
     )
     parser.add_argument(

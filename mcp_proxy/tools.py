@@ -45,6 +45,8 @@ from mcp_proxy.schemas import (
     InstanceGroupsParam,
     KubernetesVersionParam,
     OperationIdParam,
+    OperationsMaxResultsParam,
+    OperationsNextTokenParam,
     StageParam,
     WaitSecondsParam,
 )
@@ -61,13 +63,15 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "RetryStage": "cluster_retry_stage",
     "DeleteCluster": "cluster_delete",
     "GetOperation": "operation_get",
+    "CancelOperation": "operation_cancel",
+    "ListClusterOperations": "cluster_list_operations",
     "ListAvailabilityZones": "catalog_list_availability_zones",
     "ListInstanceTypes": "catalog_list_instance_types",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
 
-WRITE_TOOLS = frozenset({"cluster_create", "cluster_retry_stage", "cluster_delete"})
+WRITE_TOOLS = frozenset({"cluster_create", "cluster_retry_stage", "cluster_delete", "operation_cancel"})
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
 
 PROGRESS_INTERVAL_SECONDS = 10.0
@@ -86,7 +90,8 @@ def read_only_message(tool: str) -> str:
     """The refusal of a write tool in read-only mode, saying exactly how to enable writes."""
     return (
         f"{tool} was refused: this InstantStart MCP server is read-only (the default), so write tools "
-        "(cluster_create, cluster_retry_stage, cluster_delete) do nothing and nothing was sent to the API. "
+        "(cluster_create, cluster_retry_stage, cluster_delete, operation_cancel) do nothing and nothing was sent "
+        "to the API. "
         "To enable them, restart the server with --allow-write (`instantstart-mcp --allow-write`) or set "
         f"{ALLOW_WRITE_ENV}=true in its environment (the `env` of its entry in your MCP client configuration), "
         "then call the tool again."
@@ -148,11 +153,15 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     _read("cluster_get_status", "Get a cluster's status", schemas.CLUSTER_SCHEMA),
     _read("cluster_get_stages", "Get a cluster's stages", schemas.STAGES_SCHEMA),
     _read("cluster_list_events", "List a cluster's HyperPod events", schemas.EVENTS_SCHEMA),
+    _read("cluster_list_operations", "List a cluster's operations", schemas.OPERATIONS_SCHEMA),
     _write(
         "cluster_retry_stage", "Retry a failed stage", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
     ),
     _write("cluster_delete", "Delete a cluster", schemas.OPERATION_SCHEMA, destructive=True, idempotent=True),
     _read("operation_get", "Get an operation", schemas.OPERATION_SCHEMA),
+    _write(
+        "operation_cancel", "Cancel a running operation", schemas.OPERATION_SCHEMA, destructive=True, idempotent=True
+    ),
     _read("catalog_list_availability_zones", "List Availability Zones", schemas.ZONES_SCHEMA),
     _read("catalog_list_instance_types", "List instance types in a zone", schemas.INSTANCE_TYPES_SCHEMA),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
@@ -166,7 +175,7 @@ class InstantStartTools:
     Args:
         client_factory: builds the API client on the first call (so a missing URL or missing
             credentials become a readable tool error rather than a server that does not start).
-        allow_write: enable ``cluster_create``, ``cluster_retry_stage`` and ``cluster_delete``.
+        allow_write: enable ``cluster_create``, ``cluster_retry_stage``, ``cluster_delete`` and ``operation_cancel``.
         sleep: the awaitable sleep of ``wait_seconds`` (default ``anyio.sleep``: real seconds).
         progress_interval: seconds between progress notifications of ``wait_seconds``.
     """
@@ -270,7 +279,7 @@ class InstantStartTools:
         return self._call(request)
 
     def cluster_get_status(self, clusterTag: ClusterTagParam) -> CallToolResult:
-        """Get one cluster (GET /clusters/{clusterTag}): status (CREATING, READY, FAILED, DELETING, DELETED),
+        """Get one cluster (GET /clusters/{clusterTag}): status (CREATING, READY, DEGRADED, FAILED, DELETING, DELETED),
         every stage with its status and error, the current operation id, and the observed EKS cluster,
         HyperPod cluster and instance groups, Kubernetes nodes and S3 storage.
 
@@ -280,7 +289,7 @@ class InstantStartTools:
 
     def cluster_get_stages(self, clusterTag: ClusterTagParam) -> CallToolResult:
         """Get the stages of a cluster in order (GET /clusters/{clusterTag}/stages): name, status (PENDING,
-        RUNNING, SUCCEEDED, FAILED), attempts, start/end times, the AWS status observed, resources and
+        RUNNING, SUCCEEDED, FAILED, CANCELLED), attempts, start/end times, the AWS status observed, resources and
         the AWS error of a failed stage, verbatim.
 
         Use it while polling to report which stage is running. Read-only.
@@ -314,6 +323,24 @@ class InstantStartTools:
             )
         )
 
+    def cluster_list_operations(
+        self,
+        clusterTag: ClusterTagParam,
+        maxResults: OperationsMaxResultsParam = schemas.OPERATIONS_DEFAULT_PAGE_SIZE,
+        nextToken: OperationsNextTokenParam = None,
+    ) -> CallToolResult:
+        """List this control plane's operations on a cluster, newest first (GET /clusters/{clusterTag}/operations):
+        creates, stage retries and deletes with their status, times and the error that ended them, for every
+        generation of the tag (also after the cluster was DELETED).
+
+        Use it to tell the user what was done to a cluster and to find a running operation's operationId
+        (to follow it with operation_get or stop it with operation_cancel). One page per call: when nextToken
+        is not null, call again with it for older operations. Read-only.
+        """
+        return self._call(
+            lambda client: client.list_cluster_operations(clusterTag, max_results=maxResults, next_token=nextToken)
+        )
+
     def cluster_retry_stage(
         self,
         clusterTag: ClusterTagParam,
@@ -322,8 +349,8 @@ class InstantStartTools:
     ) -> CallToolResult:
         """Run a FAILED stage again, and every stage after it (POST /clusters/{clusterTag}/stages/{stage}/retry).
 
-        Earlier stages are kept. Only a FAILED stage can be retried (the API answers 409 naming the
-        stage's status otherwise). Show the user the stage's error first; if it is a capacity or quota
+        Earlier stages are kept. Only a FAILED or CANCELLED stage can be retried (the API answers 409 naming
+        the stage's status otherwise). Show the user the stage's error first; if it is a capacity or quota
         problem, the user decides whether to retry. Returns the RETRY_STAGE operation: poll it to a
         terminal state like cluster_create. Write tool: needs --allow-write.
         """
@@ -370,6 +397,19 @@ class InstantStartTools:
         calls. Read-only.
         """
         return self._call(lambda client: client.get_operation(operationId))
+
+    def operation_cancel(self, operationId: OperationIdParam) -> CallToolResult:
+        """Cancel a PENDING or RUNNING operation (POST /operations/{operationId}/cancel): its workflow is stopped,
+        the operation ends CANCELLED, the stage it was running CANCELLED and the cluster FAILED.
+
+        Use it only when the user asks to stop a create, retry or delete (for example to delete a cluster whose
+        create is still running: cluster_delete answers 409 while an operation runs). Afterwards the cluster can
+        be deleted with cluster_delete (it tears down whatever was created) or the CANCELLED stage retried with
+        cluster_retry_stage. Cancelling a CANCELLED operation returns it again; an operation that already ended
+        SUCCEEDED or FAILED is a 409 naming its status. Write tool: needs --allow-write.
+        """
+        self._require_write("operation_cancel")
+        return self._call(lambda client: client.cancel_operation(operationId))
 
     # -- catalog --------------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from instantstart_client.shapes import (
     ClusterSummary,
     InstanceGroupSpec,
     Operation,
+    OperationPage,
     Stage,
 )
 
@@ -545,6 +546,45 @@ class InstantStartClient:
             ApiError: 404 for an unknown id.
         """
         return cast(Operation, self.request("GET", f"/operations/{self._segment(operation_id)}"))
+
+    def cancel_operation(self, operation_id: str, *, idempotency_key: str | None = None) -> Operation:
+        """``POST /operations/{operationId}/cancel``: stop a PENDING or RUNNING operation's workflow.
+
+        The operation ends CANCELLED, the stage it was running CANCELLED and the cluster FAILED, from which
+        the cluster can be deleted (:meth:`delete_cluster` tears down whatever exists) or the stage retried.
+        Cancelling a CANCELLED operation answers it again.
+
+        Returns:
+            The CANCELLED Operation from the 202 answer.
+
+        Raises:
+            ApiError: 404 ``OperationNotFound``; 409 ``OperationAlreadyEnded`` when it ended SUCCEEDED or FAILED
+                (``details[0]["status"]`` names it); 503 when Step Functions did not stop it (nothing changed).
+        """
+        path = f"/operations/{self._segment(operation_id)}/cancel"
+        op = self.request("POST", path, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def list_cluster_operations(
+        self, cluster_tag: str, *, max_results: int | None = None, next_token: str | None = None
+    ) -> OperationPage:
+        """``GET /clusters/{clusterTag}/operations``: one page of the control plane's operations on the cluster.
+
+        Args:
+            cluster_tag: the cluster's tag (operations of every generation; also listed after it was DELETED).
+            max_results: most operations on the page, 1-100 (server default 20 when None).
+            next_token: ``nextToken`` of the previous page.
+
+        Returns:
+            ``{"clusterTag", "operations": [Operation], "nextToken"}``, newest first.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound`` for a tag never used; 400 for a ``nextToken`` the API did not issue
+                for this listing; 422 for an out-of-range ``maxResults``.
+        """
+        params = {"maxResults": max_results, "nextToken": next_token}
+        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/operations", params=params)
+        return cast(OperationPage, page)
 
     def list_availability_zones(self) -> list[AvailabilityZone]:
         """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""

@@ -38,6 +38,7 @@ from instantstart_client.render import (
     failed_stage,
     instance_types_table,
     operation_table,
+    operations_table,
     print_summary,
     resources_table,
     stages_table,
@@ -65,7 +66,7 @@ app = typer.Typer(
     add_completion=False,
 )
 clusters_app = typer.Typer(help="Create, inspect, retry and delete clusters.", no_args_is_help=True)
-operations_app = typer.Typer(help="Inspect and follow long-running operations.", no_args_is_help=True)
+operations_app = typer.Typer(help="Inspect, follow and cancel long-running operations.", no_args_is_help=True)
 catalog_app = typer.Typer(help="What the account and Region can run.", no_args_is_help=True)
 app.add_typer(clusters_app, name="clusters")
 app.add_typer(operations_app, name="operations")
@@ -510,6 +511,35 @@ def clusters_delete(
     _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
+@clusters_app.command("operations")
+@handle_errors
+def clusters_operations(
+    ctx: typer.Context,
+    tag: TagArgument,
+    max_results: Annotated[
+        int | None,
+        typer.Option("--max-results", min=1, max=100, help="Operations per page, 1-100 (API default 20)."),
+    ] = None,
+    next_token: Annotated[str | None, typer.Option("--next-token", help="Token of the page to print.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a page of this control plane's operations on a cluster (creates, retries, deletes), newest first."""
+    state = _state(ctx)
+    page = state.client().list_cluster_operations(tag, max_results=max_results, next_token=next_token)
+    if state.wants_json(as_json):
+        _echo_json(page)
+        return
+    state.console.print(operations_table(page.get("operations") or [], tag))
+    token = page.get("nextToken")
+    if token:
+        state.console.print(
+            f"More operations: instantstart clusters operations {tag} --next-token {token}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 # -- operations ---------------------------------------------------------------------------------------
 
 
@@ -533,6 +563,34 @@ def operations_get(
         _echo_json(operation)
     else:
         state.console.print(operation_table(operation))
+
+
+@operations_app.command("cancel")
+@handle_errors
+def operations_cancel(
+    ctx: typer.Context,
+    operation_id: Annotated[str, typer.Argument(help="Operation id of a PENDING or RUNNING operation.")],
+    idempotency_key: IdempotencyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a running operation: its workflow stops, it ends CANCELLED and its cluster FAILED.
+
+    The cluster can then be deleted (clusters delete tears down whatever exists) or the cancelled stage retried.
+    """
+    state = _state(ctx)
+    operation = state.client().cancel_operation(operation_id, idempotency_key=idempotency_key)
+    if state.wants_json(as_json):
+        _echo_json(operation)
+        return
+    state.console.print(operation_table(operation))
+    tag = operation.get("clusterTag")
+    state.console.print(
+        f"Next: instantstart clusters delete {tag}  (tears down what was created), or find the CANCELLED stage "
+        f"with instantstart clusters stages {tag} and retry it with instantstart clusters retry {tag} STAGE",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 # -- catalog ------------------------------------------------------------------------------------------

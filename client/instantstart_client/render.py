@@ -413,6 +413,26 @@ def operation_table(operation: Operation) -> Table:
     return _key_value_table(f"Operation {operation.get('operationId')}", rows)
 
 
+def operations_table(operations: Sequence[Operation], cluster_tag: str) -> Table:
+    """``GET /clusters/{clusterTag}/operations`` as a table, newest first (as the API orders them)."""
+    table = Table(title=f"Operations on {cluster_tag} ({len(operations)})")
+    for column in ("Operation", "Type", "Stage", "Status", "Created", "Ended", "Error"):
+        table.add_column(column)
+    for op in operations:
+        error = op.get("error")
+        add_row(
+            table,
+            op.get("operationId", ""),
+            op.get("type") or MISSING,
+            op.get("stage") or "",
+            styled_status(op.get("status")),
+            format_time(op.get("createdAt")),
+            format_time(op.get("endedAt")),
+            f"{error.get('code')}: {error.get('message')}" if error else "",
+        )
+    return table
+
+
 def zones_table(zones: Sequence[AvailabilityZone]) -> Table:
     """``GET /catalog/availability-zones`` as a table."""
     table = Table()

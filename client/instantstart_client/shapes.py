@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 CLUSTER_STATUSES = ("CREATING", "READY", "DEGRADED", "FAILED", "DELETING", "DELETED")
-STAGE_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED")
+STAGE_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 OPERATION_STATUSES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 TERMINAL_OPERATION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 STAGE_NAMES = ("network", "access", "dependencies", "hyperpod", "storage", "verify")
@@ -66,6 +66,14 @@ class Operation(TypedDict):
     endedAt: str | None
     error: ErrorInfo | None
     stage: NotRequired[str | None]
+
+
+class OperationPage(TypedDict):
+    """``GET /clusters/{clusterTag}/operations``: one page of the cluster's operations, newest first."""
+
+    clusterTag: str
+    operations: list[Operation]
+    nextToken: str | None
 
 
 class Stage(TypedDict):

@@ -21,6 +21,7 @@ SCHEMA_OF: dict[str, str] = {
     "ErrorInfo": "StageError",
     "InstanceGroupSpec": "InstanceGroupRequest",
     "Operation": "OperationView",
+    "OperationPage": "OperationList",
     "Stage": "StageView",
     "EksInfo": "EksView",
     "InstanceGroupInfo": "InstanceGroupView",

@@ -21,6 +21,7 @@ POST_CLUSTERS = ("POST", "/clusters")
 CLUSTER = "/clusters/{clusterTag}"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
 EVENTS = "/clusters/{clusterTag}/events"
+OPERATIONS = "/clusters/{clusterTag}/operations"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -41,6 +42,10 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_delete", "clusterTag"): ("DELETE", CLUSTER, "path", "clusterTag"),
     ("cluster_delete", "idempotencyKey"): ("DELETE", CLUSTER, "header", "Idempotency-Key"),
     ("operation_get", "operationId"): ("GET", "/operations/{operationId}", "path", "operationId"),
+    ("operation_cancel", "operationId"): ("POST", "/operations/{operationId}/cancel", "path", "operationId"),
+    ("cluster_list_operations", "clusterTag"): ("GET", OPERATIONS, "path", "clusterTag"),
+    ("cluster_list_operations", "maxResults"): ("GET", OPERATIONS, "query", "maxResults"),
+    ("cluster_list_operations", "nextToken"): ("GET", OPERATIONS, "query", "nextToken"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",

@@ -23,9 +23,11 @@ EXPECTED_TOOLS = {
     "cluster_get_status",
     "cluster_get_stages",
     "cluster_list_events",
+    "cluster_list_operations",
     "cluster_retry_stage",
     "cluster_delete",
     "operation_get",
+    "operation_cancel",
     "catalog_list_availability_zones",
     "catalog_list_instance_types",
     "wait_seconds",
@@ -277,6 +279,7 @@ async def test_read_only_mode_lists_write_tools_but_refuses_them_saying_how_to_e
             "cluster_create": {"clusterTag": "mcpro", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]},
             "cluster_retry_stage": {"clusterTag": "mcpro", "stage": "hyperpod"},
             "cluster_delete": {"clusterTag": "mcpro", "confirmClusterTag": "mcpro"},
+            "operation_cancel": {"operationId": "op-0123456789abcdef0123456789abcdef"},
         }
         for tool, arguments in calls.items():
             refused = await client.call_tool(tool, arguments)

@@ -598,7 +598,7 @@ class WorkflowDriver:
             status = record.status if record else None
             if status is StageStatus.SUCCEEDED:
                 continue
-            if status in (StageStatus.PENDING, StageStatus.FAILED):
+            if status in (StageStatus.PENDING, StageStatus.FAILED, StageStatus.CANCELLED):
                 self._run("begin_stage", op, stage=stage.value)
                 rt.store.merge_stage_resources(
                     op.cluster_tag,

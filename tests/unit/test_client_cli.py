@@ -377,3 +377,40 @@ def test_given_json_output_when_the_api_refuses_then_the_error_json_is_printed(r
     assert result.exit_code == 2
     error = json.loads(result.stderr)["error"]
     assert error["code"] == "ClusterNotFound" and "nosuch" in error["message"]
+
+
+# -- cancelling and the operations of a cluster -----------------------------------------------------------
+
+
+def test_operations_cancel_stops_a_running_create_and_says_how_to_go_on(inprocess_api: InProcessApi, run: Run) -> None:
+    """Given a create whose first stage is RUNNING,
+    when `operations cancel OP_ID` runs,
+    then it prints the CANCELLED operation and the delete and retry commands, and the cluster is FAILED;
+    a second cancel prints the same operation, and `clusters operations` lists it."""
+    inprocess_api.advance_on_poll = False
+    op = inprocess_api.create_cluster("demo")
+    inprocess_api.driver.step(op["operationId"])
+
+    result = run("operations", "cancel", op["operationId"])
+
+    assert result.exit_code == 0, result.output
+    assert "CANCELLED" in result.output and "OperationCancelled" in result.output
+    assert "instantstart clusters delete demo" in result.output
+    assert "instantstart clusters retry demo STAGE" in result.output
+    assert inprocess_api.call("GET", "/clusters/demo")[1]["status"] == "FAILED"
+    again = run("--json", "operations", "cancel", op["operationId"])
+    assert again.exit_code == 0 and json.loads(again.output)["status"] == "CANCELLED"
+    listed = run("clusters", "operations", "demo")
+    assert listed.exit_code == 0 and op["operationId"] in listed.output and "CREATE_CLUSTER" in listed.output
+
+
+def test_operations_cancel_of_an_ended_operation_exits_2_naming_its_status(
+    inprocess_api: InProcessApi, run: Run
+) -> None:
+    op = inprocess_api.create_cluster("demo")
+    inprocess_api.driver.run(op["operationId"])
+
+    result = run("operations", "cancel", op["operationId"])
+
+    assert result.exit_code == 2
+    assert "OperationAlreadyEnded" in result.output and "SUCCEEDED" in result.output

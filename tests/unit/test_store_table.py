@@ -113,13 +113,13 @@ def test_given_a_failed_stage_when_begun_again_then_the_attempt_is_counted_and_t
     failed = store.fail_stage("demo", 1, StageName.ACCESS, error=StageError(code="PollTimeout", message="m"), now=NOW)
     assert failed.error is not None and failed.error.code == "PollTimeout"
 
-    again = store.begin_stage("demo", 1, StageName.ACCESS, operation_id="op-retry", now=NOW)
+    again = store.begin_stage("demo", 1, StageName.ACCESS, operation_id=op.operation_id, now=NOW)
 
     assert (again.status, again.attempts, again.error, again.operation_id) == (
         StageStatus.RUNNING,
         2,
         None,
-        "op-retry",
+        op.operation_id,
     )
 
 

@@ -133,28 +133,42 @@ EXECUTION_END_ERRORS = {
 }
 """Execution end status -> (error code when the execution gives none, operation status)."""
 
+LIVE = (OperationStatus.PENDING, OperationStatus.RUNNING)
+
 
 def on_execution_status_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
     """Handle a "Step Functions Execution Status Change" event of a workflow that ended abnormally.
 
     A workflow records its own failures; this closes what it cannot record itself: an execution
-    stopped by an operator (ABORTED), timed out, or failed inside its own failure path. The operation
-    becomes CANCELLED or FAILED, a stage it was running FAILED, and the cluster FAILED, so nothing is
-    left "running" for ever and the cluster can be retried or deleted. An operation that already
-    ended is left alone.
+    stopped (ABORTED: by ``POST /operations/{operationId}/cancel`` or by an operator in Step Functions),
+    timed out, or failed inside its own failure path. ABORTED is a cancellation, recorded by the one
+    cancellation path (:func:`instantstart.clusters.records.record_cancellation`: operation CANCELLED,
+    its running stages CANCELLED); TIMED_OUT and FAILED end the operation FAILED and its running stages
+    FAILED. Either way the cluster ends FAILED, so nothing is left "running" for ever and the cluster
+    can be retried or deleted. An operation that already ended is left alone.
     """
     operation_id = str(detail.get("name", ""))
     status = str(detail.get("status", ""))
     op = rt.store.get_operation(operation_id) if operation_id else None
     if op is None or status not in EXECUTION_END_ERRORS:
         return Reconciled(action="ignored", operation_id=operation_id)
-    if op.status.terminal:
-        return Reconciled(action="already-ended", operation_id=operation_id)
     default_code, op_status = EXECUTION_END_ERRORS[status]
     error = StageError(
         code=str(detail.get("error") or default_code),
         message=str(detail.get("cause") or f"execution {detail.get('executionArn', operation_id)} {status}"),
     )
+    if op_status is OperationStatus.CANCELLED and op.status in (OperationStatus.CANCELLED, *LIVE):
+        ended_before = op.status.terminal
+        try:
+            records.record_cancellation(rt, op, error)
+        except ConditionFailed:
+            return Reconciled(action="already-ended", operation_id=operation_id)
+        if ended_before:
+            return Reconciled(action="already-ended", operation_id=operation_id)
+        logger.info("reconciled operation %s after execution %s", operation_id, status)
+        return Reconciled(action="reconciled", operation_id=operation_id)
+    if op.status.terminal:
+        return Reconciled(action="already-ended", operation_id=operation_id)
     records.fail_running_stages(
         rt, tag=op.cluster_tag, generation=op.generation, operation_id=operation_id, error=error
     )

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from instantstart.clusters.events import OperationStateChange, StageStateChange, publish
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, iso, utcnow
-from instantstart.models.records import ClusterRecord, StageRecord
+from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.models.workflow import ExecutionInput, LoopConfig, StageStarted, StepError, StepResult
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
@@ -185,6 +185,58 @@ def fail_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id:
     for stage in rt.store.get_stages(tag, generation):
         if stage.status.value == "RUNNING" and stage.operation_id == operation_id:
             fail_stage(rt, tag=tag, generation=generation, stage=stage.name, error=error, operation_id=operation_id)
+
+
+CANCELLED_CLUSTER_STATUS = ClusterStatus.FAILED
+"""The cluster's status after a cancelled create, retry or delete: one from which it can be retried or deleted."""
+
+
+def cancel_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id: str, error: StageError) -> None:
+    """Every stage still RUNNING for ``operation_id`` -> CANCELLED with ``error`` (no-op for the others)."""
+    for stage in rt.store.get_stages(tag, generation):
+        if stage.status.value == "RUNNING" and stage.operation_id == operation_id:
+            with suppress(ConditionFailed):  # it ended meanwhile: what it recorded stays
+                record = rt.store.cancel_stage(
+                    tag, generation, stage.name, operation_id=operation_id, error=error, now=now()
+                )
+                publish(rt, StageStateChange.of(record))
+
+
+def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageError) -> OperationRecord:
+    """The single cancellation path: the operation CANCELLED with ``error``, its cluster FAILED, its running stages
+    CANCELLED. Used by ``POST /operations/{operationId}/cancel`` after ``StopExecution`` and by the reconciler of
+    an ABORTED execution, whichever comes first; the second finds the operation CANCELLED and changes nothing
+    but stages still RUNNING.
+
+    The operation is ended first, in one transaction with the cluster (conditional on it being PENDING or
+    RUNNING): from then on a step of the stopped execution still in flight cannot begin a stage or end the
+    operation (their writes are conditional on a live operation); a stage it completed before stays SUCCEEDED.
+
+    Returns:
+        The CANCELLED operation record.
+
+    Raises:
+        ConditionFailed: the operation had already ended with another status (the record says which).
+    """
+    try:
+        op = rt.store.finish_operation(
+            operation.operation_id,
+            operation.cluster_tag,
+            status=OperationStatus.CANCELLED,
+            cluster_status=CANCELLED_CLUSTER_STATUS,
+            now=now(),
+            error=error,
+        )
+        publish(rt, OperationStateChange.of(op))
+    except ConditionFailed:
+        current = rt.store.get_operation(operation.operation_id)
+        if current is None or current.status is not OperationStatus.CANCELLED:
+            raise
+        op = current
+    cancel_running_stages(
+        rt, tag=op.cluster_tag, generation=op.generation, operation_id=op.operation_id, error=op.error or error
+    )
+    return op
 
 
 def record_failure(

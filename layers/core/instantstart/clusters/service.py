@@ -1,4 +1,4 @@
-"""Cluster use cases behind the HTTP API: create, list, get, delete, retry a stage, read operations.
+"""Cluster use cases behind the HTTP API: create, list, get, delete, retry a stage, read, list and cancel operations.
 
 Each write validates, records its intent in one DynamoDB transaction conditional on the current
 state, then starts the Step Functions execution named after the operation id
@@ -9,6 +9,8 @@ in the store (:class:`~instantstart.store.table.ConditionFailed`) becomes the AP
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 
 from instantstart.aws.clients import error_code, error_message
@@ -16,18 +18,26 @@ from instantstart.clusters import records, views
 from instantstart.clusters.catalog import check_availability_zone
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable
 from instantstart.models.cluster import ClusterList, ClusterView, CreateClusterRequest, StageError, StageList
-from instantstart.models.common import ClusterStatus, OperationType, StageName, StageStatus
-from instantstart.models.operation import OperationView
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName
+from instantstart.models.operation import OperationList, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.runtime import Runtime
-from instantstart.store.table import ConditionFailed, InvalidPageToken
+from instantstart.store.table import RETRYABLE_STAGE, ConditionFailed, InvalidPageToken
 
 NOT_STARTED = StageError(code="ExecutionNotStarted", message="Step Functions did not start the workflow")
 
 
 def new_operation_id() -> str:
-    """A new operation id, also the Step Functions execution name (``op-`` + 32 hex, 35 chars)."""
-    return f"op-{uuid.uuid4().hex}"
+    """A new operation id, also the Step Functions execution name (``op-`` + 32 hex, 35 chars).
+
+    The hex is a time-ordered UUID (version 7, RFC 9562: 48-bit Unix milliseconds, then random bits),
+    so ids of one cluster sort in the order they were made; the per-cluster listing breaks ties
+    between operations of the same second with it (:func:`instantstart.store.keys.operation_index_sk`).
+    """
+    millis = time.time_ns() // 1_000_000 & (1 << 48) - 1
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = millis << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64 | 0b10 << 62 | rand & (1 << 62) - 1
+    return f"op-{uuid.UUID(int=value).hex}"
 
 
 def _new_operation(
@@ -214,7 +224,8 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
         status = running.status.value if running else cluster.status.value
         raise Conflict(
             f"cluster '{tag}' is {cluster.status.value} and operation "
-            f"{cluster.current_operation_id} is {status}; wait for it to finish before deleting",
+            f"{cluster.current_operation_id} is {status}; wait for it to finish before deleting, or stop it "
+            f"with POST /operations/{cluster.current_operation_id}/cancel and then delete",
             code="OperationInProgress",
             details=[{"field": "clusterTag", "status": cluster.status.value, "operationStatus": status}],
         )
@@ -229,11 +240,11 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
 
 
 def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
-    """Run a FAILED stage and every later stage again (earlier stages are kept).
+    """Run a FAILED (or CANCELLED) stage and every later stage again (earlier stages are kept).
 
     Raises:
         NotFound: no live cluster.
-        Conflict: the stage is not FAILED (names its status) or an operation is running.
+        Conflict: the stage is not FAILED or CANCELLED (names its status) or an operation is running.
     """
     cluster = _live_cluster(rt, tag)
     record = rt.store.get_stage(tag, cluster.generation, stage)
@@ -241,14 +252,16 @@ def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
     running = _running_operation(rt, cluster)
     if running:
         raise Conflict(
-            f"operation {running.operation_id} is {running.status.value} on cluster '{tag}'; wait for it to finish",
+            f"operation {running.operation_id} is {running.status.value} on cluster '{tag}'; wait for it to finish "
+            f"or stop it with POST /operations/{running.operation_id}/cancel",
             code="OperationInProgress",
             details=[{"field": "clusterTag", "operationStatus": running.status.value}],
         )
-    if stage_status != StageStatus.FAILED.value or cluster.status not in (ClusterStatus.FAILED, ClusterStatus.DEGRADED):
+    retryable = record is not None and record.status in RETRYABLE_STAGE
+    if not retryable or cluster.status not in (ClusterStatus.FAILED, ClusterStatus.DEGRADED):
         raise Conflict(
             f"stage '{stage.value}' is {stage_status} (cluster {cluster.status.value}); "
-            "only a FAILED stage can be retried",
+            "only a FAILED or CANCELLED stage can be retried",
             code="StageNotFailed",
             details=[{"field": "stage", "status": stage_status}],
         )
@@ -263,12 +276,7 @@ def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
     )
 
 
-def get_operation(rt: Runtime, operation_id: str) -> OperationView:
-    """One operation.
-
-    Raises:
-        NotFound: unknown operation id.
-    """
+def _operation(rt: Runtime, operation_id: str) -> OperationRecord:
     record = rt.store.get_operation(operation_id)
     if record is None:
         raise NotFound(
@@ -276,7 +284,115 @@ def get_operation(rt: Runtime, operation_id: str) -> OperationView:
             code="OperationNotFound",
             details=[{"field": "operationId"}],
         )
-    return views.operation_view(record)
+    return record
+
+
+def get_operation(rt: Runtime, operation_id: str) -> OperationView:
+    """One operation.
+
+    Raises:
+        NotFound: unknown operation id.
+    """
+    return views.operation_view(_operation(rt, operation_id))
+
+
+def execution_arn(state_machine_arn: str, execution_name: str) -> str:
+    """The ARN of execution ``execution_name`` of a state machine.
+
+    ``arn:<partition>:states:<region>:<account>:stateMachine:<sm>`` -> ``...:execution:<sm>:<execution_name>``.
+    """
+    prefix, _, name = state_machine_arn.rpartition(":stateMachine:")
+    return f"{prefix}:execution:{name}:{execution_name}"
+
+
+def _execution_arn(rt: Runtime, op: OperationRecord) -> str:
+    """The operation's execution ARN: as recorded, or (between StartExecution and its recording) derived."""
+    if op.execution_arn:
+        return op.execution_arn
+    machine = (
+        rt.settings.DELETE_CLUSTER_STATE_MACHINE_ARN
+        if op.type is OperationType.DELETE_CLUSTER
+        else rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN
+    )
+    return execution_arn(machine, op.operation_id)
+
+
+CANCELLED_CODE = "OperationCancelled"
+"""Error code of an operation cancelled through the API (also the ``error`` passed to StopExecution)."""
+
+
+def _already_ended(op: OperationRecord) -> Conflict:
+    return Conflict(
+        f"operation {op.operation_id} already ended with status {op.status.value}; only a PENDING or RUNNING "
+        "operation can be cancelled",
+        code="OperationAlreadyEnded",
+        details=[{"field": "operationId", "status": op.status.value}],
+    )
+
+
+def cancel_operation(rt: Runtime, operation_id: str) -> OperationView:
+    """Cancel a PENDING or RUNNING operation: stop its Step Functions execution, then record the cancellation.
+
+    ``StopExecution`` (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StopExecution.html)
+    is synchronous: when it returns, the execution is ABORTED and schedules nothing more. The records are
+    then written by :func:`instantstart.clusters.records.record_cancellation` (operation CANCELLED, the
+    stage it was running CANCELLED, the cluster FAILED, from which it can be deleted or the stage retried).
+    Idempotent: cancelling a CANCELLED operation answers it again. Resources a stopped step created stay
+    recorded, so ``DELETE /clusters/{tag}`` tears them down.
+
+    Returns:
+        The CANCELLED operation.
+
+    Raises:
+        NotFound: unknown operation id.
+        Conflict: the operation already ended SUCCEEDED or FAILED (``OperationAlreadyEnded``, names the status),
+            also when it ended so while being cancelled.
+        UpstreamUnavailable: Step Functions did not stop the execution; nothing was recorded.
+    """
+    op = _operation(rt, operation_id)
+    if op.status is OperationStatus.CANCELLED:
+        return views.operation_view(op)
+    if op.status.terminal:
+        raise _already_ended(op)
+    message = f"cancelled with POST /operations/{operation_id}/cancel"
+    try:
+        rt.client("stepfunctions").stop_execution(
+            executionArn=_execution_arn(rt, op), error=CANCELLED_CODE, cause=message
+        )
+    except Exception as exc:
+        code = error_code(exc) or type(exc).__name__
+        if code != "ExecutionDoesNotExist":  # not started yet: recording the cancel keeps it from doing anything
+            raise UpstreamUnavailable(
+                f"Step Functions did not stop the workflow ({code}: {error_message(exc)}); "
+                "nothing was changed, retry later"
+            ) from exc
+    try:
+        cancelled = records.record_cancellation(rt, op, StageError(code=CANCELLED_CODE, message=message))
+    except ConditionFailed as exc:
+        current = _operation(rt, operation_id)
+        raise _already_ended(current) from exc
+    return views.operation_view(cancelled)
+
+
+def list_operations(rt: Runtime, tag: str, max_results: int, next_token: str | None) -> OperationList:
+    """A page of this control plane's operations on cluster ``tag`` (every generation), newest first.
+
+    A DELETED cluster's operations stay listed (its history); a tag never used is unknown.
+
+    Raises:
+        NotFound: no cluster record for ``tag``.
+        InvalidRequest: ``next_token`` was not issued by this API for this cluster's operations.
+    """
+    if rt.store.get_cluster(tag) is None:
+        raise NotFound(f"cluster '{tag}' does not exist", code="ClusterNotFound", details=[{"field": "clusterTag"}])
+    try:
+        page, token = rt.store.list_operations(tag, max_results, next_token)
+    except InvalidPageToken as exc:
+        raise InvalidRequest(
+            "nextToken is not a token returned by this API for this cluster's operations",
+            details=[{"field": "nextToken"}],
+        ) from exc
+    return OperationList(cluster_tag=tag, operations=[views.operation_view(r) for r in page], next_token=token)
 
 
 def get_stages(rt: Runtime, tag: str) -> StageList:

@@ -22,6 +22,8 @@ class ApiModel(BaseModel):
 class ClusterStatus(StrEnum):
     """Lifecycle of a managed cluster: ``CREATING -> READY | DEGRADED | FAILED``, ``DELETING -> DELETED``.
 
+    ``FAILED``: a create, retry or delete failed or was cancelled; the cluster can be retried or deleted.
+
     ``DEGRADED``: usable with fewer nodes than asked. The instance groups did not reach their target
     count in time (the create operation FAILED with the reason); HyperPod keeps provisioning, and the
     cluster turns READY by itself when the nodes arrive.
@@ -36,12 +38,18 @@ class ClusterStatus(StrEnum):
 
 
 class StageStatus(StrEnum):
-    """Lifecycle of one stage: ``PENDING -> RUNNING -> SUCCEEDED | FAILED``."""
+    """Lifecycle of one stage: ``PENDING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED``.
+
+    ``CANCELLED``: the stage was running when its operation was cancelled (``POST
+    /operations/{operationId}/cancel``, or the execution stopped in Step Functions). Like a FAILED
+    stage it can be retried, and its cluster can be deleted.
+    """
 
     PENDING = "PENDING"
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
 
 
 class OperationStatus(StrEnum):

@@ -65,3 +65,15 @@ class OperationView(ApiModel):
         ],
     )
     error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")
+
+
+class OperationList(ApiModel):
+    """Body of ``GET /clusters/{clusterTag}/operations``."""
+
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    operations: list[OperationView] = Field(
+        description="One page of the control plane's operations on the cluster (every generation), newest first."
+    )
+    next_token: str | None = Field(
+        default=None, description="Pass as nextToken to get the next page; null on the last page."
+    )

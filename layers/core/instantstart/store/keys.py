@@ -4,7 +4,7 @@
 |---------------------|-----------------|--------------------------------------|-----------------|------------------|
 | cluster             | CLUSTER#<tag>   | META                                 | CLUSTERS        | CLUSTER#<tag>    |
 | stage of a cluster  | CLUSTER#<tag>   | GEN#<generation:04d>#STAGE#<nn>#<name> |               |                  |
-| operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>   |
+| operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>#<id> |
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def cluster_index_sk(tag: str) -> str:
     return f"CLUSTER#{tag}"
 
 
-def operation_index_sk(created_at: str) -> str:
-    """GSI1 sort key listing a cluster's operations by creation time."""
-    return f"OP#{created_at}"
+OPERATION_INDEX_PREFIX = "OP#"
+
+
+def operation_index_sk(created_at: str, operation_id: str) -> str:
+    """GSI1 sort key listing a cluster's operations by creation time (seconds), then by the time-ordered id."""
+    return f"{OPERATION_INDEX_PREFIX}{created_at}#{operation_id}"

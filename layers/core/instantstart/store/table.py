@@ -173,6 +173,32 @@ class _Put:
         return out
 
 
+@dataclass
+class _Check:
+    """One condition of a transaction on an item it does not write: its ``status`` is one of ``expected_status``."""
+
+    pk: str
+    sk: str
+    expected_status: Sequence[str]
+
+    def request(self, table: str) -> dict[str, Any]:
+        placeholders = {f":c{i}": {"S": status} for i, status in enumerate(self.expected_status)}
+        return {
+            "TableName": table,
+            "Key": serialize({"PK": self.pk, "SK": self.sk}),
+            "ConditionExpression": f"#cstatus IN ({', '.join(placeholders)})",
+            "ExpressionAttributeNames": {"#cstatus": "status"},
+            "ExpressionAttributeValues": placeholders,
+        }
+
+
+RETRYABLE_STAGE = (StageStatus.FAILED, StageStatus.CANCELLED)
+"""Stage statuses a retry (and a new attempt of the stage) may start from."""
+
+LIVE_OPERATION = (OperationStatus.PENDING.value, OperationStatus.RUNNING.value)
+"""Operation statuses in which its workflow may still change records."""
+
+
 def _cluster_item(record: ClusterRecord) -> Item:
     return {
         "PK": keys.cluster_pk(record.cluster_tag),
@@ -196,7 +222,7 @@ def _operation_item(record: OperationRecord) -> Item:
         "PK": keys.operation_pk(record.operation_id),
         "SK": keys.META,
         "GSI1PK": keys.cluster_pk(record.cluster_tag),
-        "GSI1SK": keys.operation_index_sk(record.created_at),
+        "GSI1SK": keys.operation_index_sk(record.created_at, record.operation_id),
         **record.to_item(),
     }
 
@@ -227,9 +253,10 @@ class Store:
             raise
         return deserialize(out["Attributes"])
 
-    def _transact(self, puts: Sequence[_Put], updates: Sequence[_Write] = ()) -> None:
+    def _transact(self, puts: Sequence[_Put], updates: Sequence[_Write] = (), checks: Sequence[_Check] = ()) -> None:
         items: list[dict[str, Any]] = [{"Put": p.request(self.table_name)} for p in puts]
         items += [{"Update": w.request(self.table_name)} for w in updates]
+        items += [{"ConditionCheck": c.request(self.table_name)} for c in checks]
         try:
             self._db.transact_write_items(TransactItems=cast(Any, items))
         except ClientError as exc:
@@ -289,6 +316,37 @@ class Store:
         records = [ClusterRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
         return records, encode_token(out.get("LastEvaluatedKey"))
 
+    def list_operations(self, tag: str, limit: int, next_token: str | None) -> tuple[list[OperationRecord], str | None]:
+        """A page of the operations on cluster ``tag`` (every generation), newest first, and the next token.
+
+        Queries GSI1 (``CLUSTER#<tag>`` / ``OP#<createdAt>``) backwards.
+
+        Raises:
+            InvalidPageToken: ``next_token`` was not issued by this store for this cluster's listing.
+        """
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": keys.GSI1,
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": serialize({":pk": keys.cluster_pk(tag)}),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        start = decode_token(next_token, {"PK", "SK", "GSI1PK", "GSI1SK"})
+        if start:
+            plain = deserialize(start)
+            if (
+                plain["GSI1PK"] != keys.cluster_pk(tag)
+                or plain["SK"] != keys.META
+                or not plain["PK"].startswith(keys.operation_pk(""))
+                or not plain["GSI1SK"].startswith(keys.OPERATION_INDEX_PREFIX)
+            ):
+                raise InvalidPageToken("the token points outside this cluster's operations")
+            kwargs["ExclusiveStartKey"] = start
+        out = self._db.query(**kwargs)
+        records = [OperationRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
+        return records, encode_token(out.get("LastEvaluatedKey"))
+
     # -- operations --------------------------------------------------------------------------
     def create_cluster(
         self,
@@ -328,7 +386,7 @@ class Store:
         """Write a PENDING operation on an existing cluster and make it the cluster's current one.
 
         The cluster moves ``from_status`` -> ``cluster_status`` (conditional on both the status and the
-        operation's generation); for a retry, ``retry_stage`` must still be FAILED.
+        operation's generation); for a retry, ``retry_stage`` must still be FAILED or CANCELLED.
 
         Raises:
             ConditionFailed: the cluster or the stage changed since it was read; nothing was written.
@@ -349,7 +407,7 @@ class Store:
                     keys.cluster_pk(tag),
                     keys.stage_sk(generation, retry_stage),
                     {"retryRequestedAt": now},
-                    expected_status=[StageStatus.FAILED.value],
+                    expected_status=[s.value for s in RETRYABLE_STAGE],
                 )
             )
         self._transact([_Put(_operation_item(operation))], updates)
@@ -465,31 +523,40 @@ class Store:
 
     # -- stages ------------------------------------------------------------------------------
     def begin_stage(self, tag: str, generation: int, stage: StageName, *, operation_id: str, now: str) -> StageRecord:
-        """PENDING/FAILED -> RUNNING for ``stage``, counting the attempt and noting the operation.
+        """PENDING/FAILED/CANCELLED -> RUNNING for ``stage``, counting the attempt and noting the operation.
+
+        Conditional on the operation still being PENDING or RUNNING (one transaction), so a step of a
+        cancelled operation that Step Functions had already invoked cannot start a stage after the cancel.
 
         Raises:
-            ConditionFailed: the stage is neither PENDING nor FAILED (e.g. already RUNNING).
+            ConditionFailed: the stage is in another status (e.g. already RUNNING), or the operation ended.
         """
         current = self.get_stage(tag, generation, stage)
-        item = self._update(
-            _Write(
-                keys.cluster_pk(tag),
-                keys.stage_sk(generation, stage),
-                {
-                    "status": StageStatus.RUNNING.value,
-                    "attempts": (current.attempts if current else 0) + 1,
-                    "startedAt": now,
-                    "updatedAt": now,
-                    "operationId": operation_id,
-                    "waits": {},
-                    "waitRounds": {},
-                    "waitsSatisfied": {},
-                },
-                removes=["error", "endedAt"],
-                expected_status=[StageStatus.PENDING.value, StageStatus.FAILED.value],
-            )
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.stage_sk(generation, stage),
+                    {
+                        "status": StageStatus.RUNNING.value,
+                        "attempts": (current.attempts if current else 0) + 1,
+                        "startedAt": now,
+                        "updatedAt": now,
+                        "operationId": operation_id,
+                        "waits": {},
+                        "waitRounds": {},
+                        "waitsSatisfied": {},
+                    },
+                    removes=["error", "endedAt"],
+                    expected_status=[StageStatus.PENDING.value, *(s.value for s in RETRYABLE_STAGE)],
+                )
+            ],
+            [_Check(keys.operation_pk(operation_id), keys.META, LIVE_OPERATION)],
         )
-        return StageRecord.model_validate(item)
+        record = self.get_stage(tag, generation, stage)
+        assert record is not None  # written just above
+        return record
 
     def complete_stage(
         self, tag: str, generation: int, stage: StageName, *, now: str, observed_status: str | None = None
@@ -542,6 +609,31 @@ class Store:
                 },
                 expected_status=[s.value for s in from_statuses],
                 equals={"operationId": operation_id} if operation_id else {},
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def cancel_stage(
+        self, tag: str, generation: int, stage: StageName, *, operation_id: str, error: StageError, now: str
+    ) -> StageRecord:
+        """RUNNING -> CANCELLED for ``stage`` while ``operation_id`` runs it (its task tokens dropped).
+
+        Raises:
+            ConditionFailed: the stage is not RUNNING, or is run by another operation.
+        """
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {
+                    "status": StageStatus.CANCELLED.value,
+                    "error": error.model_dump(mode="json"),
+                    "endedAt": now,
+                    "updatedAt": now,
+                    "waits": {},
+                },
+                expected_status=[StageStatus.RUNNING.value],
+                equals={"operationId": operation_id},
             )
         )
         return StageRecord.model_validate(item)
