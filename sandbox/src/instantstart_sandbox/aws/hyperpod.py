@@ -235,7 +235,6 @@ class HyperPodEmulator:
             "UpdateClusterSoftware": self.update_cluster_software,
             "ListClusterNodes": self.list_cluster_nodes,
             "DescribeClusterNode": self.describe_cluster_node,
-            "BatchDeleteClusterNodes": self.batch_delete_cluster_nodes,
             "ListClusterEvents": self.list_cluster_events,
             "DescribeClusterEvent": self.describe_cluster_event,
             "ListClusterOperations": self.list_cluster_operations,
@@ -1365,26 +1364,6 @@ class HyperPodEmulator:
             },
             [cluster.arn],
         )
-
-    def batch_delete_cluster_nodes(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
-        """BatchDeleteClusterNodes: remove instances now and lower their group's InstanceCount."""
-        cluster = self._find(req.params["ClusterName"])
-        successful, failed, removed = [], [], []
-        with self._lock:
-            for node_id in req.params.get("NodeIds") or []:
-                for group in cluster.groups.values():
-                    node = next((n for n in group.nodes if n.instance_id == node_id), None)
-                    if node is not None:
-                        group.nodes.remove(node)
-                        group.spec["InstanceCount"] = max(0, group.target - 1)
-                        removed.append(node)
-                        successful.append(node_id)
-                        break
-                else:
-                    failed.append({"Code": "NodeIdNotFound", "Message": f"Node {node_id} not found", "NodeId": node_id})
-        for node in removed:
-            self._deregister_node(cluster, node)
-        return {"Failed": failed, "Successful": successful}
 
     # -- tags -------------------------------------------------------------------------------------
     def add_tags(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
