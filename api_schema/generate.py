@@ -20,7 +20,12 @@ def generate() -> str:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-west-2")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     # The handler requires its settings at import (cold start); the document does not depend on them.
-    for name in ("CREATE_CLUSTER_STATE_MACHINE_ARN", "DELETE_CLUSTER_STATE_MACHINE_ARN"):
+    machines = (
+        "CREATE_CLUSTER_STATE_MACHINE_ARN",
+        "DELETE_CLUSTER_STATE_MACHINE_ARN",
+        "UPDATE_CLUSTER_STATE_MACHINE_ARN",
+    )
+    for name in machines:
         os.environ.setdefault(name, f"arn:aws:states:us-west-2:000000000000:stateMachine:{name.lower()}")
     sys.path.insert(0, str(ROOT / "functions" / "api"))
     import api_app

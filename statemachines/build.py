@@ -231,7 +231,7 @@ def wait_loop(
     key: str,
     done_next: str,
     *,
-    stage: str,
+    stage: str | None,
     catch_to: str,
     exhausted_next: str | None = None,
 ) -> dict[str, dict[str, Any]]:
@@ -242,14 +242,15 @@ def wait_loop(
     sends (``{"done": false}``: check again now), or the task times out after
     ``$.config.pollSeconds.<key>`` and its ``States.Timeout`` Catch enters it again. ``Is <name> Done``
     leaves the loop. A timed-out round is one state transition, a woken one two. The Lambda counts
-    timed-out rounds on the stage record and fails the task with ``PollTimeout`` at
+    timed-out rounds on the stage record (``stage`` None: on the operation's record, a day-2 change) and
+    fails the task with ``PollTimeout`` at
     ``$.config.maxPolls.<key>``: that goes to ``exhausted_next`` when given, else to the failure path.
     """
     check = f"Check {name}"
     state = task(
         action,
         f"Is {name} Done",
-        extra={"stage": stage, "waitName": key, "config.$": "$.config"},
+        extra={**({"stage": stage} if stage else {}), "waitName": key, "config.$": "$.config"},
         catch_to=catch_to,
         wait_for_token=True,
         timeout_path=f"$.config.pollSeconds.{key}",
@@ -587,7 +588,60 @@ def delete_cluster() -> dict[str, Any]:
     }
 
 
-DEFINITIONS = {"create_cluster.asl.json": create_cluster, "delete_cluster.asl.json": delete_cluster}
+UPDATE_FAILURE = "Record Change Failure"
+
+
+def update_cluster() -> dict[str, Any]:
+    """The day-2 workflow: one change of one instance group (add, scale, update, delete), then a wait until done.
+
+    ``Apply Instance Group Change`` makes the change once (the operation carries it); ``Check Instance Group
+    Change`` is an event-or-poll wait on the operation's own record (no stages), woken by "SageMaker HyperPod
+    Cluster Event"s and State Change events; the operation then ends SUCCEEDED, or FAILED with the AWS error
+    verbatim. The cluster's status is not changed.
+    """
+    states: dict[str, dict[str, Any]] = {
+        "Initialize Workflow": {
+            "Type": "Pass",
+            "Parameters": {
+                "operationId.$": "$.operationId",
+                "operationType.$": "$.operationType",
+                "clusterTag.$": "$.clusterTag",
+                "generation.$": "$.generation",
+                "config.$": "$.config",
+            },
+            "Next": "Apply Instance Group Change",
+        },
+        "Apply Instance Group Change": task(
+            "apply_instance_group_change", "Check Instance Group Change", catch_to=UPDATE_FAILURE
+        ),
+    }
+    states |= wait_loop(
+        "Instance Group Change",
+        "check_instance_group_change",
+        "instanceGroup",
+        "Complete Operation",
+        stage=None,
+        catch_to=UPDATE_FAILURE,
+    )
+    states["Complete Operation"] = task("complete_instance_group_change", "Change Done", catch_to=UPDATE_FAILURE)
+    states["Change Done"] = {"Type": "Succeed"}
+    states[UPDATE_FAILURE] = task(
+        "record_instance_group_failure", "Workflow Failed", extra={"error.$": "$.error"}, catch_to="Workflow Failed"
+    )
+    states["Workflow Failed"] = {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
+    return {
+        "Comment": "Change one instance group of a running cluster (add, scale, update, delete) and wait until "
+        "HyperPod reports it done; the operation's record holds the wait.",
+        "StartAt": "Initialize Workflow",
+        "States": states,
+    }
+
+
+DEFINITIONS = {
+    "create_cluster.asl.json": create_cluster,
+    "delete_cluster.asl.json": delete_cluster,
+    "update_cluster.asl.json": update_cluster,
+}
 
 
 def render(name: str) -> str:

@@ -131,8 +131,12 @@ def asl(request: pytest.FixtureRequest) -> Path:
     return Path(request.param)
 
 
-def test_given_the_statemachines_folder_then_both_workflows_are_there() -> None:
-    assert [p.name for p in ASL_FILES] == ["create_cluster.asl.json", "delete_cluster.asl.json"]
+def test_given_the_statemachines_folder_then_the_three_workflows_are_there() -> None:
+    assert [p.name for p in ASL_FILES] == [
+        "create_cluster.asl.json",
+        "delete_cluster.asl.json",
+        "update_cluster.asl.json",
+    ]
 
 
 def test_given_a_workflow_then_every_edge_names_a_state_of_its_own_scope(asl: Path) -> None:
@@ -231,7 +235,8 @@ def test_given_the_cycle_check_then_it_finds_an_unbounded_loop_and_accepts_a_bou
 def test_given_a_workflow_then_every_wait_takes_its_seconds_from_the_poll_configuration(asl: Path) -> None:
     waits = [(w, n, s) for w, n, s in all_states(asl) if s["Type"] == "Wait"]
 
-    assert waits or "create" in asl.name  # the create workflow waits only through its event-or-poll tasks
+    # the create and update workflows wait only through their event-or-poll tasks
+    assert waits or "create" in asl.name or "update" in asl.name
     for where, name, state in waits:
         assert POLL_SECONDS.match(state.get("SecondsPath", "")), f"{where}{name}: {state}"
         assert not {"Seconds", "Timestamp", "TimestampPath"} & set(state), f"{where}{name}"

@@ -23,6 +23,7 @@ from inprocess_api import (
     ROOT,
     STATE_MACHINE_ARN,
     STEPS_FUNCTION_ARN,
+    UPDATE_SM,
     InProcessApi,
     WorkflowDriver,
 )
@@ -175,9 +176,14 @@ def inprocess_api(table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InPro
 
     monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(CREATE_SM))
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(DELETE_SM))
+    monkeypatch.setenv("UPDATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(UPDATE_SM))
     monkeypatch.delenv("INSTANTSTART_API_URL", raising=False)
     sfn = _clients().client("stepfunctions")
-    for name, asl in ((CREATE_SM, "create_cluster.asl.json"), (DELETE_SM, "delete_cluster.asl.json")):
+    for name, asl in (
+        (CREATE_SM, "create_cluster.asl.json"),
+        (DELETE_SM, "delete_cluster.asl.json"),
+        (UPDATE_SM, "update_cluster.asl.json"),
+    ):
         definition = (
             (ROOT / "statemachines" / asl).read_text().replace("${ClusterStepsFunctionArn}", STEPS_FUNCTION_ARN)
         )

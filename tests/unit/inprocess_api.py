@@ -48,6 +48,7 @@ API_ID = "a1b2c3d4e5"
 API_URL = f"https://{API_ID}.execute-api.{REGION}.amazonaws.com"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{{}}"
 CREATE_SM, DELETE_SM = "instantstart-create-cluster", "instantstart-delete-cluster"
+UPDATE_SM = "instantstart-update-cluster"
 STEPS_FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:instantstart-steps"
 
 _AUTH_PATTERN = re.compile(

@@ -27,6 +27,7 @@ SAMPLE = json.loads((ROOT / "events" / "api_create_cluster.json").read_text())
 SAMPLE_BODY: dict[str, Any] = json.loads(SAMPLE["body"])
 STATE_MACHINE_ARN = "arn:aws:states:us-west-2:123456789012:stateMachine:{}"
 CREATE_SM, DELETE_SM = "instantstart-create-cluster", "instantstart-delete-cluster"
+UPDATE_SM = "instantstart-update-cluster"
 
 
 @dataclass
@@ -101,6 +102,7 @@ def api(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) -> Ite
     """``functions/api/api_app.py`` imported by handler name (as Lambda does), with a fresh runtime."""
     monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(CREATE_SM))
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(DELETE_SM))
+    monkeypatch.setenv("UPDATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(UPDATE_SM))
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
     import api_app
 
@@ -137,7 +139,11 @@ class Backend:
 @pytest.fixture
 def backend(api: ModuleType, aws: Any, table: str) -> Backend:
     sfn = aws.client("stepfunctions")
-    for name, asl in ((CREATE_SM, "create_cluster.asl.json"), (DELETE_SM, "delete_cluster.asl.json")):
+    for name, asl in (
+        (CREATE_SM, "create_cluster.asl.json"),
+        (DELETE_SM, "delete_cluster.asl.json"),
+        (UPDATE_SM, "update_cluster.asl.json"),
+    ):
         definition = (ROOT / "statemachines" / asl).read_text()
         definition = definition.replace(
             "${ClusterStepsFunctionArn}", "arn:aws:lambda:us-west-2:123456789012:function:instantstart-steps"

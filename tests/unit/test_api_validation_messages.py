@@ -29,8 +29,27 @@ from instantstart.runtime import Runtime
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT: dict[str, Any] = json.loads((ROOT / "api_schema" / "openapi.json").read_text())
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
-VALID_PATH_VALUES = {"clusterTag": "demo", "stage": "hyperpod", "operationId": "op-0123456789abcdef0123456789abcdef"}
+VALID_PATH_VALUES = {
+    "clusterTag": "demo",
+    "stage": "hyperpod",
+    "operationId": "op-0123456789abcdef0123456789abcdef",
+    "instanceGroupName": "accel",
+}
 """Valid values of the path parameters, to break one parameter at a time."""
+
+SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/clusters"): SAMPLE_BODY,
+    ("POST", "/clusters/{clusterTag}/instance-groups"): SAMPLE_BODY["instanceGroups"][0],
+    ("PATCH", "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"): {
+        "instanceCount": 2,
+        "labels": {"team": "a"},
+        "instanceType": "ml.g6.4xlarge",
+        "capacityType": "OnDemand",
+        "trainingPlanArn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p",
+        "subnetId": "subnet-0123456789abcdef0",
+    },
+}
+"""A valid body of each route that takes one, to break one field at a time."""
 
 
 def resolve(schema: dict[str, Any]) -> dict[str, Any]:
@@ -133,8 +152,8 @@ def cases() -> Iterator[Case]:
             body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             if body is None:
                 continue
-            assert (method, path) == ("POST", "/clusters"), "add a valid sample body for this route"
-            for location, schema, sample, required in body_fields(body, SAMPLE_BODY):
+            assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route"
+            for location, schema, sample, required in body_fields(body, SAMPLE_BODIES[(method, path)]):
                 if not constrained(schema):
                     continue
                 for kind, value in violations(schema, sample):
@@ -172,7 +191,7 @@ def rule_pieces(schema: dict[str, Any]) -> list[str]:
 
 def send(handler: ModuleType, case: Case) -> Answer:
     if case.where == "body":
-        body = copy.deepcopy(SAMPLE_BODY)
+        body = copy.deepcopy(SAMPLE_BODIES[(case.method, case.path)])
         *parents, last = case.location
         target: Any = body
         for part in parents:
@@ -181,7 +200,7 @@ def send(handler: ModuleType, case: Case) -> Answer:
             del target[last]
         else:
             target[last] = case.value
-        return call(handler, api_event(case.method, case.path, body=body))
+        return call(handler, api_event(case.method, case.path.format(**VALID_PATH_VALUES), body=body))
     values = {**VALID_PATH_VALUES}
     query: dict[str, str] | None = None
     key = None
@@ -192,7 +211,7 @@ def send(handler: ModuleType, case: Case) -> Answer:
     else:
         key = str(case.value)
     path = case.path.format(**values)
-    body = None if case.method != "POST" or case.path != "/clusters" else SAMPLE_BODY
+    body = SAMPLE_BODIES.get((case.method, case.path))
     return call(handler, api_event(case.method, path, body=body, query=query, idempotency_key=key))
 
 
@@ -201,6 +220,7 @@ def handler(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) ->
     """``functions/api/api_app.py`` as Lambda imports it; no AWS call is made before validation."""
     monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("create"))
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("delete"))
+    monkeypatch.setenv("UPDATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format("update"))
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
     import api_app
 

@@ -29,6 +29,7 @@ def test_given_every_required_setting_when_the_runtime_is_built_then_it_carries_
     monkeypatch.setenv("TABLE_NAME", "table-1")
     monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", "arn:aws:states:us-west-2:123456789012:stateMachine:c")
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", "arn:aws:states:us-west-2:123456789012:stateMachine:d")
+    monkeypatch.setenv("UPDATE_CLUSTER_STATE_MACHINE_ARN", "arn:aws:states:us-west-2:123456789012:stateMachine:u")
     get_settings.cache_clear()
     try:
         runtime = Runtime.from_env(API_SETTINGS)

@@ -15,6 +15,7 @@ from instantstart.config import Settings
 from instantstart.models.cluster import CreateClusterRequest
 from instantstart.models.common import StageName
 from instantstart.runtime import Runtime
+from instantstart.store.table import WaitHolder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_state_change.json").read_text())
@@ -151,7 +152,7 @@ def test_given_a_running_stage_waiting_on_a_token_when_the_event_arrives_then_th
 
     op = demo.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
     records.begin_stage(demo, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
-    demo.store.start_wait_round("demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER, "token-1")
+    demo.store.start_wait_round(WaitHolder.stage("demo", 1, StageName.HYPERPOD), waits.HYPERPOD_CLUSTER, "token-1")
     sent: list[tuple[str, str]] = []
     monkeypatch.setattr(waits, "finish_wait", lambda rt, token, done: sent.append((token, str(done))))
 

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     TABLE_NAME: str = "instantstart"
     CREATE_CLUSTER_STATE_MACHINE_ARN: str = ""
     DELETE_CLUSTER_STATE_MACHINE_ARN: str = ""
+    UPDATE_CLUSTER_STATE_MACHINE_ARN: str = ""
     EVENT_BUS_NAME: str = "default"
     LIFECYCLE_BUCKET: str = ""
     EKS_CLUSTER_ROLE_ARN: str = ""
@@ -53,7 +54,12 @@ class Settings(BaseSettings):
         return self
 
 
-API_SETTINGS = ("TABLE_NAME", "CREATE_CLUSTER_STATE_MACHINE_ARN", "DELETE_CLUSTER_STATE_MACHINE_ARN")
+API_SETTINGS = (
+    "TABLE_NAME",
+    "CREATE_CLUSTER_STATE_MACHINE_ARN",
+    "DELETE_CLUSTER_STATE_MACHINE_ARN",
+    "UPDATE_CLUSTER_STATE_MACHINE_ARN",
+)
 """What the API function cannot work without."""
 
 STEP_SETTINGS = (

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from instantstart.clusters import records, waits
+from instantstart.clusters.instance_groups import wake_running_change
 from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName
@@ -66,6 +67,8 @@ def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any], event_time: st
             event_time=event_time,
         )
     if not waits.wake(rt, tag, cluster.generation, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER):
+        if wake_running_change(rt, cluster):
+            return Reconciled(action="woken", cluster_tag=tag, status=status)
         return Reconciled(action="recorded", cluster_tag=tag, status=status)
     logger.info("woke the HyperPod stage of %s on %s", tag, status)
     return Reconciled(action="resumed", cluster_tag=tag, status=status)
@@ -97,7 +100,10 @@ def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
 
 
 def _capacity_changed(rt: Runtime, cluster: ClusterRecord) -> Reconciled:
-    """Something the ``verify`` stage checks may have changed: recover a DEGRADED cluster, else wake ``verify``."""
+    """Something the ``verify`` stage checks may have changed: wake a running day-2 change of an instance group;
+    recover a DEGRADED cluster, else wake ``verify``."""
+    if wake_running_change(rt, cluster):
+        return Reconciled(action="woken", cluster_tag=cluster.cluster_tag, operation_id=cluster.current_operation_id)
     if cluster.status is ClusterStatus.DEGRADED:
         return recover_degraded(rt, cluster)
     if waits.wake(rt, cluster.cluster_tag, cluster.generation, StageName.VERIFY, waits.NODES):
@@ -178,7 +184,7 @@ def on_execution_status_change(rt: Runtime, detail: dict[str, Any]) -> Reconcile
             operation_id=operation_id,
             tag=op.cluster_tag,
             status=op_status,
-            cluster_status=ClusterStatus.FAILED,
+            cluster_status=records.cluster_status_after_end(rt, op, ClusterStatus.FAILED),
             error=error,
         )
     except ConditionFailed:

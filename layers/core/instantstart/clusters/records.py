@@ -202,10 +202,22 @@ def cancel_running_stages(rt: Runtime, *, tag: str, generation: int, operation_i
                 publish(rt, StageStateChange.of(record))
 
 
+def cluster_status_after_end(rt: Runtime, operation: OperationRecord, default: ClusterStatus) -> ClusterStatus:
+    """The cluster's status when ``operation`` ends abnormally (cancelled, failed, timed out): ``default`` for a
+    create, retry or delete; a day-2 change of an instance group leaves the cluster's status as it is (READY or
+    DEGRADED: the cluster stays usable)."""
+    if operation.type.day2:
+        cluster = rt.store.get_cluster(operation.cluster_tag)
+        if cluster is not None:
+            return cluster.status
+    return default
+
+
 def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageError) -> OperationRecord:
-    """The single cancellation path: the operation CANCELLED with ``error``, its cluster FAILED, its running stages
-    CANCELLED. Used by ``POST /operations/{operationId}/cancel`` after ``StopExecution`` and by the reconciler of
-    an ABORTED execution, whichever comes first; the second finds the operation CANCELLED and changes nothing
+    """The single cancellation path: the operation CANCELLED with ``error``, its cluster FAILED (a day-2 change of
+    an instance group: unchanged, :func:`cluster_status_after_end`), its running stages CANCELLED. Used by
+    ``POST /operations/{operationId}/cancel`` after ``StopExecution`` and by the reconciler of an ABORTED execution,
+    whichever comes first; the second finds the operation CANCELLED and changes nothing
     but stages still RUNNING.
 
     The operation is ended first, in one transaction with the cluster (conditional on it being PENDING or
@@ -223,7 +235,7 @@ def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageErr
             operation.operation_id,
             operation.cluster_tag,
             status=OperationStatus.CANCELLED,
-            cluster_status=CANCELLED_CLUSTER_STATUS,
+            cluster_status=cluster_status_after_end(rt, operation, CANCELLED_CLUSTER_STATUS),
             now=now(),
             error=error,
         )

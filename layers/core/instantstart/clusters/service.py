@@ -162,6 +162,71 @@ def _live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
     return record
 
 
+def live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
+    """The cluster record of a live (not DELETED) cluster.
+
+    Raises:
+        NotFound: no live cluster with this tag.
+    """
+    return _live_cluster(rt, tag)
+
+
+def refuse_while_running(rt: Runtime, cluster: ClusterRecord) -> None:
+    """The one-operation-per-cluster guard.
+
+    Raises:
+        Conflict: ``OperationInProgress``, naming the running operation and its cancel route.
+    """
+    running = _running_operation(rt, cluster)
+    if running:
+        raise Conflict(
+            f"operation {running.operation_id} ({running.type.value}) is {running.status.value} on cluster "
+            f"'{cluster.cluster_tag}'; wait for it to finish or stop it with "
+            f"POST /operations/{running.operation_id}/cancel",
+            code="OperationInProgress",
+            details=[
+                {
+                    "field": "clusterTag",
+                    "operationId": running.operation_id,
+                    "operationStatus": running.status.value,
+                }
+            ],
+        )
+
+
+def start_operation_on(
+    rt: Runtime,
+    cluster: ClusterRecord,
+    operation: OperationRecord,
+    *,
+    new_status: ClusterStatus,
+    state_machine_arn: str,
+) -> OperationView:
+    """Record ``operation`` as the cluster's current one (one transaction), then start its execution (or roll back).
+
+    Raises:
+        Conflict: a concurrent request changed the cluster first.
+        UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
+    """
+    try:
+        rt.store.start_operation(operation, cluster_status=new_status, from_status=cluster.status)
+    except ConditionFailed as exc:
+        raise Conflict(
+            "the request conflicts with a concurrent change; read the state and retry",
+            code="Conflict",
+            details=[{"field": "clusterTag"}],
+        ) from exc
+    return _launch(
+        rt,
+        operation,
+        state_machine_arn=state_machine_arn,
+        start_stage=StageName.HYPERPOD,
+        undo_to=cluster.status,
+        undo_operation_id=cluster.current_operation_id,
+        started_status=new_status,
+    )
+
+
 def _running_operation(rt: Runtime, cluster: ClusterRecord) -> OperationRecord | None:
     if not cluster.current_operation_id:
         return None
@@ -312,6 +377,8 @@ def _execution_arn(rt: Runtime, op: OperationRecord) -> str:
     machine = (
         rt.settings.DELETE_CLUSTER_STATE_MACHINE_ARN
         if op.type is OperationType.DELETE_CLUSTER
+        else rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN
+        if op.type.day2
         else rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN
     )
     return execution_arn(machine, op.operation_id)

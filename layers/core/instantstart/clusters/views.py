@@ -28,6 +28,7 @@ def operation_view(record: OperationRecord) -> OperationView:
         started_at=record.started_at,
         ended_at=record.ended_at,
         stage=record.stage.value if record.stage else None,
+        instance_group_name=record.instance_group_name,
         execution_arn=record.execution_arn,
         error=record.error,
     )

@@ -38,7 +38,7 @@ from instantstart.errors import PollTimeout, StageFailed
 from instantstart.models.common import StageName
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
-from instantstart.store.table import ConditionFailed
+from instantstart.store.table import ConditionFailed, WaitHolder
 
 HYPERPOD_CLUSTER = "hyperPodCluster"
 """The ``hyperpod`` stage waits for the HyperPod cluster to be InService."""
@@ -57,8 +57,18 @@ def _budget(p: StepPayload) -> int:
     return int(str(bounds[p.wait_name]))
 
 
+def holder_of(p: StepPayload) -> WaitHolder:
+    """The record holding the payload's wait: its stage's record, or (no stage: a day-2 operation) the operation's."""
+    if p.stage is not None:
+        return WaitHolder.stage(p.cluster_tag, p.generation, p.stage)
+    return WaitHolder.operation(p.operation_id)
+
+
 def run_round(rt: Runtime, p: StepPayload, check: Callable[[Runtime, StepPayload], BaseModel]) -> StepResult:
-    """One round of the wait named by the payload (``stage``, ``waitName``, ``taskToken``): check, then decide.
+    """One round of the wait named by the payload (``stage`` or none, ``waitName``, ``taskToken``): check, then decide.
+
+    The wait's token and rounds are held by the stage's record, or by the operation's own record when the
+    payload names no stage (a day-2 operation: :func:`holder_of`).
 
     ``check`` answers a :class:`PollResult`; any error it raises must already carry its Step Functions
     error name (``instantstart.clusters.steps`` converts AWS errors before calling this). Done: the
@@ -67,29 +77,30 @@ def run_round(rt: Runtime, p: StepPayload, check: Callable[[Runtime, StepPayload
     Otherwise the token is stored for :func:`wake`; past the budget the task fails with ``PollTimeout``.
 
     Raises:
-        StageFailed: the payload is not a wait's (no token, stage or wait name).
+        StageFailed: the payload is not a wait's (no token or wait name).
     """
-    if not p.task_token or p.stage is None or not p.wait_name:
-        raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token, a stage and a wait name")
-    token, stage, wait = p.task_token, p.stage, p.wait_name
+    if not p.task_token or not p.wait_name:
+        raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token and a wait name")
+    token, wait = p.task_token, p.wait_name
+    holder = holder_of(p)
     try:
-        if rt.store.wait_satisfied(p.cluster_tag, p.generation, stage, wait, p.action):
+        if rt.store.wait_satisfied(holder, wait, p.action):
             # a previous round saw it done, but its answer reached a task that had timed out
             _complete(rt, token, {"done": True, "status": "done (seen by the previous check)"})
             return StepResult(status="done")
         result = PollResult.model_validate(check(rt, p).model_dump())
         if result.done:
-            rt.store.end_wait(p.cluster_tag, p.generation, stage, wait)
+            rt.store.end_wait(holder, wait)
             if not _complete(rt, token, {"done": True, "status": result.status}):
-                rt.store.mark_wait_satisfied(p.cluster_tag, p.generation, stage, wait, p.action)
+                rt.store.mark_wait_satisfied(holder, wait, p.action)
             return StepResult(status=result.status)
         budget = _budget(p)
         try:
-            rounds = rt.store.start_wait_round(p.cluster_tag, p.generation, stage, wait, token)
+            rounds = rt.store.start_wait_round(holder, wait, token)
         except ConditionFailed as exc:
-            raise StageFailed("StageInterrupted", f"stage {stage.value} is no longer RUNNING") from exc
+            raise StageFailed("StageInterrupted", f"{holder.what} is no longer RUNNING") from exc
         if rounds >= budget:
-            rt.store.end_wait(p.cluster_tag, p.generation, stage, wait)
+            rt.store.end_wait(holder, wait)
             seconds = (p.config or LoopConfig()).poll_seconds.to_wire().get(wait)
             raise PollTimeout("PollTimeout", f"{p.action} did not finish within {budget} polls of {seconds} seconds")
     except Exception as exc:  # noqa: BLE001 - reported to the task, as a raising Lambda would be
@@ -138,7 +149,16 @@ def wake(rt: Runtime, tag: str, generation: int, stage: StageName, wait: str) ->
     Only a RUNNING stage's stored token is taken (once: two events never both send it); waking twice,
     late or for an ended operation is harmless. Returns True when a token was sent.
     """
-    token = rt.store.consume_wait_token(tag, generation, stage, wait)
+    return _wake(rt, WaitHolder.stage(tag, generation, stage), wait)
+
+
+def wake_operation(rt: Runtime, operation_id: str, wait: str) -> bool:
+    """Wake ``wait`` of a day-2 operation (one without stages: it waits on its own record), as :func:`wake`."""
+    return _wake(rt, WaitHolder.operation(operation_id), wait)
+
+
+def _wake(rt: Runtime, holder: WaitHolder, wait: str) -> bool:
+    token = rt.store.consume_wait_token(holder, wait)
     if not token:
         return False
     finish_wait(rt, token, done=False)

@@ -73,6 +73,15 @@ class OperationType(StrEnum):
     CREATE_CLUSTER = "CREATE_CLUSTER"
     DELETE_CLUSTER = "DELETE_CLUSTER"
     RETRY_STAGE = "RETRY_STAGE"
+    SCALE_INSTANCE_GROUP = "SCALE_INSTANCE_GROUP"
+    ADD_INSTANCE_GROUP = "ADD_INSTANCE_GROUP"
+    UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
+    DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
+
+    @property
+    def day2(self) -> bool:
+        """True for a change of one instance group of a running cluster (the update workflow)."""
+        return self.name.endswith("_INSTANCE_GROUP")
 
 
 class StageName(StrEnum):

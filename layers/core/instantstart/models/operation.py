@@ -57,6 +57,11 @@ class OperationView(ApiModel):
         examples=[TIMESTAMP_EXAMPLE],
     )
     stage: str | None = Field(default=None, description="For RETRY_STAGE: the stage retried.", examples=["hyperpod"])
+    instance_group_name: str | None = Field(
+        default=None,
+        description="For SCALE_, ADD_, UPDATE_ and DELETE_INSTANCE_GROUP: the instance group changed.",
+        examples=["accel"],
+    )
     execution_arn: str | None = Field(
         default=None,
         description="ARN of the Step Functions execution running the operation.",

@@ -114,3 +114,16 @@ class OperationRecord(Record):
     ended_at: str | None = None
     execution_arn: str | None = None
     error: StageError | None = None
+    instance_group_name: str | None = Field(default=None, description="For a day-2 change: the instance group.")
+    change: dict[str, Any] | None = Field(
+        default=None, description="For a day-2 change: what changes (``models.instance_groups.InstanceGroupChange``)."
+    )
+    waits: dict[str, str] | None = Field(
+        default=None, description="Day-2 operations (no stages): task token of each wait, by wait name."
+    )
+    wait_rounds: dict[str, int] | None = Field(
+        default=None, description="Day-2 operations: rounds of each wait that ended by timeout, by wait name."
+    )
+    waits_satisfied: dict[str, str] | None = Field(
+        default=None, description="Day-2 operations: waits a check found satisfied after its task had timed out."
+    )

@@ -198,6 +198,38 @@ RETRYABLE_STAGE = (StageStatus.FAILED, StageStatus.CANCELLED)
 LIVE_OPERATION = (OperationStatus.PENDING.value, OperationStatus.RUNNING.value)
 """Operation statuses in which its workflow may still change records."""
 
+OPERATING_CLUSTER = (ClusterStatus.CREATING, ClusterStatus.DELETING, ClusterStatus.READY, ClusterStatus.DEGRADED)
+"""Cluster statuses while an operation runs: CREATING/DELETING for a create, retry or delete; a day-2 change of an
+instance group leaves a READY or DEGRADED cluster as it is (it stays usable)."""
+
+
+RUNNING = StageStatus.RUNNING.value
+"""The status of a stage or an operation whose waits may hold task tokens (the same word for both)."""
+
+
+@dataclass(frozen=True)
+class WaitHolder:
+    """The record that holds the task tokens and rounds of event-or-poll waits: a stage, or an operation.
+
+    The create and delete workflows wait on their stage's record; a day-2 operation (one group change,
+    no stages) waits on its own operation record. Both have ``status`` (RUNNING while waits may hold)
+    and the ``waits`` / ``waitRounds`` / ``waitsSatisfied`` maps.
+    """
+
+    pk: str
+    sk: str
+    what: str
+
+    @classmethod
+    def stage(cls, tag: str, generation: int, stage: StageName) -> WaitHolder:
+        """The waits of ``stage`` of the cluster's generation."""
+        return cls(keys.cluster_pk(tag), keys.stage_sk(generation, stage), f"stage {stage.value} of {tag}")
+
+    @classmethod
+    def operation(cls, operation_id: str) -> WaitHolder:
+        """The waits of a day-2 operation (its own record)."""
+        return cls(keys.operation_pk(operation_id), keys.META, f"operation {operation_id}")
+
 
 def _cluster_item(record: ClusterRecord) -> Item:
     return {
@@ -512,7 +544,7 @@ class Store:
                     keys.cluster_pk(tag),
                     keys.META,
                     {"status": cluster_status.value, "updatedAt": now},
-                    expected_status=[ClusterStatus.CREATING.value, ClusterStatus.DELETING.value],
+                    expected_status=[s.value for s in OPERATING_CLUSTER],
                     equals={"currentOperationId": operation_id},
                 ),
             ],
@@ -685,18 +717,18 @@ class Store:
             raise
         return StageRecord.model_validate(deserialize(out["Attributes"]))
 
-    def start_wait_round(self, tag: str, generation: int, stage: StageName, wait: str, task_token: str) -> int:
-        """Store the task token of the stage's ``wait`` for this round; the number of rounds that timed out.
+    def start_wait_round(self, holder: WaitHolder, wait: str, task_token: str) -> int:
+        """Store the task token of ``holder``'s ``wait`` for this round; the number of rounds that timed out.
 
-        One key of the stage's ``waits`` map (parallel waits of a stage never overwrite each other). A
+        One key of the record's ``waits`` map (parallel waits of a stage never overwrite each other). A
         token still stored when the next round starts was not consumed by :meth:`consume_wait_token`
         (no event woke it): that round timed out, so ``waitRounds.<wait>`` grows by one. Woken rounds
         are not counted, so a burst of events never exhausts a wait's time budget.
 
         Raises:
-            ConditionFailed: the stage is not RUNNING.
+            ConditionFailed: the holder (stage or operation) is not RUNNING.
         """
-        key = serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)})
+        key = serialize({"PK": holder.pk, "SK": holder.sk})
         try:
             out = self._db.update_item(
                 TableName=self.table_name,
@@ -704,14 +736,12 @@ class Store:
                 UpdateExpression="SET #waits.#w = :t, #rounds = if_not_exists(#rounds, :empty)",
                 ConditionExpression="attribute_exists(#waits) AND #s = :running",
                 ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status", "#rounds": "waitRounds"},
-                ExpressionAttributeValues=serialize(
-                    {":t": task_token, ":running": StageStatus.RUNNING.value, ":empty": {}}
-                ),
+                ExpressionAttributeValues=serialize({":t": task_token, ":running": RUNNING, ":empty": {}}),
                 ReturnValues="ALL_OLD",
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise ConditionFailed(f"stage {stage.value} of {tag} is not RUNNING") from exc
+                raise ConditionFailed(f"{holder.what} is not RUNNING") from exc
             raise
         old = deserialize(out.get("Attributes", {}))
         rounds = int((old.get("waitRounds") or {}).get(wait, 0))
@@ -727,67 +757,67 @@ class Store:
         )
         return int(deserialize(out["Attributes"])["waitRounds"][wait])
 
-    def end_wait(self, tag: str, generation: int, stage: StageName, wait: str) -> None:
-        """Forget the stage's ``wait`` (its token and rounds): the wait is over, a later one starts afresh."""
-        with suppress(ClientError):  # the stage moved on: nothing to forget
+    def end_wait(self, holder: WaitHolder, wait: str) -> None:
+        """Forget ``holder``'s ``wait`` (its token and rounds): the wait is over, a later one starts afresh."""
+        with suppress(ClientError):  # the holder moved on: nothing to forget
             self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
                 UpdateExpression="REMOVE #waits.#w, #rounds.#w",
                 ConditionExpression="attribute_exists(#waits) AND attribute_exists(#rounds)",
                 ExpressionAttributeNames={"#waits": "waits", "#rounds": "waitRounds", "#w": wait},
             )
 
-    def mark_wait_satisfied(self, tag: str, generation: int, stage: StageName, wait: str, check: str) -> None:
-        """Record that ``check`` found the stage's ``wait`` satisfied (its answer reached a timed-out task)."""
-        with suppress(ClientError):  # the stage moved on: nobody waits any more
+    def mark_wait_satisfied(self, holder: WaitHolder, wait: str, check: str) -> None:
+        """Record that ``check`` found ``holder``'s ``wait`` satisfied (its answer reached a timed-out task)."""
+        with suppress(ClientError):  # the holder moved on: nobody waits any more
             self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
                 UpdateExpression="SET #sat = if_not_exists(#sat, :empty)",
                 ConditionExpression="#s = :running",
                 ExpressionAttributeNames={"#sat": "waitsSatisfied", "#s": "status"},
-                ExpressionAttributeValues=serialize({":empty": {}, ":running": StageStatus.RUNNING.value}),
+                ExpressionAttributeValues=serialize({":empty": {}, ":running": RUNNING}),
             )
             self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
                 UpdateExpression="SET #sat.#w = :check",
                 ConditionExpression="#s = :running",
                 ExpressionAttributeNames={"#sat": "waitsSatisfied", "#w": wait, "#s": "status"},
-                ExpressionAttributeValues=serialize({":check": check, ":running": StageStatus.RUNNING.value}),
+                ExpressionAttributeValues=serialize({":check": check, ":running": RUNNING}),
             )
 
-    def wait_satisfied(self, tag: str, generation: int, stage: StageName, wait: str, check: str) -> bool:
-        """Whether ``check`` already found the stage's ``wait`` satisfied (:meth:`mark_wait_satisfied`)."""
-        record = self.get_stage(tag, generation, stage)
-        return record is not None and record.waits_satisfied.get(wait) == check
+    def wait_satisfied(self, holder: WaitHolder, wait: str, check: str) -> bool:
+        """Whether ``check`` already found ``holder``'s ``wait`` satisfied (:meth:`mark_wait_satisfied`)."""
+        item = self._get(holder.pk, holder.sk) or {}
+        return (item.get("waitsSatisfied") or {}).get(wait) == check
 
-    def consume_wait_token(self, tag: str, generation: int, stage: StageName, wait: str) -> str | None:
-        """Take the stored task token of the RUNNING stage's ``wait`` (an event is about to send it), or None.
+    def consume_wait_token(self, holder: WaitHolder, wait: str) -> str | None:
+        """Take the stored task token of the RUNNING ``holder``'s ``wait`` (an event is about to send it), or None.
 
         Conditional on the token being the one read, so two events never both take it.
         """
-        record = self.get_stage(tag, generation, stage)
-        if record is None or record.status is not StageStatus.RUNNING:
+        item = self._get(holder.pk, holder.sk)
+        if item is None or item.get("status") != RUNNING:
             return None
-        token = record.waits.get(wait)
+        token = (item.get("waits") or {}).get(wait)
         if not token:
             return None
         try:
             self._db.update_item(
                 TableName=self.table_name,
-                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}),
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
                 UpdateExpression="REMOVE #waits.#w",
                 ConditionExpression="#waits.#w = :t AND #s = :running",
                 ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status"},
-                ExpressionAttributeValues=serialize({":t": token, ":running": StageStatus.RUNNING.value}),
+                ExpressionAttributeValues=serialize({":t": token, ":running": RUNNING}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return None
             raise
-        return token
+        return str(token)
 
     def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
         """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).

@@ -1,0 +1,1 @@
+"""Capacity rules: instance groups, training plans and preflight checks of HyperPod capacity."""

@@ -1,0 +1,434 @@
+"""Day-2 changes of a running cluster's instance groups: list, add, scale or update, delete.
+
+The API side (:func:`list_instance_groups`, :func:`add_instance_group`, :func:`update_instance_group`,
+:func:`delete_instance_group`) checks the request against what HyperPod reports now (SageMaker
+``DescribeCluster``) and the rules of :mod:`instantstart.capacity.groups`, records a PENDING operation
+that carries the change (one operation per cluster at a time) and starts the update workflow
+(``statemachines/update_cluster.asl.json``). Its steps (:data:`STEPS`) apply the change once, then wait
+event-or-poll (:mod:`instantstart.clusters.waits`, on the operation's own record) until HyperPod
+reports it done, and end the operation SUCCEEDED, or FAILED with the AWS code and message verbatim.
+A day-2 operation never changes the cluster's status: the cluster stays usable while a group changes.
+
+API reference: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html,
+API_BatchAddClusterNodes.html, API_BatchDeleteClusterNodes.html, API_ListClusterNodes.html.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instantstart.capacity import groups as rules
+from instantstart.clusters import records, service
+from instantstart.clusters.stages import hyperpod
+from instantstart.errors import Conflict, InvalidRequest, NotFound, StageFailed
+from instantstart.models.cluster import InstanceGroupRequest
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName
+from instantstart.models.instance_groups import (
+    InstanceGroupChange,
+    InstanceGroupList,
+    UpdateInstanceGroupRequest,
+)
+from instantstart.models.operation import OperationView
+from instantstart.models.records import ClusterRecord, OperationRecord
+from instantstart.models.resources import HyperPodResources, NetworkResources
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.naming import hyperpod_cluster_name
+from instantstart.network import vpc
+from instantstart.runtime import Runtime
+
+INSTANCE_GROUP = "instanceGroup"
+"""The update workflow's wait: HyperPod reports the group changed (``$.config.maxPolls.instanceGroup``)."""
+
+MAX_INSTANCE_GROUPS = 20
+"""Instance groups a cluster may have (``POST /clusters`` accepts 1-20)."""
+
+BATCH_ADD_MAX = 50
+"""``AddClusterNodeSpecification.IncrementTargetCountBy`` maximum (botocore); larger increases use UpdateCluster."""
+
+BATCH_DELETE_MAX = 3000
+"""``BatchDeleteClusterNodes.NodeIds`` maximum per call (botocore model)."""
+
+_CHANGEABLE_CLUSTER = (ClusterStatus.READY, ClusterStatus.DEGRADED)
+
+
+# -- API side -----------------------------------------------------------------------------------
+def _describe(rt: Runtime, tag: str) -> dict[str, Any] | None:
+    return hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag))
+
+
+def list_instance_groups(rt: Runtime, tag: str) -> InstanceGroupList:
+    """The cluster's instance groups as HyperPod reports them now (SageMaker ``DescribeCluster``).
+
+    Empty while the HyperPod cluster does not exist (yet).
+
+    Raises:
+        NotFound: no live cluster with this tag.
+    """
+    service.live_cluster(rt, tag)
+    found = _describe(rt, tag)
+    return InstanceGroupList(
+        cluster_tag=tag,
+        hyper_pod_cluster_name=hyperpod_cluster_name(tag),
+        hyper_pod_status=found.get("ClusterStatus") if found else None,
+        instance_groups=[rules.detail_of(g) for g in (found or {}).get("InstanceGroups", [])],
+    )
+
+
+def _changeable(rt: Runtime, tag: str) -> tuple[ClusterRecord, dict[str, Any]]:
+    """The cluster and its HyperPod description, when a group may change now.
+
+    Raises:
+        NotFound: no live cluster.
+        Conflict: an operation runs (names it and its cancel route), the cluster is not READY or DEGRADED,
+            or HyperPod is not InService.
+    """
+    cluster = service.live_cluster(rt, tag)
+    service.refuse_while_running(rt, cluster)
+    if cluster.status not in _CHANGEABLE_CLUSTER:
+        raise Conflict(
+            f"cluster '{tag}' is {cluster.status.value}; instance groups can change only on a READY or DEGRADED "
+            "cluster",
+            code="ClusterNotReady",
+            details=[{"field": "clusterTag", "status": cluster.status.value}],
+        )
+    found = _describe(rt, tag)
+    status = found.get("ClusterStatus") if found else None
+    if found is None or status != "InService":
+        raise Conflict(
+            f"HyperPod cluster {hyperpod_cluster_name(tag)} is {status or 'absent'}; instance groups can change "
+            "only while it is InService",
+            code="HyperPodClusterNotInService",
+            details=[{"field": "clusterTag", "status": status}],
+        )
+    return cluster, found
+
+
+def _group_or_404(found: dict[str, Any], name: str) -> dict[str, Any]:
+    group = rules.find_group(found.get("InstanceGroups", []), name)
+    if group is None:
+        names = ", ".join(g["InstanceGroupName"] for g in found.get("InstanceGroups", []))
+        raise NotFound(
+            f"instance group '{name}' does not exist; the cluster's groups: {names}",
+            code="InstanceGroupNotFound",
+            details=[{"field": "instanceGroupName"}],
+        )
+    return group
+
+
+def _start(rt: Runtime, cluster: ClusterRecord, op_type: OperationType, change: InstanceGroupChange) -> OperationView:
+    now = records.now()
+    operation = OperationRecord(
+        operation_id=service.new_operation_id(),
+        type=op_type,
+        cluster_tag=cluster.cluster_tag,
+        generation=cluster.generation,
+        created_at=now,
+        updated_at=now,
+        instance_group_name=change.instance_group_name,
+        change=change.wire(),
+        waits={},
+        wait_rounds={},
+        waits_satisfied={},
+    )
+    return service.start_operation_on(
+        rt,
+        cluster,
+        operation,
+        new_status=cluster.status,
+        state_machine_arn=rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN,
+    )
+
+
+def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> OperationView:
+    """Add an instance group (``ADD_INSTANCE_GROUP``): UpdateCluster with the new group's specification.
+
+    The group gets the cluster zone's compute subnet (:func:`instantstart.network.vpc.ensure_compute_subnet`),
+    the control plane's execution role and the lifecycle script of the existing groups.
+
+    Raises:
+        NotFound: no live cluster.
+        Conflict: an operation runs, the cluster or HyperPod is not ready, the name is taken
+            (``InstanceGroupAlreadyExists``) or the cluster has 20 groups (``TooManyInstanceGroups``).
+    """
+    cluster, found = _changeable(rt, tag)
+    groups = found.get("InstanceGroups", [])
+    name = request.instance_group_name
+    if rules.find_group(groups, name) is not None:
+        raise Conflict(
+            f"instance group '{name}' already exists; choose another instanceGroupName or change it with "
+            f"PATCH /clusters/{tag}/instance-groups/{name}",
+            code="InstanceGroupAlreadyExists",
+            details=[{"field": "instanceGroupName"}],
+        )
+    if len(groups) >= MAX_INSTANCE_GROUPS:
+        raise Conflict(
+            f"cluster '{tag}' already has {len(groups)} instance groups, the most a cluster may have",
+            code="TooManyInstanceGroups",
+            details=[{"field": "instanceGroupName", "limit": MAX_INSTANCE_GROUPS}],
+        )
+    return _start(
+        rt, cluster, OperationType.ADD_INSTANCE_GROUP, InstanceGroupChange(instance_group_name=name, group=request)
+    )
+
+
+def update_instance_group(rt: Runtime, tag: str, name: str, request: UpdateInstanceGroupRequest) -> OperationView:
+    """Change a group's ``instanceCount`` (``SCALE_INSTANCE_GROUP``) or its labels (``UPDATE_INSTANCE_GROUP``).
+
+    Raises:
+        InvalidRequest: the body changes nothing (no instanceCount or labels).
+        NotFound: no live cluster or no such group.
+        Conflict: an operation runs, the cluster or HyperPod is not ready, or a field HyperPod does not
+            change is asked to change (``ImmutableField``, naming it).
+    """
+    cluster, found = _changeable(rt, tag)
+    group = _group_or_404(found, name)
+    rules.check_mutable(group, request)
+    if request.instance_count is None and request.labels is None:
+        raise InvalidRequest(
+            "nothing to change: give instanceCount and/or labels",
+            details=[{"field": "instanceCount"}, {"field": "labels"}],
+        )
+    op_type = OperationType.UPDATE_INSTANCE_GROUP if request.labels is not None else OperationType.SCALE_INSTANCE_GROUP
+    change = InstanceGroupChange(instance_group_name=name, instance_count=request.instance_count, labels=request.labels)
+    return _start(rt, cluster, op_type, change)
+
+
+def delete_instance_group(rt: Runtime, tag: str, name: str) -> OperationView:
+    """Remove a group and its instances (``DELETE_INSTANCE_GROUP``: UpdateCluster ``InstanceGroupsToDelete``).
+
+    Raises:
+        NotFound: no live cluster or no such group.
+        Conflict: an operation runs, the cluster or HyperPod is not ready, or it is the last group
+            (``LastInstanceGroup``: delete the cluster instead).
+    """
+    cluster, found = _changeable(rt, tag)
+    _group_or_404(found, name)
+    if len(found.get("InstanceGroups", [])) <= 1:
+        raise Conflict(
+            f"instance group '{name}' is the cluster's last group; a HyperPod cluster needs one. Scale it to 0 with "
+            f"PATCH /clusters/{tag}/instance-groups/{name} or delete the cluster with DELETE /clusters/{tag}",
+            code="LastInstanceGroup",
+            details=[{"field": "instanceGroupName"}],
+        )
+    return _start(rt, cluster, OperationType.DELETE_INSTANCE_GROUP, InstanceGroupChange(instance_group_name=name))
+
+
+# -- workflow steps -----------------------------------------------------------------------------
+def _operation(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, InstanceGroupChange]:
+    op = rt.store.get_operation(p.operation_id)
+    if op is None or op.change is None:
+        raise StageFailed("OperationNotFound", f"operation {p.operation_id} has no instance-group change")
+    return op, InstanceGroupChange.model_validate(op.change)
+
+
+def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:
+    found = _describe(rt, tag)
+    if found is None:
+        raise StageFailed("ResourceNotFound", f"HyperPod cluster {hyperpod_cluster_name(tag)} does not exist")
+    if found.get("ClusterStatus") == "Failed":
+        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster is Failed"))
+    return found
+
+
+def _batch_failures(out: dict[str, Any]) -> None:
+    failed = list(out.get("Failed") or []) + list(out.get("FailedNodeLogicalIds") or [])
+    if failed:
+        first = failed[0]
+        code = str(first.get("ErrorCode") or first.get("Code") or "BatchOperationFailed")
+        raise StageFailed(code, str(first.get("Message") or first))
+
+
+def _nodes_to_delete(sm: Any, cluster_name: str, group: str, count: int) -> list[dict[str, Any]]:
+    """``count`` nodes of ``group`` to delete: pending (not yet running) first, then the newest (ListClusterNodes)."""
+    nodes: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"ClusterName": cluster_name, "InstanceGroupNameContains": group}
+    while True:
+        out = sm.list_cluster_nodes(**kwargs)
+        nodes += [n for n in out.get("ClusterNodeSummaries", []) if n.get("InstanceGroupName") == group]
+        if not out.get("NextToken"):
+            break
+        kwargs["NextToken"] = out["NextToken"]
+    nodes.sort(key=lambda n: (n.get("InstanceStatus", {}).get("Status") == "Running", -_epoch(n.get("LaunchTime"))))
+    return nodes[:count]
+
+
+def _epoch(value: Any) -> float:
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value or 0)
+
+
+def _scale(rt: Runtime, op: OperationRecord, found: dict[str, Any], group: dict[str, Any], desired: int) -> str:
+    """Move the group's target to ``desired``: BatchAdd/BatchDeleteClusterNodes when continuous, else UpdateCluster."""
+    sm = rt.client("sagemaker")
+    name, target = str(group["InstanceGroupName"]), int(group.get("TargetCount") or 0)
+    continuous = found.get("NodeProvisioningMode") == "Continuous"
+    if desired == target:
+        return f"{name} already targets {desired}"
+    if continuous and 0 < desired - target <= BATCH_ADD_MAX:
+        out = sm.batch_add_cluster_nodes(
+            ClusterName=found["ClusterName"],
+            ClientToken=op.operation_id,
+            NodesToAdd=[{"InstanceGroupName": name, "IncrementTargetCountBy": desired - target}],
+        )
+        _batch_failures(out)
+        return f"BatchAddClusterNodes +{desired - target}"
+    if continuous and desired < target:
+        victims = _nodes_to_delete(sm, found["ClusterName"], name, target - desired)
+        if len(victims) == target - desired and len(victims) <= BATCH_DELETE_MAX:
+            out = sm.batch_delete_cluster_nodes(
+                ClusterName=found["ClusterName"], NodeIds=[str(n["InstanceId"]) for n in victims]
+            )
+            _batch_failures(out)
+            return f"BatchDeleteClusterNodes -{len(victims)}"
+    specs = rules.specs_after_change(found["InstanceGroups"], name, instance_count=desired)
+    sm.update_cluster(
+        ClusterName=found["ClusterName"], InstanceGroups=[s for s in specs if s["InstanceGroupName"] == name]
+    )
+    return f"UpdateCluster {name} InstanceCount {desired}"
+
+
+def _new_group_spec(
+    rt: Runtime, tag: str, generation: int, found: dict[str, Any], request: InstanceGroupRequest
+) -> dict[str, Any]:
+    cluster = records.cluster_record(rt, tag)
+    net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
+    subnet = vpc.ensure_compute_subnet(
+        rt.client("ec2"),
+        tag=tag,
+        vpc_id=str(net.vpc_id),
+        availability_zone=cluster.availability_zone,
+        nat_gateway_id=str(net.nat_gateway_id),
+        s3_endpoint_id=str(net.s3_endpoint_id),
+    )
+    records.update_stage_resources(
+        rt,
+        tag=tag,
+        generation=generation,
+        stage=StageName.HYPERPOD,
+        resources=HyperPodResources(compute_subnet_id=subnet.subnet_id),
+    )
+    lifecycle = next((g["LifeCycleConfig"] for g in found.get("InstanceGroups", []) if g.get("LifeCycleConfig")), None)
+    if lifecycle is None:
+        raise StageFailed("LifeCycleConfigNotFound", "no instance group of the cluster has a LifeCycleConfig to reuse")
+    spec = hyperpod.instance_group_specs(
+        [request],
+        execution_role=rt.settings.HYPERPOD_EXECUTION_ROLE_ARN,
+        lifecycle_uri=str(lifecycle["SourceS3Uri"]),
+        security_group_id=str(net.security_group_id),
+        subnet_id=subnet.subnet_id,
+    )[0]
+    spec["LifeCycleConfig"] = dict(lifecycle)
+    return spec
+
+
+def apply_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
+    """Apply the operation's change once (the operation RUNNING first). Idempotent: a redelivered task that finds
+    the change already made (target reached, group present or deleting) calls nothing.
+
+    Raises:
+        StageFailed: the HyperPod cluster is gone or Failed, or a batch call answered a per-node failure
+            (its code and message verbatim); AWS errors leave named by their code (``clusters.steps``).
+    """
+    records.mark_operation_running(rt, p.operation_id)
+    op, change = _operation(rt, p)
+    found = _describe_or_fail(rt, p.cluster_tag)
+    groups = found.get("InstanceGroups", [])
+    group = rules.find_group(groups, change.instance_group_name)
+    sm = rt.client("sagemaker")
+    if op.type is OperationType.ADD_INSTANCE_GROUP:
+        if group is not None:
+            return StepResult(status=f"{change.instance_group_name} exists ({group.get('Status')})")
+        assert change.group is not None
+        spec = _new_group_spec(rt, p.cluster_tag, p.generation, found, change.group)
+        sm.update_cluster(ClusterName=found["ClusterName"], InstanceGroups=[spec])
+        return StepResult(status=f"UpdateCluster added {change.instance_group_name}")
+    if group is None:
+        if op.type is OperationType.DELETE_INSTANCE_GROUP:
+            return StepResult(status=f"{change.instance_group_name} already gone")
+        raise StageFailed("InstanceGroupNotFound", f"instance group {change.instance_group_name} does not exist")
+    if op.type is OperationType.DELETE_INSTANCE_GROUP:
+        if group.get("Status") == "Deleting":
+            return StepResult(status=f"{change.instance_group_name} Deleting")
+        sm.update_cluster(ClusterName=found["ClusterName"], InstanceGroupsToDelete=[change.instance_group_name])
+        return StepResult(status=f"UpdateCluster deleting {change.instance_group_name}")
+    if change.labels is not None:
+        specs = rules.specs_after_change(
+            groups, change.instance_group_name, instance_count=change.instance_count, labels=change.labels
+        )
+        sm.update_cluster(
+            ClusterName=found["ClusterName"],
+            InstanceGroups=[s for s in specs if s["InstanceGroupName"] == change.instance_group_name],
+        )
+        return StepResult(status=f"UpdateCluster {change.instance_group_name}")
+    assert change.instance_count is not None
+    return StepResult(status=_scale(rt, op, found, group, change.instance_count))
+
+
+def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:
+    """Check of the event-or-poll wait: done when HyperPod reports the change (``capacity.groups.change_done``).
+
+    Records what it saw on the cluster's ``hyperPod`` view. Calls SageMaker ``DescribeCluster``.
+
+    Raises:
+        StageFailed: the HyperPod cluster is gone or Failed (FailureMessage verbatim), or the group failed.
+    """
+    op, change = _operation(rt, p)
+    found = _describe_or_fail(rt, p.cluster_tag)
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    hyperpod.observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
+    groups = found.get("InstanceGroups", [])
+    group = rules.find_group(groups, change.instance_group_name)
+    if group is not None and group.get("Status") == "Failed":
+        raise StageFailed(
+            "InstanceGroupFailed", str(found.get("FailureMessage") or f"{change.instance_group_name} Failed")
+        )
+    deleted = op.type is OperationType.DELETE_INSTANCE_GROUP
+    done, status = rules.change_done(groups, change.instance_group_name, deleted=deleted)
+    if done and change.instance_count is not None and group is not None:
+        done = int(group.get("TargetCount") or 0) == change.instance_count
+    return PollResult(done=done, status=status)
+
+
+def _cluster_status(rt: Runtime, tag: str) -> ClusterStatus:
+    return records.cluster_record(rt, tag).status
+
+
+def complete_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
+    """The operation SUCCEEDED; the cluster keeps its status."""
+    return records.finish_operation(
+        rt,
+        operation_id=p.operation_id,
+        tag=p.cluster_tag,
+        status=OperationStatus.SUCCEEDED,
+        cluster_status=_cluster_status(rt, p.cluster_tag),
+    )
+
+
+def record_instance_group_failure(rt: Runtime, p: StepPayload) -> StepResult:
+    """The update workflow's failure path: the operation FAILED, error verbatim; the cluster keeps its status."""
+    return records.record_failure(
+        rt,
+        operation_id=p.operation_id,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=None,
+        error=p.error,
+        cluster_status=_cluster_status(rt, p.cluster_tag),
+    )
+
+
+def wake_running_change(rt: Runtime, cluster: ClusterRecord) -> bool:
+    """Wake the cluster's running day-2 operation's wait (a HyperPod event said something changed)."""
+    if not cluster.current_operation_id:
+        return False
+    from instantstart.clusters import waits
+
+    return waits.wake_operation(rt, cluster.current_operation_id, INSTANCE_GROUP)
+
+
+STEPS = {
+    "apply_instance_group_change": apply_instance_group_change,
+    "check_instance_group_change": check_instance_group_change,
+    "complete_instance_group_change": complete_instance_group_change,
+    "record_instance_group_failure": record_instance_group_failure,
+}
+"""The update workflow's steps, by task action name."""
