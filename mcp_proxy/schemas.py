@@ -38,6 +38,7 @@ from instantstart.models.cluster_events import (
     ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
+from instantstart.models.instance_groups import InstanceGroupList, UpdateInstanceGroupRequest
 from instantstart.models.operation import OperationId, OperationList, OperationView
 
 _CONSTRAINT_KEYS = (
@@ -309,6 +310,39 @@ EventsInstanceGroupParam = Annotated[
     ),
 ]
 
+InstanceGroupNameParam = Annotated[
+    str,
+    advertised(
+        "Instance group name (required, no default), as instance_group_list shows it, e.g. accel.",
+        {"pattern": INSTANCE_GROUP_NAME_PATTERN, "maxLength": 63},
+    ),
+]
+
+InstanceGroupParam = Annotated[
+    InstanceGroupInput,
+    Field(
+        description="The new instance group (required): the fields of one cluster_create instanceGroups item, e.g. "
+        '{"instanceGroupName": "workers", "instanceType": "ml.g6.4xlarge", "instanceCount": 1}.'
+    ),
+]
+
+InstanceCountParam = Annotated[
+    Annotated[int, advertised_constraints(api_constraints(UpdateInstanceGroupRequest, "instanceCount"))] | None,
+    Field(
+        default=None,
+        description="New number of instances (default: none, unchanged); 0 keeps the group with no instances. "
+        "The user's decision: ask for it.",
+    ),
+]
+
+LabelsParam = Annotated[
+    dict[str, str] | None,
+    Field(
+        default=None,
+        description="Kubernetes labels of the group's nodes, replacing the current ones (default: none, unchanged).",
+    ),
+]
+
 WaitSecondsParam = Annotated[
     int,
     advertised(
@@ -403,6 +437,7 @@ INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
 EVENTS_SCHEMA = output_schema(ClusterEventList)
 OPERATIONS_SCHEMA = output_schema(OperationList)
+INSTANCE_GROUPS_SCHEMA = output_schema(InstanceGroupList)
 
 __all__ = [
     "CAPACITY_TYPES",

@@ -42,8 +42,12 @@ from mcp_proxy.schemas import (
     EventsMaxResultsParam,
     EventsNextTokenParam,
     IdempotencyKeyParam,
+    InstanceCountParam,
+    InstanceGroupNameParam,
+    InstanceGroupParam,
     InstanceGroupsParam,
     KubernetesVersionParam,
+    LabelsParam,
     OperationIdParam,
     OperationsMaxResultsParam,
     OperationsNextTokenParam,
@@ -67,11 +71,25 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "ListClusterOperations": "cluster_list_operations",
     "ListAvailabilityZones": "catalog_list_availability_zones",
     "ListInstanceTypes": "catalog_list_instance_types",
+    "ListInstanceGroups": "instance_group_list",
+    "AddInstanceGroup": "instance_group_add",
+    "UpdateInstanceGroup": "instance_group_update",
+    "DeleteInstanceGroup": "instance_group_delete",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
 
-WRITE_TOOLS = frozenset({"cluster_create", "cluster_retry_stage", "cluster_delete", "operation_cancel"})
+WRITE_TOOLS = frozenset(
+    {
+        "cluster_create",
+        "cluster_retry_stage",
+        "cluster_delete",
+        "operation_cancel",
+        "instance_group_add",
+        "instance_group_update",
+        "instance_group_delete",
+    }
+)
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
 
 PROGRESS_INTERVAL_SECONDS = 10.0
@@ -90,7 +108,8 @@ def read_only_message(tool: str) -> str:
     """The refusal of a write tool in read-only mode, saying exactly how to enable writes."""
     return (
         f"{tool} was refused: this InstantStart MCP server is read-only (the default), so write tools "
-        "(cluster_create, cluster_retry_stage, cluster_delete, operation_cancel) do nothing and nothing was sent "
+        "(cluster_create, cluster_retry_stage, cluster_delete, operation_cancel, instance_group_add, "
+        "instance_group_update, instance_group_delete) do nothing and nothing was sent "
         "to the API. "
         "To enable them, restart the server with --allow-write (`instantstart-mcp --allow-write`) or set "
         f"{ALLOW_WRITE_ENV}=true in its environment (the `env` of its entry in your MCP client configuration), "
@@ -161,6 +180,20 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     _read("operation_get", "Get an operation", schemas.OPERATION_SCHEMA),
     _write(
         "operation_cancel", "Cancel a running operation", schemas.OPERATION_SCHEMA, destructive=True, idempotent=True
+    ),
+    _read("instance_group_list", "List a cluster's instance groups", schemas.INSTANCE_GROUPS_SCHEMA),
+    _write(
+        "instance_group_add", "Add an instance group", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
+    ),
+    _write(
+        "instance_group_update",
+        "Scale or relabel an instance group",
+        schemas.OPERATION_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _write(
+        "instance_group_delete", "Remove an instance group", schemas.OPERATION_SCHEMA, destructive=True, idempotent=True
     ),
     _read("catalog_list_availability_zones", "List Availability Zones", schemas.ZONES_SCHEMA),
     _read("catalog_list_instance_types", "List instance types in a zone", schemas.INSTANCE_TYPES_SCHEMA),
@@ -410,6 +443,91 @@ class InstantStartTools:
         """
         self._require_write("operation_cancel")
         return self._call(lambda client: client.cancel_operation(operationId))
+
+    # -- instance groups ------------------------------------------------------------------------------
+
+    def instance_group_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """List a cluster's instance groups as HyperPod reports them now (GET /clusters/{clusterTag}/instance-groups):
+        each group's instance type, target and current count, capacity type, training plan, status and subnets.
+
+        Call it before scaling, adding or removing a group, and show the user the current counts. Read-only.
+        """
+        return self._call(lambda client: client.list_instance_groups(clusterTag))
+
+    def instance_group_add(
+        self, clusterTag: ClusterTagParam, instanceGroup: InstanceGroupParam, idempotencyKey: IdempotencyKeyParam = None
+    ) -> CallToolResult:
+        """Add an instance group to a READY cluster (POST /clusters/{clusterTag}/instance-groups), in the cluster
+        zone's compute subnet. Instance type and count are the user's decisions (offer only types from
+        catalog_list_instance_types). Returns the ADD_INSTANCE_GROUP operation: poll it with operation_get and
+        wait_seconds until SUCCEEDED, FAILED or CANCELLED. One operation per cluster at a time (409 names the
+        running one). Write tool: needs --allow-write.
+        """
+        self._require_write("instance_group_add")
+        return self._call(
+            lambda client: client.add_instance_group(clusterTag, instanceGroup.to_api(), idempotency_key=idempotencyKey)  # type: ignore[arg-type]
+        )
+
+    def instance_group_update(
+        self,
+        clusterTag: ClusterTagParam,
+        instanceGroupName: InstanceGroupNameParam,
+        instanceCount: InstanceCountParam = None,
+        labels: LabelsParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Scale an instance group (instanceCount, 0 allowed) or replace its Kubernetes labels
+        (PATCH /clusters/{clusterTag}/instance-groups/{instanceGroupName}).
+
+        Scaling down removes pending instances first, then the newest: confirm with the user before lowering a
+        count, since work on removed nodes stops. Instance type, capacity type, training plan and subnet cannot
+        change (409 names the field: add a new group instead). Returns the SCALE_INSTANCE_GROUP or
+        UPDATE_INSTANCE_GROUP operation: poll it to a terminal state. Write tool: needs --allow-write.
+        """
+        self._require_write("instance_group_update")
+        changes: dict[str, Any] = {}
+        if instanceCount is not None:
+            changes["instanceCount"] = instanceCount
+        if labels is not None:
+            changes["labels"] = labels
+        return self._call(
+            lambda client: client.update_instance_group(
+                clusterTag, instanceGroupName, changes, idempotency_key=idempotencyKey
+            )
+        )
+
+    def instance_group_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        instanceGroupName: InstanceGroupNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again (required, no default), exactly as the user typed it to "
+                "confirm removing the group; the call is refused unless it equals clusterTag. Never fill it in "
+                "without the user's explicit confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Remove an instance group and all its instances
+        (DELETE /clusters/{clusterTag}/instance-groups/{instanceGroupName}).
+
+        Destructive: first show the user the group (instance_group_list) and ask them to confirm by typing the
+        cluster tag; pass what they typed as confirmClusterTag. The last group cannot be removed (409). Returns
+        the DELETE_INSTANCE_GROUP operation: poll it to a terminal state. Write tool: needs --allow-write.
+        """
+        self._require_write("instance_group_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"instance_group_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal "
+                f"clusterTag {clusterTag!r}, so nothing was removed. Ask the user to confirm removing instance group "
+                f"{instanceGroupName!r} of {clusterTag!r} by typing the cluster tag, then call instance_group_delete "
+                "again with confirmClusterTag set to exactly what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_instance_group(clusterTag, instanceGroupName, idempotency_key=idempotencyKey)
+        )
 
     # -- catalog --------------------------------------------------------------------------------------
 

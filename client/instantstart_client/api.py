@@ -38,6 +38,7 @@ from instantstart_client.shapes import (
     ClusterEventPage,
     ClusterPage,
     ClusterSummary,
+    InstanceGroupList,
     InstanceGroupSpec,
     Operation,
     OperationPage,
@@ -585,6 +586,70 @@ class InstantStartClient:
         params = {"maxResults": max_results, "nextToken": next_token}
         page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/operations", params=params)
         return cast(OperationPage, page)
+
+    def list_instance_groups(self, cluster_tag: str) -> InstanceGroupList:
+        """``GET /clusters/{clusterTag}/instance-groups``: the groups as HyperPod reports them now.
+
+        Returns:
+            ``{"clusterTag", "hyperPodClusterName", "hyperPodStatus", "instanceGroups": [{"instanceGroupName",
+            "instanceType", "targetCount", "currentCount", "capacityType", "trainingPlanArn", "status", "subnetIds",
+            "labels"}]}``.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound``.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups"
+        return cast(InstanceGroupList, self.request("GET", path))
+
+    def add_instance_group(
+        self, cluster_tag: str, group: InstanceGroupSpec, *, idempotency_key: str | None = None
+    ) -> Operation:
+        """``POST /clusters/{clusterTag}/instance-groups``: start adding a group (``ADD_INSTANCE_GROUP``).
+
+        Raises:
+            ApiError: 404 unknown cluster; 409 an operation is running (names it), the name is taken, or the
+                cluster is not READY/DEGRADED; 422 a field breaks its rule.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups"
+        op = self.request("POST", path, body=dict(group), headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def update_instance_group(
+        self,
+        cluster_tag: str,
+        instance_group_name: str,
+        changes: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> Operation:
+        """``PATCH /clusters/{clusterTag}/instance-groups/{instanceGroupName}``: scale or relabel a group.
+
+        Args:
+            changes: ``{"instanceCount": n}`` (0 allowed) and/or ``{"labels": {...}}``; ``instanceType``,
+                ``capacityType``, ``trainingPlanArn`` and ``subnetId`` only with their current values.
+
+        Returns:
+            The Operation (``SCALE_INSTANCE_GROUP`` or ``UPDATE_INSTANCE_GROUP``) from the 202 answer.
+
+        Raises:
+            ApiError: 404 unknown cluster or group; 409 ``ImmutableField`` (``details[0]["field"]`` names it) or an
+                operation is running; 422 a field breaks its rule.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups/{self._segment(instance_group_name)}"
+        op = self.request("PATCH", path, body=dict(changes), headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def delete_instance_group(
+        self, cluster_tag: str, instance_group_name: str, *, idempotency_key: str | None = None
+    ) -> Operation:
+        """``DELETE /clusters/{clusterTag}/instance-groups/{instanceGroupName}``: remove a group and its instances.
+
+        Raises:
+            ApiError: 404 unknown cluster or group; 409 ``LastInstanceGroup`` or an operation is running.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups/{self._segment(instance_group_name)}"
+        op = self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
 
     def list_availability_zones(self) -> list[AvailabilityZone]:
         """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""

@@ -66,6 +66,30 @@ class Operation(TypedDict):
     endedAt: str | None
     error: ErrorInfo | None
     stage: NotRequired[str | None]
+    instanceGroupName: NotRequired[str | None]
+
+
+class InstanceGroupDetail(TypedDict):
+    """One instance group of ``GET /clusters/{clusterTag}/instance-groups`` (what HyperPod reports now)."""
+
+    instanceGroupName: str
+    instanceType: str | None
+    targetCount: int | None
+    currentCount: int
+    capacityType: str | None
+    trainingPlanArn: str | None
+    status: str | None
+    subnetIds: list[str]
+    labels: dict[str, str]
+
+
+class InstanceGroupList(TypedDict):
+    """``GET /clusters/{clusterTag}/instance-groups``."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    hyperPodStatus: str | None
+    instanceGroups: list[InstanceGroupDetail]
 
 
 class OperationPage(TypedDict):

@@ -1,0 +1,129 @@
+"""Given a READY cluster in the sandbox, when a user changes its instance groups through the HTTP API, then
+HyperPod, Kubernetes and the operation records agree."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox.runner import Sandbox
+from tests.integration.conftest import GROUP, terminal
+
+TAG = "groups"
+
+
+@pytest.fixture(scope="module")
+def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
+    """The ``groups`` cluster (one ``accel`` group of 1), created once for this module and READY."""
+    api.create_cluster(TAG, "us-west-2c", [GROUP])
+    deadline = time.monotonic() + 240
+    found: dict[str, Any] = dict(api.get_cluster(TAG))
+    while not terminal(found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = dict(api.get_cluster(TAG))
+    assert found["status"] == "READY", found["stages"]
+    return found
+
+
+def finished(api: InstantStartClient, op: Any, timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    current = dict(api.get_operation(op["operationId"]))
+    while current["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = dict(api.get_operation(op["operationId"]))
+    return current
+
+
+def described(sandbox: Sandbox, name: str) -> dict[str, Any]:
+    sm = boto3.client("sagemaker", region_name=sandbox.region)
+    groups = sm.describe_cluster(ClusterName=f"hp-cluster-{TAG}")["InstanceGroups"]
+    return next(g for g in groups if g["InstanceGroupName"] == name)
+
+
+def kube_nodes(sandbox: Sandbox, group: str) -> list[dict[str, Any]]:
+    kube = sandbox.kube.cluster(f"eks-cluster-{TAG}")
+    nodes = kube.list("v1", "Node", label_selector=f"sagemaker.amazonaws.com/instance-group-name={group}")
+    return list(nodes)
+
+
+def test_when_listing_then_the_groups_are_what_hyperpod_reports(cluster: Any, api: InstantStartClient) -> None:
+    listing = api.list_instance_groups(TAG)
+
+    assert listing["hyperPodStatus"] == "InService"
+    (group,) = listing["instanceGroups"]
+    assert (group["instanceGroupName"], group["instanceType"], group["targetCount"], group["currentCount"]) == (
+        "accel",
+        "ml.g6.4xlarge",
+        1,
+        1,
+    )
+    assert group["capacityType"] == "OnDemand" and group["status"] == "InService"
+    assert group["subnetIds"] and group["subnetIds"][0].startswith("subnet-")
+
+
+def test_when_changing_the_instance_type_then_409_names_instance_type(cluster: Any, api: InstantStartClient) -> None:
+    with pytest.raises(ApiError) as info:
+        api.update_instance_group(TAG, "accel", {"instanceType": "ml.g5.8xlarge"})
+
+    assert info.value.status == 409
+    assert info.value.code == "ImmutableField"
+    assert info.value.details[0]["field"] == "instanceType"
+
+
+def test_when_scaling_from_1_to_3_then_the_operation_succeeds_with_3_nodes_and_other_fields_kept(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    before = described(sandbox, "accel")
+
+    op = api.update_instance_group(TAG, "accel", {"instanceCount": 3})
+    with pytest.raises(ApiError) as busy:
+        api.update_instance_group(TAG, "accel", {"instanceCount": 2})
+    done = finished(api, op)
+
+    assert op["type"] == "SCALE_INSTANCE_GROUP" and op["instanceGroupName"] == "accel"
+    assert busy.value.status == 409 and op["operationId"] in busy.value.message
+    assert f"/operations/{op['operationId']}/cancel" in busy.value.message
+    assert done["status"] == "SUCCEEDED", done
+    after = described(sandbox, "accel")
+    assert (after["TargetCount"], after["CurrentCount"]) == (3, 3)
+    for key in ("InstanceType", "ExecutionRole", "LifeCycleConfig", "OverrideVpcConfig", "CapacityRequirements"):
+        assert after.get(key) == before.get(key), key
+    assert len(kube_nodes(sandbox, "accel")) == 3
+    assert api.get_cluster(TAG)["status"] == "READY"
+
+
+def test_when_scaling_to_0_and_back_to_1_then_both_succeed(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    down = finished(api, api.update_instance_group(TAG, "accel", {"instanceCount": 0}))
+    nodes_at_zero = len(kube_nodes(sandbox, "accel"))
+    up = finished(api, api.update_instance_group(TAG, "accel", {"instanceCount": 1}))
+
+    assert down["status"] == "SUCCEEDED", down
+    assert nodes_at_zero == 0
+    assert up["status"] == "SUCCEEDED", up
+    assert (described(sandbox, "accel")["CurrentCount"], len(kube_nodes(sandbox, "accel"))) == (1, 1)
+
+
+def test_when_adding_then_deleting_a_second_group_then_both_succeed_and_the_last_group_stays(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    workers = {"instanceGroupName": "workers", "instanceType": "ml.g6.4xlarge", "instanceCount": 1}
+    added = finished(api, api.add_instance_group(TAG, workers))
+    names_after_add = [g["instanceGroupName"] for g in api.list_instance_groups(TAG)["instanceGroups"]]
+    accel_spec = described(sandbox, "accel")
+    removed = finished(api, api.delete_instance_group(TAG, "workers"))
+    names_after_delete = [g["instanceGroupName"] for g in api.list_instance_groups(TAG)["instanceGroups"]]
+    with pytest.raises(ApiError) as last:
+        api.delete_instance_group(TAG, "accel")
+
+    assert added["status"] == "SUCCEEDED", added
+    assert names_after_add == ["accel", "workers"]
+    assert removed["status"] == "SUCCEEDED", removed
+    assert names_after_delete == ["accel"]
+    assert described(sandbox, "accel") == accel_spec
+    assert last.value.status == 409 and last.value.code == "LastInstanceGroup"
