@@ -22,6 +22,8 @@ CLUSTER = "/clusters/{clusterTag}"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
 EVENTS = "/clusters/{clusterTag}/events"
 OPERATIONS = "/clusters/{clusterTag}/operations"
+GROUPS = "/clusters/{clusterTag}/instance-groups"
+GROUP = "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -46,6 +48,17 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_list_operations", "clusterTag"): ("GET", OPERATIONS, "path", "clusterTag"),
     ("cluster_list_operations", "maxResults"): ("GET", OPERATIONS, "query", "maxResults"),
     ("cluster_list_operations", "nextToken"): ("GET", OPERATIONS, "query", "nextToken"),
+    ("instance_group_list", "clusterTag"): ("GET", GROUPS, "path", "clusterTag"),
+    ("instance_group_add", "clusterTag"): ("POST", GROUPS, "path", "clusterTag"),
+    ("instance_group_add", "idempotencyKey"): ("POST", GROUPS, "header", "Idempotency-Key"),
+    ("instance_group_update", "clusterTag"): ("PATCH", GROUP, "path", "clusterTag"),
+    ("instance_group_update", "instanceGroupName"): ("PATCH", GROUP, "path", "instanceGroupName"),
+    ("instance_group_update", "instanceCount"): ("PATCH", GROUP, "body", "instanceCount"),
+    ("instance_group_update", "labels"): ("PATCH", GROUP, "body", "labels"),
+    ("instance_group_update", "idempotencyKey"): ("PATCH", GROUP, "header", "Idempotency-Key"),
+    ("instance_group_delete", "clusterTag"): ("DELETE", GROUP, "path", "clusterTag"),
+    ("instance_group_delete", "instanceGroupName"): ("DELETE", GROUP, "path", "instanceGroupName"),
+    ("instance_group_delete", "idempotencyKey"): ("DELETE", GROUP, "header", "Idempotency-Key"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -58,6 +71,8 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
 MCP_ONLY = {
     ("cluster_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
+    ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("instance_group_add", "instanceGroup"): "the whole body: one cluster_create instanceGroups item (same model)",
 }
 
 

@@ -30,6 +30,10 @@ EXPECTED_TOOLS = {
     "operation_cancel",
     "catalog_list_availability_zones",
     "catalog_list_instance_types",
+    "instance_group_list",
+    "instance_group_add",
+    "instance_group_update",
+    "instance_group_delete",
     "wait_seconds",
 }
 
@@ -280,6 +284,13 @@ async def test_read_only_mode_lists_write_tools_but_refuses_them_saying_how_to_e
             "cluster_retry_stage": {"clusterTag": "mcpro", "stage": "hyperpod"},
             "cluster_delete": {"clusterTag": "mcpro", "confirmClusterTag": "mcpro"},
             "operation_cancel": {"operationId": "op-0123456789abcdef0123456789abcdef"},
+            "instance_group_add": {"clusterTag": "mcpro", "instanceGroup": GROUP},
+            "instance_group_update": {"clusterTag": "mcpro", "instanceGroupName": "accel", "instanceCount": 2},
+            "instance_group_delete": {
+                "clusterTag": "mcpro",
+                "instanceGroupName": "accel",
+                "confirmClusterTag": "mcpro",
+            },
         }
         for tool, arguments in calls.items():
             refused = await client.call_tool(tool, arguments)
