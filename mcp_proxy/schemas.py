@@ -318,11 +318,40 @@ InstanceGroupNameParam = Annotated[
     ),
 ]
 
-InstanceGroupParam = Annotated[
-    InstanceGroupInput,
-    Field(
-        description="The new instance group (required): the fields of one cluster_create instanceGroups item, e.g. "
-        '{"instanceGroupName": "workers", "instanceType": "ml.g6.4xlarge", "instanceCount": 1}.'
+NewGroupNameParam = Annotated[
+    str,
+    advertised(
+        f"Name of the new instance group (default '{DEFAULT_INSTANCE_GROUP_NAME}', usually taken: give another): "
+        "1-63 letters, digits and hyphens, unique within the cluster.",
+        api_constraints(InstanceGroupRequest, "instanceGroupName"),
+        default=DEFAULT_INSTANCE_GROUP_NAME,
+    ),
+]
+
+NewGroupTypeParam = Annotated[
+    str,
+    advertised(
+        "HyperPod instance type of the new group (required, no default), e.g. ml.g6.4xlarge. The user's decision: "
+        "offer only types returned by catalog_list_instance_types for the cluster's zone.",
+        api_constraints(InstanceGroupRequest, "instanceType"),
+    ),
+]
+
+NewGroupCountParam = Annotated[
+    int,
+    advertised(
+        "Number of instances of the new group (required, no default). The user's decision: ask for it.",
+        api_constraints(InstanceGroupRequest, "instanceCount"),
+    ),
+]
+
+NewGroupCapacityParam = Annotated[
+    str,
+    advertised(
+        f"How the capacity is paid for (default '{DEFAULT_CAPACITY_TYPE}'); allowed values: "
+        f"{', '.join(CAPACITY_TYPES)}.",
+        {"enum": CAPACITY_TYPES},
+        default=DEFAULT_CAPACITY_TYPE,
     ),
 ]
 

@@ -44,10 +44,13 @@ from mcp_proxy.schemas import (
     IdempotencyKeyParam,
     InstanceCountParam,
     InstanceGroupNameParam,
-    InstanceGroupParam,
     InstanceGroupsParam,
     KubernetesVersionParam,
     LabelsParam,
+    NewGroupCapacityParam,
+    NewGroupCountParam,
+    NewGroupNameParam,
+    NewGroupTypeParam,
     OperationIdParam,
     OperationsMaxResultsParam,
     OperationsNextTokenParam,
@@ -455,7 +458,13 @@ class InstantStartTools:
         return self._call(lambda client: client.list_instance_groups(clusterTag))
 
     def instance_group_add(
-        self, clusterTag: ClusterTagParam, instanceGroup: InstanceGroupParam, idempotencyKey: IdempotencyKeyParam = None
+        self,
+        clusterTag: ClusterTagParam,
+        instanceType: NewGroupTypeParam,
+        instanceCount: NewGroupCountParam,
+        instanceGroupName: NewGroupNameParam = schemas.DEFAULT_INSTANCE_GROUP_NAME,
+        capacityType: NewGroupCapacityParam = schemas.DEFAULT_CAPACITY_TYPE,
+        idempotencyKey: IdempotencyKeyParam = None,
     ) -> CallToolResult:
         """Add an instance group to a READY cluster (POST /clusters/{clusterTag}/instance-groups), in the cluster
         zone's compute subnet. Instance type and count are the user's decisions (offer only types from
@@ -464,8 +473,14 @@ class InstantStartTools:
         running one). Write tool: needs --allow-write.
         """
         self._require_write("instance_group_add")
+        group = {
+            "instanceGroupName": instanceGroupName,
+            "instanceType": instanceType,
+            "instanceCount": instanceCount,
+            "capacityType": capacityType,
+        }
         return self._call(
-            lambda client: client.add_instance_group(clusterTag, instanceGroup.to_api(), idempotency_key=idempotencyKey)  # type: ignore[arg-type]
+            lambda client: client.add_instance_group(clusterTag, group, idempotency_key=idempotencyKey)  # type: ignore[arg-type]
         )
 
     def instance_group_update(

@@ -51,6 +51,10 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("instance_group_list", "clusterTag"): ("GET", GROUPS, "path", "clusterTag"),
     ("instance_group_add", "clusterTag"): ("POST", GROUPS, "path", "clusterTag"),
     ("instance_group_add", "idempotencyKey"): ("POST", GROUPS, "header", "Idempotency-Key"),
+    ("instance_group_add", "instanceGroupName"): ("POST", GROUPS, "body", "instanceGroupName"),
+    ("instance_group_add", "instanceType"): ("POST", GROUPS, "body", "instanceType"),
+    ("instance_group_add", "instanceCount"): ("POST", GROUPS, "body", "instanceCount"),
+    ("instance_group_add", "capacityType"): ("POST", GROUPS, "body", "capacityType"),
     ("instance_group_update", "clusterTag"): ("PATCH", GROUP, "path", "clusterTag"),
     ("instance_group_update", "instanceGroupName"): ("PATCH", GROUP, "path", "instanceGroupName"),
     ("instance_group_update", "instanceCount"): ("PATCH", GROUP, "body", "instanceCount"),
@@ -72,7 +76,6 @@ MCP_ONLY = {
     ("cluster_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
-    ("instance_group_add", "instanceGroup"): "the whole body: one cluster_create instanceGroups item (same model)",
 }
 
 

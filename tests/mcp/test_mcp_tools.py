@@ -284,7 +284,7 @@ async def test_read_only_mode_lists_write_tools_but_refuses_them_saying_how_to_e
             "cluster_retry_stage": {"clusterTag": "mcpro", "stage": "hyperpod"},
             "cluster_delete": {"clusterTag": "mcpro", "confirmClusterTag": "mcpro"},
             "operation_cancel": {"operationId": "op-0123456789abcdef0123456789abcdef"},
-            "instance_group_add": {"clusterTag": "mcpro", "instanceGroup": GROUP},
+            "instance_group_add": {"clusterTag": "mcpro", "instanceType": "ml.g6.4xlarge", "instanceCount": 1},
             "instance_group_update": {"clusterTag": "mcpro", "instanceGroupName": "accel", "instanceCount": 2},
             "instance_group_delete": {
                 "clusterTag": "mcpro",
