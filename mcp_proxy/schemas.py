@@ -23,11 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
+    AutoPatch,
     ClusterSummary,
     ClusterTag,
     ClusterView,
     CreateClusterRequest,
     InstanceGroupRequest,
+    InstanceStorageConfig,
+    KubernetesTaint,
     StageView,
 )
 from instantstart.models.cluster_events import (
@@ -190,10 +193,11 @@ class InstanceGroupInput(BaseModel):
         api_constraints(InstanceGroupRequest, "instanceGroupName"),
         default=DEFAULT_INSTANCE_GROUP_NAME,
     )
-    instanceType: str = advertised(
-        "HyperPod instance type (required, no default), e.g. ml.g6.4xlarge. The user's decision: offer only "
+    instanceType: str | None = advertised(
+        "HyperPod instance type, e.g. ml.g6.4xlarge (give it or instanceTypes). The user's decision: offer only "
         "types returned by catalog_list_instance_types for the chosen zone.",
         api_constraints(InstanceGroupRequest, "instanceType"),
+        default=None,
     )
     instanceCount: int = advertised(
         "Number of instances (required, no default). The user's decision: ask for it, never infer a GPU or "
@@ -201,15 +205,77 @@ class InstanceGroupInput(BaseModel):
         api_constraints(InstanceGroupRequest, "instanceCount"),
     )
     capacityType: str = advertised(
-        f"How the capacity is paid for (default '{DEFAULT_CAPACITY_TYPE}'); allowed values: "
-        f"{', '.join(CAPACITY_TYPES)}. The user's decision.",
+        f"How the capacity is paid for, fixed for the group's life (default '{DEFAULT_CAPACITY_TYPE}'); allowed "
+        f"values: {', '.join(CAPACITY_TYPES)}. The user's decision (skill capacity-types): Spot is cheaper but "
+        "can be reclaimed; TrainingPlan needs trainingPlanArn (catalog_list_training_plans) and the cluster "
+        "moves to the plan's zone.",
         {"enum": CAPACITY_TYPES},
         default=DEFAULT_CAPACITY_TYPE,
+    )
+    trainingPlanArn: str | None = advertised(
+        "Training plan ARN: required exactly when capacityType is TrainingPlan (from catalog_list_training_plans; "
+        "Active or Scheduled, same instance type, enough instances).",
+        api_constraints(InstanceGroupRequest, "trainingPlanArn"),
+        default=None,
+    )
+    instanceTypes: list[str] | None = advertised(
+        "A flexible group: 1-20 distinct instance types HyperPod may launch, in order of preference (instead of "
+        "instanceType). Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "instanceTypes"),
+        default=None,
+    )
+    minInstanceCount: int | None = advertised(
+        "Fewest instances the group works with (at most instanceCount). Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "minInstanceCount"),
+        default=None,
+    )
+    threadsPerCore: int | None = advertised(
+        "1 (hyperthreading off) or 2. Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "threadsPerCore"),
+        default=None,
+    )
+    instanceStorageConfigs: list[InstanceStorageConfig] | None = advertised(
+        'Extra EBS volumes per instance, e.g. [{"ebsVolumeConfig": {"volumeSizeInGB": 500}}]. Only when asked.',
+        api_constraints(InstanceGroupRequest, "instanceStorageConfigs"),
+        default=None,
+    )
+    onStartDeepHealthChecks: list[str] | None = advertised(
+        "Deep health checks run when an instance starts (InstanceStress, InstanceConnectivity, "
+        "MultiNodeTrainingValidation); they lengthen node start-up. Only when asked.",
+        api_constraints(InstanceGroupRequest, "onStartDeepHealthChecks"),
+        default=None,
+    )
+    efaOnly: bool = advertised(
+        "True: EFA-only network interfaces (HyperPod NetworkInterface efa-only). Only when asked.",
+        {},
+        default=False,
+    )
+    labels: dict[str, str] | None = advertised(
+        "Kubernetes labels of the group's nodes (at most 50). Only when asked.",
+        api_constraints(InstanceGroupRequest, "labels"),
+        default=None,
+    )
+    taints: list[KubernetesTaint] | None = advertised(
+        "Kubernetes taints of the group's nodes, e.g."
+        ' [{"key": "dedicated", "effect": "NoSchedule"}]. Only when asked.',
+        api_constraints(InstanceGroupRequest, "taints"),
+        default=None,
+    )
+    subnetId: str | None = advertised(
+        "An existing subnet for the group, in the cluster's VPC and zone. Not a user decision: leave it unset "
+        "unless the user names a subnet.",
+        api_constraints(InstanceGroupRequest, "subnetId"),
+        default=None,
+    )
+    autoPatch: AutoPatch | None = advertised(
+        'Automatic security patching, e.g. {"patchingStrategy": "WhenIdle"}. Only when asked.',
+        {},
+        default=None,
     )
 
     def to_api(self) -> dict[str, Any]:
         """The item as sent to the API: the fields the agent set (and any extra ones, for the API to judge)."""
-        return self.model_dump(exclude_unset=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 InstanceGroupsParam = Annotated[

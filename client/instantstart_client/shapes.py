@@ -48,9 +48,20 @@ class InstanceGroupSpec(TypedDict):
     """One instance group of ``POST /clusters`` (the API names it ``accel`` when no name is given)."""
 
     instanceGroupName: NotRequired[str]
-    instanceType: str
+    instanceType: NotRequired[str | None]
     instanceCount: int
     capacityType: NotRequired[str]
+    trainingPlanArn: NotRequired[str | None]
+    instanceTypes: NotRequired[list[str] | None]
+    minInstanceCount: NotRequired[int | None]
+    threadsPerCore: NotRequired[int | None]
+    instanceStorageConfigs: NotRequired[list[dict[str, Any]] | None]
+    onStartDeepHealthChecks: NotRequired[list[str] | None]
+    efaOnly: NotRequired[bool]
+    labels: NotRequired[dict[str, str] | None]
+    taints: NotRequired[list[dict[str, Any]] | None]
+    subnetId: NotRequired[str | None]
+    autoPatch: NotRequired[dict[str, Any] | None]
 
 
 class Operation(TypedDict):
@@ -106,11 +117,13 @@ class InstanceGroupInfo(TypedDict):
     """A HyperPod instance group as last observed."""
 
     instanceGroupName: str
-    instanceType: str
+    instanceType: str | None
     instanceCount: int
     currentCount: int | None
     status: str | None
     capacityType: str
+    trainingPlanArn: NotRequired[str | None]
+    instanceTypes: NotRequired[list[str] | None]
 
 
 class HyperPodInfo(TypedDict):

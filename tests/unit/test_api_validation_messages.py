@@ -29,6 +29,29 @@ from instantstart.runtime import Runtime
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT: dict[str, Any] = json.loads((ROOT / "api_schema" / "openapi.json").read_text())
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
+FULL_BODY: dict[str, Any] = {
+    **SAMPLE_BODY,
+    "instanceGroups": [
+        {
+            **SAMPLE_BODY["instanceGroups"][0],
+            "minInstanceCount": 1,
+            "threadsPerCore": 1,
+            "instanceStorageConfigs": [{"ebsVolumeConfig": {"volumeSizeInGB": 500}}],
+            "onStartDeepHealthChecks": ["InstanceStress"],
+            "efaOnly": True,
+            "labels": {"team": "research"},
+            "taints": [{"key": "dedicated", "value": "train", "effect": "NoSchedule"}],
+            "subnetId": "subnet-0123456789abcdef0",
+            "autoPatch": {
+                "patchingStrategy": "DrainFirst",
+                "idleWaitWindowInSeconds": 3600,
+                "drainTimeoutInSeconds": 600,
+                "onDrainTimeout": "Force",
+            },
+        }
+    ],
+}
+"""A valid ``POST /clusters`` body with every optional field set, so the walk reaches every nested field."""
 VALID_PATH_VALUES = {"clusterTag": "demo", "stage": "hyperpod", "operationId": "op-0123456789abcdef0123456789abcdef"}
 """Valid values of the path parameters, to break one parameter at a time."""
 
@@ -134,7 +157,7 @@ def cases() -> Iterator[Case]:
             if body is None:
                 continue
             assert (method, path) == ("POST", "/clusters"), "add a valid sample body for this route"
-            for location, schema, sample, required in body_fields(body, SAMPLE_BODY):
+            for location, schema, sample, required in body_fields(body, FULL_BODY):
                 if not constrained(schema):
                     continue
                 for kind, value in violations(schema, sample):
@@ -172,7 +195,7 @@ def rule_pieces(schema: dict[str, Any]) -> list[str]:
 
 def send(handler: ModuleType, case: Case) -> Answer:
     if case.where == "body":
-        body = copy.deepcopy(SAMPLE_BODY)
+        body = copy.deepcopy(FULL_BODY)
         *parents, last = case.location
         target: Any = body
         for part in parents:
@@ -266,7 +289,9 @@ def test_given_an_unknown_body_field_then_the_message_lists_the_fields_of_that_o
     assert detail["field"] == "instanceGroups[0].gpuCount"
     assert detail["message"] == (
         "instanceGroups[0].gpuCount is not a field of this request; allowed fields: "
-        "capacityType, instanceCount, instanceGroupName, instanceType"
+        "autoPatch, capacityType, efaOnly, instanceCount, instanceGroupName, instanceStorageConfigs, instanceType, "
+        "instanceTypes, labels, minInstanceCount, onStartDeepHealthChecks, subnetId, taints, threadsPerCore, "
+        "trainingPlanArn"
     )
 
 
