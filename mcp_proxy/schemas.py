@@ -20,8 +20,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
+    INSTANCE_TYPE_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
     AutoPatch,
     ClusterSummary,
@@ -66,6 +68,9 @@ notifications do not extend that unless the client opts in), so a call returns a
 says how much of the requested wait is left."""
 WAIT_RECOMMENDED = "30-50"
 """The poll interval the tools and skills recommend, in seconds: one call each."""
+
+START_AFTER_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""``startAfter`` of ``GET /catalog/training-plan-offerings`` (``functions/api/api_routes.py``)."""
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 """``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
@@ -296,6 +301,29 @@ KubernetesVersionParam = Annotated[
     ),
 ]
 
+OfferingInstanceTypeParam = Annotated[
+    str,
+    advertised(
+        "Instance type to reserve (required), e.g. ml.p5.48xlarge; training plans reserve large accelerated "
+        "types only (the API lists them when another is given).",
+        {"pattern": INSTANCE_TYPE_PATTERN},
+    ),
+]
+
+OfferingInstanceCountParam = Annotated[
+    int, advertised("Instances to reserve (required), 1-256.", {"minimum": 1, "maximum": 256})
+]
+
+OfferingDurationHoursParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": 87600})] | None,
+    Field(default=None, description="Plan duration in hours, 1-87600 (default: any)."),
+]
+
+OfferingStartAfterParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": START_AFTER_PATTERN})] | None,
+    Field(default=None, description="Earliest start, ISO-8601 UTC such as 2026-11-29T17:04:05Z (default: any)."),
+]
+
 StageParam = Annotated[
     str,
     advertised(
@@ -464,6 +492,8 @@ OPERATION_SCHEMA = output_schema(OperationView)
 CLUSTER_SCHEMA = output_schema(ClusterView)
 CLUSTER_LIST_SCHEMA = output_schema(ClusterListAllResult)
 STAGES_SCHEMA = output_schema(StagesResult)
+TRAINING_PLANS_SCHEMA = output_schema(TrainingPlanList)
+TRAINING_PLAN_OFFERINGS_SCHEMA = output_schema(TrainingPlanOfferingList)
 ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
 INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
@@ -490,6 +520,10 @@ __all__ = [
     "InstanceGroupInput",
     "InstanceGroupsParam",
     "KubernetesVersionParam",
+    "OfferingDurationHoursParam",
+    "OfferingInstanceCountParam",
+    "OfferingInstanceTypeParam",
+    "OfferingStartAfterParam",
     "OperationIdParam",
     "OperationsMaxResultsParam",
     "OperationsNextTokenParam",

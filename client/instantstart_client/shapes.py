@@ -218,3 +218,31 @@ class ClusterEventPage(TypedDict):
     hyperPodClusterName: str
     events: list[ClusterEvent]
     nextToken: str | None
+
+
+class TrainingPlan(TypedDict):
+    """One entry of ``GET /catalog/training-plans`` (SageMaker ``TrainingPlanSummary``)."""
+
+    trainingPlanArn: str
+    trainingPlanName: str
+    status: str
+    instanceType: str | None
+    totalInstanceCount: int | None
+    availableInstanceCount: int | None
+    availabilityZone: str | None
+    startTime: str | None
+    endTime: str | None
+
+
+class TrainingPlanOffering(TypedDict):
+    """One entry of ``GET /catalog/training-plan-offerings`` (SageMaker ``TrainingPlanOffering``)."""
+
+    trainingPlanOfferingId: str
+    instanceType: str | None
+    instanceCount: int | None
+    availabilityZone: str | None
+    startTime: str | None
+    endTime: str | None
+    durationHours: int | None
+    upfrontFee: str | None
+    currencyCode: str | None

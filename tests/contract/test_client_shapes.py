@@ -36,6 +36,8 @@ SCHEMA_OF: dict[str, str] = {
     "ErrorBody": "ErrorBody",
     "ClusterEvent": "ClusterEventView",
     "ClusterEventPage": "ClusterEventList",
+    "TrainingPlan": "TrainingPlanView",
+    "TrainingPlanOffering": "TrainingPlanOfferingView",
 }
 """Each TypedDict of client/instantstart_client/shapes.py and the API schema it mirrors."""
 

@@ -19,6 +19,7 @@ COMPARED = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems
 
 POST_CLUSTERS = ("POST", "/clusters")
 CLUSTER = "/clusters/{clusterTag}"
+OFFERINGS = "/catalog/training-plan-offerings"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
 EVENTS = "/clusters/{clusterTag}/events"
 OPERATIONS = "/clusters/{clusterTag}/operations"
@@ -46,6 +47,10 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_list_operations", "clusterTag"): ("GET", OPERATIONS, "path", "clusterTag"),
     ("cluster_list_operations", "maxResults"): ("GET", OPERATIONS, "query", "maxResults"),
     ("cluster_list_operations", "nextToken"): ("GET", OPERATIONS, "query", "nextToken"),
+    ("catalog_search_training_plan_offerings", "instanceType"): ("GET", OFFERINGS, "query", "instanceType"),
+    ("catalog_search_training_plan_offerings", "instanceCount"): ("GET", OFFERINGS, "query", "instanceCount"),
+    ("catalog_search_training_plan_offerings", "durationHours"): ("GET", OFFERINGS, "query", "durationHours"),
+    ("catalog_search_training_plan_offerings", "startAfter"): ("GET", OFFERINGS, "query", "startAfter"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",

@@ -30,6 +30,8 @@ EXPECTED_TOOLS = {
     "operation_cancel",
     "catalog_list_availability_zones",
     "catalog_list_instance_types",
+    "catalog_list_training_plans",
+    "catalog_search_training_plan_offerings",
     "wait_seconds",
 }
 

@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
+from instantstart.capacity.subnets import check_pinned_subnets
 from instantstart.clusters import records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
@@ -293,8 +294,11 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
 
     https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html
 
+    A group's pinned ``subnetId`` is checked first (:func:`instantstart.capacity.subnets.check_pinned_subnets`).
+
     Raises:
-        StageFailed: an existing cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim).
+        StageFailed: an existing cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim); a pinned
+            subnet is not in the cluster's VPC and zone (``InvalidSubnet``) or does not exist (EC2's error).
     """
     tag, generation = p.cluster_tag, p.generation
     groups = records.cluster_record(rt, tag).request.instance_groups
@@ -306,6 +310,12 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     if found is None:
         net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
         hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
+        check_pinned_subnets(
+            rt.client("ec2"),
+            groups,
+            vpc_id=str(net.vpc_id),
+            availability_zone=records.cluster_record(rt, tag).availability_zone,
+        )
         sm.create_cluster(
             **hyperpod_create_request(
                 tag,
