@@ -28,7 +28,13 @@ class Skill:
     body: str
 
 
-SKILL_FILES = ("workflow-rules.md", "create-cluster.md", "retry-failed-stage.md", "delete-cluster.md")
+SKILL_FILES = (
+    "workflow-rules.md",
+    "create-cluster.md",
+    "capacity-types.md",
+    "retry-failed-stage.md",
+    "delete-cluster.md",
+)
 """The skills, rules first."""
 
 
