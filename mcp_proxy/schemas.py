@@ -20,14 +20,19 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
+    INSTANCE_TYPE_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
+    AutoPatch,
     ClusterSummary,
     ClusterTag,
     ClusterView,
     CreateClusterRequest,
     InstanceGroupRequest,
+    InstanceStorageConfig,
+    KubernetesTaint,
     StageView,
 )
 from instantstart.models.cluster_events import (
@@ -64,6 +69,9 @@ notifications do not extend that unless the client opts in), so a call returns a
 says how much of the requested wait is left."""
 WAIT_RECOMMENDED = "30-50"
 """The poll interval the tools and skills recommend, in seconds: one call each."""
+
+START_AFTER_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""``startAfter`` of ``GET /catalog/training-plan-offerings`` (``functions/api/api_routes.py``)."""
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 """``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
@@ -191,10 +199,11 @@ class InstanceGroupInput(BaseModel):
         api_constraints(InstanceGroupRequest, "instanceGroupName"),
         default=DEFAULT_INSTANCE_GROUP_NAME,
     )
-    instanceType: str = advertised(
-        "HyperPod instance type (required, no default), e.g. ml.g6.4xlarge. The user's decision: offer only "
+    instanceType: str | None = advertised(
+        "HyperPod instance type, e.g. ml.g6.4xlarge (give it or instanceTypes). The user's decision: offer only "
         "types returned by catalog_list_instance_types for the chosen zone.",
         api_constraints(InstanceGroupRequest, "instanceType"),
+        default=None,
     )
     instanceCount: int = advertised(
         "Number of instances (required, no default). The user's decision: ask for it, never infer a GPU or "
@@ -202,15 +211,77 @@ class InstanceGroupInput(BaseModel):
         api_constraints(InstanceGroupRequest, "instanceCount"),
     )
     capacityType: str = advertised(
-        f"How the capacity is paid for (default '{DEFAULT_CAPACITY_TYPE}'); allowed values: "
-        f"{', '.join(CAPACITY_TYPES)}. The user's decision.",
+        f"How the capacity is paid for, fixed for the group's life (default '{DEFAULT_CAPACITY_TYPE}'); allowed "
+        f"values: {', '.join(CAPACITY_TYPES)}. The user's decision (skill capacity-types): Spot is cheaper but "
+        "can be reclaimed; TrainingPlan needs trainingPlanArn (catalog_list_training_plans) and the cluster "
+        "moves to the plan's zone.",
         {"enum": CAPACITY_TYPES},
         default=DEFAULT_CAPACITY_TYPE,
+    )
+    trainingPlanArn: str | None = advertised(
+        "Training plan ARN: required exactly when capacityType is TrainingPlan (from catalog_list_training_plans; "
+        "Active or Scheduled, same instance type, enough instances).",
+        api_constraints(InstanceGroupRequest, "trainingPlanArn"),
+        default=None,
+    )
+    instanceTypes: list[str] | None = advertised(
+        "A flexible group: 1-20 distinct instance types HyperPod may launch, in order of preference (instead of "
+        "instanceType). Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "instanceTypes"),
+        default=None,
+    )
+    minInstanceCount: int | None = advertised(
+        "Fewest instances the group works with (at most instanceCount). Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "minInstanceCount"),
+        default=None,
+    )
+    threadsPerCore: int | None = advertised(
+        "1 (hyperthreading off) or 2. Only when the user asks for it.",
+        api_constraints(InstanceGroupRequest, "threadsPerCore"),
+        default=None,
+    )
+    instanceStorageConfigs: list[InstanceStorageConfig] | None = advertised(
+        'Extra EBS volumes per instance, e.g. [{"ebsVolumeConfig": {"volumeSizeInGB": 500}}]. Only when asked.',
+        api_constraints(InstanceGroupRequest, "instanceStorageConfigs"),
+        default=None,
+    )
+    onStartDeepHealthChecks: list[str] | None = advertised(
+        "Deep health checks run when an instance starts (InstanceStress, InstanceConnectivity, "
+        "MultiNodeTrainingValidation); they lengthen node start-up. Only when asked.",
+        api_constraints(InstanceGroupRequest, "onStartDeepHealthChecks"),
+        default=None,
+    )
+    efaOnly: bool = advertised(
+        "True: EFA-only network interfaces (HyperPod NetworkInterface efa-only). Only when asked.",
+        {},
+        default=False,
+    )
+    labels: dict[str, str] | None = advertised(
+        "Kubernetes labels of the group's nodes (at most 50). Only when asked.",
+        api_constraints(InstanceGroupRequest, "labels"),
+        default=None,
+    )
+    taints: list[KubernetesTaint] | None = advertised(
+        "Kubernetes taints of the group's nodes, e.g."
+        ' [{"key": "dedicated", "effect": "NoSchedule"}]. Only when asked.',
+        api_constraints(InstanceGroupRequest, "taints"),
+        default=None,
+    )
+    subnetId: str | None = advertised(
+        "An existing subnet for the group, in the cluster's VPC and zone. Not a user decision: leave it unset "
+        "unless the user names a subnet.",
+        api_constraints(InstanceGroupRequest, "subnetId"),
+        default=None,
+    )
+    autoPatch: AutoPatch | None = advertised(
+        'Automatic security patching, e.g. {"patchingStrategy": "WhenIdle"}. Only when asked.',
+        {},
+        default=None,
     )
 
     def to_api(self) -> dict[str, Any]:
         """The item as sent to the API: the fields the agent set (and any extra ones, for the API to judge)."""
-        return self.model_dump(exclude_unset=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 InstanceGroupsParam = Annotated[
@@ -229,6 +300,29 @@ KubernetesVersionParam = Annotated[
         description="EKS Kubernetes version (default: none, the API's default version). Not a user decision: "
         "leave it unset unless the user asked for a version.",
     ),
+]
+
+OfferingInstanceTypeParam = Annotated[
+    str,
+    advertised(
+        "Instance type to reserve (required), e.g. ml.p5.48xlarge; training plans reserve large accelerated "
+        "types only (the API lists them when another is given).",
+        {"pattern": INSTANCE_TYPE_PATTERN},
+    ),
+]
+
+OfferingInstanceCountParam = Annotated[
+    int, advertised("Instances to reserve (required), 1-256.", {"minimum": 1, "maximum": 256})
+]
+
+OfferingDurationHoursParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": 87600})] | None,
+    Field(default=None, description="Plan duration in hours, 1-87600 (default: any)."),
+]
+
+OfferingStartAfterParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": START_AFTER_PATTERN})] | None,
+    Field(default=None, description="Earliest start, ISO-8601 UTC such as 2026-11-29T17:04:05Z (default: any)."),
 ]
 
 StageParam = Annotated[
@@ -461,6 +555,8 @@ OPERATION_SCHEMA = output_schema(OperationView)
 CLUSTER_SCHEMA = output_schema(ClusterView)
 CLUSTER_LIST_SCHEMA = output_schema(ClusterListAllResult)
 STAGES_SCHEMA = output_schema(StagesResult)
+TRAINING_PLANS_SCHEMA = output_schema(TrainingPlanList)
+TRAINING_PLAN_OFFERINGS_SCHEMA = output_schema(TrainingPlanOfferingList)
 ZONES_SCHEMA = output_schema(AvailabilityZonesResult)
 INSTANCE_TYPES_SCHEMA = output_schema(InstanceTypesResult)
 WAIT_SCHEMA = output_schema(WaitResult)
@@ -488,6 +584,10 @@ __all__ = [
     "InstanceGroupInput",
     "InstanceGroupsParam",
     "KubernetesVersionParam",
+    "OfferingDurationHoursParam",
+    "OfferingInstanceCountParam",
+    "OfferingInstanceTypeParam",
+    "OfferingStartAfterParam",
     "OperationIdParam",
     "OperationsMaxResultsParam",
     "OperationsNextTokenParam",

@@ -78,6 +78,8 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "AddInstanceGroup": "instance_group_add",
     "UpdateInstanceGroup": "instance_group_update",
     "DeleteInstanceGroup": "instance_group_delete",
+    "ListTrainingPlans": "catalog_list_training_plans",
+    "SearchTrainingPlanOfferings": "catalog_search_training_plan_offerings",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -200,6 +202,12 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _read("catalog_list_availability_zones", "List Availability Zones", schemas.ZONES_SCHEMA),
     _read("catalog_list_instance_types", "List instance types in a zone", schemas.INSTANCE_TYPES_SCHEMA),
+    _read("catalog_list_training_plans", "List training plans", schemas.TRAINING_PLANS_SCHEMA),
+    _read(
+        "catalog_search_training_plan_offerings",
+        "Search training plan offerings",
+        schemas.TRAINING_PLAN_OFFERINGS_SCHEMA,
+    ),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
 )
 """Every tool, in the order they are listed."""
@@ -566,6 +574,38 @@ class InstantStartTools:
             lambda client: {
                 "availabilityZone": availabilityZone,
                 "instanceTypes": client.list_instance_types(availabilityZone),
+            }
+        )
+
+    def catalog_list_training_plans(self) -> CallToolResult:
+        """List the account's SageMaker training plans (GET /catalog/training-plans): status, zone, instance
+        type and count, start and end.
+
+        Call before offering capacityType TrainingPlan: offer only Active or Scheduled plans of the chosen
+        instance type with enough available instances; the cluster is created in the plan's zone. Read-only.
+        """
+        return self._call(lambda client: {"trainingPlans": client.list_training_plans()})
+
+    def catalog_search_training_plan_offerings(
+        self,
+        instanceType: schemas.OfferingInstanceTypeParam,
+        instanceCount: schemas.OfferingInstanceCountParam,
+        durationHours: schemas.OfferingDurationHoursParam = None,
+        startAfter: schemas.OfferingStartAfterParam = None,
+    ) -> CallToolResult:
+        """Search purchasable training plan offerings for HyperPod clusters
+        (GET /catalog/training-plan-offerings): zone, start, end, duration and upfront fee.
+
+        Read-only: buying a plan is a purchase the user makes in SageMaker, never through this server.
+        """
+        return self._call(
+            lambda client: {
+                "trainingPlanOfferings": client.search_training_plan_offerings(
+                    instance_type=instanceType,
+                    instance_count=instanceCount,
+                    duration_hours=durationHours,
+                    start_after=startAfter,
+                )
             }
         )
 

@@ -43,6 +43,8 @@ from instantstart_client.shapes import (
     Operation,
     OperationPage,
     Stage,
+    TrainingPlan,
+    TrainingPlanOffering,
 )
 
 log = logging.getLogger(__name__)
@@ -667,3 +669,37 @@ class InstantStartClient:
         """
         answer = self.request("GET", "/catalog/instance-types", params={"availabilityZone": availability_zone})
         return cast(list[str], (answer or {}).get("instanceTypes") or [])
+
+    def list_training_plans(self) -> list[TrainingPlan]:
+        """``GET /catalog/training-plans``: the account's SageMaker training plans (status, zone, instance type
+        and count, start and end)."""
+        answer = self.request("GET", "/catalog/training-plans")
+        return cast(list[TrainingPlan], (answer or {}).get("trainingPlans") or [])
+
+    def search_training_plan_offerings(
+        self,
+        *,
+        instance_type: str,
+        instance_count: int,
+        duration_hours: int | None = None,
+        start_after: str | None = None,
+    ) -> list[TrainingPlanOffering]:
+        """``GET /catalog/training-plan-offerings``: purchasable offerings for HyperPod clusters.
+
+        Args:
+            instance_type: e.g. ``ml.p5.48xlarge``.
+            instance_count: instances to reserve, 1-256.
+            duration_hours: plan duration in hours (None: any).
+            start_after: earliest start, ISO-8601 UTC ``2026-11-29T17:04:05Z`` (None: any).
+
+        Raises:
+            ApiError: 422 for a type training plans do not reserve, or a value out of range.
+        """
+        params = {
+            "instanceType": instance_type,
+            "instanceCount": instance_count,
+            "durationHours": duration_hours,
+            "startAfter": start_after,
+        }
+        answer = self.request("GET", "/catalog/training-plan-offerings", params=params)
+        return cast(list[TrainingPlanOffering], (answer or {}).get("trainingPlanOfferings") or [])

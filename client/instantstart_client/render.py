@@ -208,7 +208,8 @@ def _group_label(group: InstanceGroupInfo) -> str:
     current = group.get("currentCount")
     count = f"{target}" if current is None or current == target else f"{current}/{target}"
     capacity = CAPACITY_LABELS.get(group.get("capacityType") or "", group.get("capacityType") or MISSING)
-    return f"{count}x {group.get('instanceType')} ({capacity})"
+    types = group.get("instanceType") or "|".join(group.get("instanceTypes") or []) or MISSING
+    return f"{count}x {types} ({capacity})"
 
 
 def _node_status(nodes: Sequence[NodeInfo]) -> str:

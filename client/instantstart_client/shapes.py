@@ -48,9 +48,20 @@ class InstanceGroupSpec(TypedDict):
     """One instance group of ``POST /clusters`` (the API names it ``accel`` when no name is given)."""
 
     instanceGroupName: NotRequired[str]
-    instanceType: str
+    instanceType: NotRequired[str | None]
     instanceCount: int
     capacityType: NotRequired[str]
+    trainingPlanArn: NotRequired[str | None]
+    instanceTypes: NotRequired[list[str] | None]
+    minInstanceCount: NotRequired[int | None]
+    threadsPerCore: NotRequired[int | None]
+    instanceStorageConfigs: NotRequired[list[dict[str, Any]] | None]
+    onStartDeepHealthChecks: NotRequired[list[str] | None]
+    efaOnly: NotRequired[bool]
+    labels: NotRequired[dict[str, str] | None]
+    taints: NotRequired[list[dict[str, Any]] | None]
+    subnetId: NotRequired[str | None]
+    autoPatch: NotRequired[dict[str, Any] | None]
 
 
 class Operation(TypedDict):
@@ -130,11 +141,13 @@ class InstanceGroupInfo(TypedDict):
     """A HyperPod instance group as last observed."""
 
     instanceGroupName: str
-    instanceType: str
+    instanceType: str | None
     instanceCount: int
     currentCount: int | None
     status: str | None
     capacityType: str
+    trainingPlanArn: NotRequired[str | None]
+    instanceTypes: NotRequired[list[str] | None]
 
 
 class HyperPodInfo(TypedDict):
@@ -229,3 +242,31 @@ class ClusterEventPage(TypedDict):
     hyperPodClusterName: str
     events: list[ClusterEvent]
     nextToken: str | None
+
+
+class TrainingPlan(TypedDict):
+    """One entry of ``GET /catalog/training-plans`` (SageMaker ``TrainingPlanSummary``)."""
+
+    trainingPlanArn: str
+    trainingPlanName: str
+    status: str
+    instanceType: str | None
+    totalInstanceCount: int | None
+    availableInstanceCount: int | None
+    availabilityZone: str | None
+    startTime: str | None
+    endTime: str | None
+
+
+class TrainingPlanOffering(TypedDict):
+    """One entry of ``GET /catalog/training-plan-offerings`` (SageMaker ``TrainingPlanOffering``)."""
+
+    trainingPlanOfferingId: str
+    instanceType: str | None
+    instanceCount: int | None
+    availabilityZone: str | None
+    startTime: str | None
+    endTime: str | None
+    durationHours: int | None
+    upfrontFee: str | None
+    currencyCode: str | None

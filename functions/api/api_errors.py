@@ -16,6 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic.alias_generators import to_camel
 
 from instantstart.errors import (
     Conflict,
@@ -157,7 +158,9 @@ def field_name(loc: Sequence[Any]) -> str:
         if isinstance(p, int):
             out += f"[{p}]"
         else:
-            out += ("." if out else "") + str(p)
+            # pydantic names a field validated from its default (validate_default) by its Python name: show the
+            # API's camelCase name (API fields are all camelCase, so a snake_case part is always such a name).
+            out += ("." if out else "") + (to_camel(p) if isinstance(p, str) and "_" in p else str(p))
     return out or "body"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -10,13 +11,17 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, Field
 
+from instantstart.capacity import training_plans
 from instantstart.clusters import catalog, events_feed, instance_groups, service
 from instantstart.clusters.catalog import AvailabilityZone
+from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
     AVAILABILITY_ZONE_PATTERN,
     AVAILABILITY_ZONE_RULE,
     INSTANCE_GROUP_NAME_PATTERN,
     INSTANCE_GROUP_NAME_RULE,
+    INSTANCE_TYPE_PATTERN,
+    INSTANCE_TYPE_RULE,
     ClusterList,
     ClusterTag,
     ClusterView,
@@ -488,3 +493,69 @@ def list_instance_types(
 ) -> Response[InstanceTypeList]:
     """HyperPod ClusterInstanceType values whose EC2 type is offered in the zone."""
     return _json(InstanceTypeList(instance_types=catalog.list_instance_types(runtime(), availability_zone)))
+
+
+START_AFTER_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""An ISO-8601 UTC time with seconds and ``Z``, as the API writes times."""
+
+
+@router.get(
+    "/catalog/training-plans",
+    operation_id="ListTrainingPlans",
+    summary="The account's SageMaker training plans",
+    responses={**_ok(TrainingPlanList), **_errors(422, 503)},
+    tags=["catalog"],
+)
+def list_training_plans() -> Response[TrainingPlanList]:
+    """Training plans of the account in the API's Region: status, zone, instance type and count, start and end."""
+    plans = training_plans.list_training_plans(runtime().client("sagemaker"))
+    return _json(TrainingPlanList(training_plans=plans))
+
+
+@router.get(
+    "/catalog/training-plan-offerings",
+    operation_id="SearchTrainingPlanOfferings",
+    summary="Training plan offerings for HyperPod clusters",
+    responses={**_ok(TrainingPlanOfferingList), **_errors(422, 503)},
+    tags=["catalog"],
+)
+def search_training_plan_offerings(
+    instance_type: Annotated[
+        str,
+        Query(
+            alias="instanceType",
+            pattern=INSTANCE_TYPE_PATTERN,
+            description="Instance type to reserve, e.g. ml.p5.48xlarge (SageMaker ReservedCapacityInstanceType).",
+            examples=["ml.p5.48xlarge"],
+            json_schema_extra=pattern_rule(INSTANCE_TYPE_RULE),
+        ),
+    ],
+    instance_count: Annotated[
+        int,
+        Query(alias="instanceCount", ge=1, le=256, description="Instances to reserve, 1-256.", examples=[4]),
+    ],
+    duration_hours: Annotated[
+        int | None,
+        Query(alias="durationHours", ge=1, le=87600, description="Plan duration in hours, 1-87600.", examples=[168]),
+    ] = None,
+    start_after: Annotated[
+        str | None,
+        Query(
+            alias="startAfter",
+            pattern=START_AFTER_PATTERN,
+            description="Earliest start (ISO-8601 UTC, e.g. 2026-11-29T17:04:05Z).",
+            examples=["2026-11-29T17:04:05Z"],
+            json_schema_extra=pattern_rule("an ISO-8601 UTC time with seconds and Z, such as 2026-11-29T17:04:05Z"),
+        ),
+    ] = None,
+) -> Response[TrainingPlanOfferingList]:
+    """Purchasable training plan offerings for target resource hyperpod-cluster (SearchTrainingPlanOfferings)."""
+    start = datetime.strptime(start_after, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if start_after else None
+    offerings = training_plans.search_offerings(
+        runtime().client("sagemaker"),
+        instance_type=instance_type,
+        instance_count=instance_count,
+        duration_hours=duration_hours,
+        start_after=start,
+    )
+    return _json(TrainingPlanOfferingList(training_plan_offerings=offerings))

@@ -31,6 +31,7 @@ class Skill:
 SKILL_FILES = (
     "workflow-rules.md",
     "create-cluster.md",
+    "capacity-types.md",
     "retry-failed-stage.md",
     "delete-cluster.md",
     "scale-instance-groups.md",

@@ -38,6 +38,8 @@ SCHEMA_OF: dict[str, str] = {
     "ClusterEventPage": "ClusterEventList",
     "InstanceGroupDetail": "InstanceGroupDetail",
     "InstanceGroupList": "InstanceGroupList",
+    "TrainingPlan": "TrainingPlanView",
+    "TrainingPlanOffering": "TrainingPlanOfferingView",
 }
 """Each TypedDict of client/instantstart_client/shapes.py and the API schema it mirrors."""
 

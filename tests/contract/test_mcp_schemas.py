@@ -19,6 +19,7 @@ COMPARED = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems
 
 POST_CLUSTERS = ("POST", "/clusters")
 CLUSTER = "/clusters/{clusterTag}"
+OFFERINGS = "/catalog/training-plan-offerings"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
 EVENTS = "/clusters/{clusterTag}/events"
 OPERATIONS = "/clusters/{clusterTag}/operations"
@@ -63,6 +64,10 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("instance_group_delete", "clusterTag"): ("DELETE", GROUP, "path", "clusterTag"),
     ("instance_group_delete", "instanceGroupName"): ("DELETE", GROUP, "path", "instanceGroupName"),
     ("instance_group_delete", "idempotencyKey"): ("DELETE", GROUP, "header", "Idempotency-Key"),
+    ("catalog_search_training_plan_offerings", "instanceType"): ("GET", OFFERINGS, "query", "instanceType"),
+    ("catalog_search_training_plan_offerings", "instanceCount"): ("GET", OFFERINGS, "query", "instanceCount"),
+    ("catalog_search_training_plan_offerings", "durationHours"): ("GET", OFFERINGS, "query", "durationHours"),
+    ("catalog_search_training_plan_offerings", "startAfter"): ("GET", OFFERINGS, "query", "startAfter"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",

@@ -50,6 +50,13 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
     "step-functions-callbacks": {"states:SendTaskSuccess", "states:SendTaskFailure"},
     # GetCallerIdentity has no resource.
     "sts-identity": {"sts:GetCallerIdentity"},
+    # Capacity preflight and the training plan catalog: list/search reads without a resource ARN.
+    "capacity-reads": {
+        "servicequotas:ListServiceQuotas",
+        "sagemaker:ListClusters",
+        "sagemaker:ListTrainingPlans",
+        "sagemaker:SearchTrainingPlanOfferings",
+    },
     # The EKS add-on catalog is a Region-wide read without a resource ARN.
     "eks-addon-catalog": {"eks:DescribeAddonVersions"},
     # Step Functions log delivery: these CloudWatch Logs actions support no resource-level permissions.

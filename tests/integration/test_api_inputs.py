@@ -76,7 +76,7 @@ def test_when_the_signature_is_wrong_then_403(sandbox: Any) -> None:
             {
                 "clusterTag": "okay",
                 "availabilityZone": "us-west-2c",
-                "instanceGroups": [{**GROUP, "capacityType": "Spot"}],
+                "instanceGroups": [{**GROUP, "capacityType": "Reserved"}],
             },
             422,
             "instanceGroups[0].capacityType",
@@ -97,14 +97,14 @@ def test_when_creating_with_bad_input_then_a_4xx_names_the_field(
     assert "okay" not in [c["clusterTag"] for c in InstantStartClient(sandbox.api_url).iter_clusters()]
 
 
-def test_when_the_capacity_type_is_not_supported_then_the_message_lists_the_allowed_values(sandbox: Any) -> None:
+def test_when_the_capacity_type_is_unknown_then_the_message_lists_the_allowed_values(sandbox: Any) -> None:
     body = {
         "clusterTag": "okay",
         "availabilityZone": "us-west-2c",
-        "instanceGroups": [{**GROUP, "capacityType": "Spot"}],
+        "instanceGroups": [{**GROUP, "capacityType": "Reserved"}],
     }
     message = _signed(sandbox, "POST", "/clusters", body).json()["error"]["message"]
-    assert "OnDemand" in message
+    assert "OnDemand, Spot, TrainingPlan" in message
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,8 @@ EXPECTED_TOOLS = {
     "instance_group_add",
     "instance_group_update",
     "instance_group_delete",
+    "catalog_list_training_plans",
+    "catalog_search_training_plan_offerings",
     "wait_seconds",
 }
 
@@ -83,9 +85,9 @@ async def test_tools_publish_described_typed_parameters_and_result_schemas(mcp_c
     assert create["properties"]["clusterTag"]["pattern"] == CLUSTER_TAG_PATTERN
     assert create["properties"]["instanceGroups"]["minItems"] == 1
     group = create["$defs"]["InstanceGroupInput"]
-    assert set(group["required"]) == {"instanceType", "instanceCount"}
+    assert set(group["required"]) == {"instanceCount"}
     assert group["properties"]["instanceCount"]["maximum"] == MAX_INSTANCE_COUNT
-    assert group["properties"]["capacityType"]["enum"] == ["OnDemand"]
+    assert group["properties"]["capacityType"]["enum"] == ["OnDemand", "Spot", "TrainingPlan"]
     assert group["properties"]["capacityType"]["default"] == "OnDemand"
     assert group["properties"]["instanceGroupName"]["default"] == "accel"
 

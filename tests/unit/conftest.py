@@ -119,9 +119,18 @@ def _clients() -> Clients:
     return Clients()
 
 
+def _no_service_quotas(self: Any) -> str:
+    """moto 5.2.5 has no ListServiceQuotas: answer no quotas, so the create preflight checks none here
+    (the quota rule has its own tests, tests/unit/test_capacity_rules.py, and runs in the sandbox)."""
+    return '{"Quotas": []}'
+
+
 @pytest.fixture
-def aws(aws_env: None, no_network: None) -> Iterator[Clients]:
+def aws(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Clients]:
     """moto's in-process AWS (fresh state per test); yields cached clients for the test's own calls."""
+    from moto.servicequotas.responses import ServiceQuotasResponse
+
+    monkeypatch.setattr(ServiceQuotasResponse, "list_service_quotas", _no_service_quotas, raising=False)
     with mock_aws():
         yield _clients()
 

@@ -186,16 +186,21 @@ def test_given_invalid_fields_when_creating_then_422_with_one_detail_per_field_p
     assert "instanceGroups[0].instanceType" in answer.error["message"]
 
 
-def test_given_spot_capacity_when_creating_then_422_naming_the_field_and_the_allowed_value(api: ModuleType) -> None:
+def test_given_a_training_plan_group_without_its_plan_when_creating_then_422_naming_training_plan_arn(
+    api: ModuleType,
+) -> None:
     body = create_body()
-    body["instanceGroups"][0]["capacityType"] = "Spot"
+    body["instanceGroups"][0]["capacityType"] = "TrainingPlan"
 
     answer = call(api, api_event("POST", "/clusters", body=body))
 
     assert answer.status == 422
     [detail] = answer.error["details"]
-    assert detail["field"] == "instanceGroups[0].capacityType"
-    assert "allowed values: OnDemand" in detail["message"]
+    assert detail["field"] == "instanceGroups[0].trainingPlanArn"
+    assert detail["message"] == (
+        "instanceGroups[0].trainingPlanArn: required when capacityType is TrainingPlan "
+        "(GET /catalog/training-plans lists the plans)"
+    )
 
 
 def test_given_an_unknown_field_when_creating_then_422_naming_it(api: ModuleType) -> None:

@@ -29,6 +29,29 @@ from instantstart.runtime import Runtime
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT: dict[str, Any] = json.loads((ROOT / "api_schema" / "openapi.json").read_text())
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
+FULL_BODY: dict[str, Any] = {
+    **SAMPLE_BODY,
+    "instanceGroups": [
+        {
+            **SAMPLE_BODY["instanceGroups"][0],
+            "minInstanceCount": 1,
+            "threadsPerCore": 1,
+            "instanceStorageConfigs": [{"ebsVolumeConfig": {"volumeSizeInGB": 500}}],
+            "onStartDeepHealthChecks": ["InstanceStress"],
+            "efaOnly": True,
+            "labels": {"team": "research"},
+            "taints": [{"key": "dedicated", "value": "train", "effect": "NoSchedule"}],
+            "subnetId": "subnet-0123456789abcdef0",
+            "autoPatch": {
+                "patchingStrategy": "DrainFirst",
+                "idleWaitWindowInSeconds": 3600,
+                "drainTimeoutInSeconds": 600,
+                "onDrainTimeout": "Force",
+            },
+        }
+    ],
+}
+"""A valid ``POST /clusters`` body with every optional field set, so the walk reaches every nested field."""
 VALID_PATH_VALUES = {
     "clusterTag": "demo",
     "stage": "hyperpod",
@@ -38,8 +61,8 @@ VALID_PATH_VALUES = {
 """Valid values of the path parameters, to break one parameter at a time."""
 
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
-    ("POST", "/clusters"): SAMPLE_BODY,
-    ("POST", "/clusters/{clusterTag}/instance-groups"): SAMPLE_BODY["instanceGroups"][0],
+    ("POST", "/clusters"): FULL_BODY,
+    ("POST", "/clusters/{clusterTag}/instance-groups"): FULL_BODY["instanceGroups"][0],
     ("PATCH", "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"): {
         "instanceCount": 2,
         "labels": {"team": "a"},
@@ -286,7 +309,9 @@ def test_given_an_unknown_body_field_then_the_message_lists_the_fields_of_that_o
     assert detail["field"] == "instanceGroups[0].gpuCount"
     assert detail["message"] == (
         "instanceGroups[0].gpuCount is not a field of this request; allowed fields: "
-        "capacityType, instanceCount, instanceGroupName, instanceType"
+        "autoPatch, capacityType, efaOnly, instanceCount, instanceGroupName, instanceStorageConfigs, instanceType, "
+        "instanceTypes, labels, minInstanceCount, onStartDeepHealthChecks, subnetId, taints, threadsPerCore, "
+        "trainingPlanArn"
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 
 from instantstart.models.cluster import MAX_INSTANCE_COUNT, CreateClusterRequest
 
@@ -117,15 +118,79 @@ def test_given_an_unknown_ml_instance_type_when_validating_then_the_message_name
     assert "ml.g6.4xlarge" in error["msg"]
 
 
-@pytest.mark.parametrize("capacity", ["Spot", "TrainingPlan"])
-def test_given_spot_or_training_plan_capacity_when_validating_then_it_is_rejected_naming_on_demand(
-    capacity: str,
-) -> None:
-    [error] = errors_of(body(instanceGroups=[group(capacityType=capacity)]))
+PLAN_ARN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-active"
 
-    assert error["loc"] == ("instanceGroups", 0, "capacityType")
-    assert f"'{capacity}' is not supported yet" in error["msg"]
-    assert "allowed values: OnDemand" in error["msg"]
+
+@pytest.mark.parametrize("capacity", ["OnDemand", "Spot"])
+def test_given_on_demand_or_spot_capacity_when_validating_then_it_is_accepted(capacity: str) -> None:
+    request = CreateClusterRequest.model_validate(body(instanceGroups=[group(capacityType=capacity)]))
+
+    assert request.instance_groups[0].capacity_type.value == capacity
+
+
+def test_given_a_training_plan_group_with_its_plan_when_validating_then_it_is_accepted() -> None:
+    request = CreateClusterRequest.model_validate(
+        body(instanceGroups=[group(capacityType="TrainingPlan", trainingPlanArn=PLAN_ARN)])
+    )
+
+    assert request.instance_groups[0].training_plan_arn == PLAN_ARN
+
+
+def test_given_a_training_plan_group_without_a_plan_when_validating_then_training_plan_arn_is_required() -> None:
+    [error] = errors_of(body(instanceGroups=[group(capacityType="TrainingPlan")]))
+
+    assert error["loc"][:2] == ("instanceGroups", 0) and to_camel(str(error["loc"][2])) == "trainingPlanArn"
+    assert "required when capacityType is TrainingPlan" in error["msg"]
+
+
+def test_given_a_plan_on_a_spot_group_when_validating_then_training_plan_arn_is_refused() -> None:
+    [error] = errors_of(body(instanceGroups=[group(capacityType="Spot", trainingPlanArn=PLAN_ARN)]))
+
+    assert error["loc"] == ("instanceGroups", 0, "trainingPlanArn")
+    assert "allowed only when capacityType is TrainingPlan; got capacityType Spot" in error["msg"]
+
+
+def test_given_both_instance_type_and_instance_types_when_validating_then_they_are_mutually_exclusive() -> None:
+    [error] = errors_of(body(instanceGroups=[group(instanceTypes=["ml.g5.8xlarge"])]))
+
+    assert error["loc"] == ("instanceGroups", 0, "instanceTypes")
+    assert "mutually exclusive" in error["msg"]
+
+
+def test_given_neither_instance_type_nor_instance_types_when_validating_then_the_message_names_both() -> None:
+    [error] = errors_of(body(instanceGroups=[{"instanceCount": 1}]))
+
+    assert error["loc"][:2] == ("instanceGroups", 0) and to_camel(str(error["loc"][2])) == "instanceTypes"
+    assert "give instanceType (one type) or instanceTypes" in error["msg"]
+
+
+def test_given_a_flexible_group_with_an_unknown_or_repeated_type_when_validating_then_it_is_refused() -> None:
+    flexible = {"instanceTypes": ["ml.g6.4xlarge", "ml.g6.4xlarge"], "instanceCount": 1}
+    [repeated] = errors_of(body(instanceGroups=[flexible]))
+    [unknown] = errors_of(body(instanceGroups=[{**flexible, "instanceTypes": ["ml.g9.huge"]}]))
+
+    assert "repeated: ml.g6.4xlarge" in repeated["msg"]
+    assert "'ml.g9.huge' is not a HyperPod ClusterInstanceType" in unknown["msg"]
+
+
+def test_given_min_instance_count_above_instance_count_when_validating_then_the_message_gives_both() -> None:
+    [error] = errors_of(body(instanceGroups=[group(instanceCount=2, minInstanceCount=3)]))
+
+    assert error["loc"] == ("instanceGroups", 0, "minInstanceCount")
+    assert "must be at most instanceCount (2); got 3" in error["msg"]
+
+
+def test_given_repeated_deep_health_checks_when_validating_then_they_must_be_distinct() -> None:
+    [error] = errors_of(body(instanceGroups=[group(onStartDeepHealthChecks=["InstanceStress", "InstanceStress"])]))
+
+    assert error["loc"] == ("instanceGroups", 0, "onStartDeepHealthChecks")
+
+
+def test_given_a_group_name_of_64_characters_when_validating_then_it_is_refused_as_hyperpod_does() -> None:
+    [error] = errors_of(body(instanceGroups=[group(instanceGroupName="a" * 64)]))
+
+    assert error["loc"] == ("instanceGroups", 0, "instanceGroupName")
+    assert error["type"] == "string_too_long"
 
 
 def test_given_two_groups_with_the_same_name_when_validating_then_the_request_is_rejected() -> None:

@@ -167,3 +167,75 @@ def test_given_a_request_with_a_wrong_member_when_validating_then_the_model_chec
     assert "ExecutionRole" in report
     assert any(e.startswith("NodeRecovery:") for e in extra)
     assert any(e.startswith("ClusterName:") for e in extra)
+
+
+PLAN_ARN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-active"
+RICH_GROUPS = [
+    InstanceGroupRequest.model_validate(g)
+    for g in (
+        {"instanceGroupName": "spot", "instanceType": "ml.g6.4xlarge", "instanceCount": 2, "capacityType": "Spot"},
+        {
+            "instanceGroupName": "checked",
+            "instanceType": "ml.p5.48xlarge",
+            "instanceCount": 2,
+            "minInstanceCount": 1,
+            "threadsPerCore": 1,
+            "instanceStorageConfigs": [{"ebsVolumeConfig": {"volumeSizeInGB": 500}}],
+            "onStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
+            "efaOnly": True,
+            "labels": {"team": "research"},
+            "taints": [
+                {"key": "dedicated", "value": "train", "effect": "NoSchedule"},
+                {"key": "gpu", "effect": "NoExecute"},
+            ],
+            "subnetId": "subnet-0123456789abcdef0",
+            "autoPatch": {"patchingStrategy": "DrainFirst", "drainTimeoutInSeconds": 600, "onDrainTimeout": "Force"},
+        },
+        {"instanceGroupName": "flex", "instanceTypes": ["ml.g6.4xlarge", "ml.g5.8xlarge"], "instanceCount": 1},
+        {
+            "instanceGroupName": "plan",
+            "instanceType": "ml.p5.48xlarge",
+            "instanceCount": 4,
+            "capacityType": "TrainingPlan",
+            "trainingPlanArn": PLAN_ARN,
+        },
+    )
+]
+
+
+def test_given_every_group_field_when_building_specs_then_each_maps_to_its_hyperpod_member() -> None:
+    spot, checked, flex, plan = specs(RICH_GROUPS)
+
+    assert spot["CapacityRequirements"] == {"Spot": {}} and "TrainingPlanArn" not in spot
+    assert checked["MinInstanceCount"] == 1 and checked["ThreadsPerCore"] == 1
+    assert checked["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+    assert checked["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert checked["NetworkInterface"] == {"InterfaceType": "efa-only"}
+    assert checked["KubernetesConfig"] == {
+        "Labels": {"team": "research"},
+        "Taints": [
+            {"Key": "dedicated", "Value": "train", "Effect": "NoSchedule"},
+            {"Key": "gpu", "Effect": "NoExecute"},
+        ],
+    }
+    assert checked["OverrideVpcConfig"]["Subnets"] == ["subnet-0123456789abcdef0"]
+    assert spot["OverrideVpcConfig"]["Subnets"] == [SUBNET]
+    assert checked["AutoPatchConfig"] == {
+        "PatchingStrategy": "DrainFirst",
+        "DrainPolicy": {"DrainTimeoutInSeconds": 600, "OnDrainTimeout": "Force"},
+    }
+    assert "InstanceType" not in flex
+    assert flex["InstanceRequirements"] == {"InstanceTypes": ["ml.g6.4xlarge", "ml.g5.8xlarge"]}
+    assert plan["TrainingPlanArn"] == PLAN_ARN and "CapacityRequirements" not in plan
+    for optional in ("MinInstanceCount", "ThreadsPerCore", "NetworkInterface", "KubernetesConfig", "AutoPatchConfig"):
+        assert optional not in spot
+
+
+def test_given_every_group_field_when_validating_with_the_botocore_model_then_the_request_is_accepted() -> None:
+    shape = create_cluster_input()
+    built = request(groups=RICH_GROUPS)
+
+    report = ParamValidator().validate(built, shape)
+
+    assert not report.has_errors(), report.generate_report()
+    assert constraint_errors(built, shape) == []

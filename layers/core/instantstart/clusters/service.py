@@ -14,8 +14,10 @@ import time
 import uuid
 
 from instantstart.aws.clients import error_code, error_message
+from instantstart.capacity.preflight import preflight
+from instantstart.capacity.training_plans import check_training_plans
 from instantstart.clusters import records, views
-from instantstart.clusters.catalog import check_availability_zone
+from instantstart.clusters.catalog import check_availability_zone, list_availability_zones
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable
 from instantstart.models.cluster import ClusterList, ClusterView, CreateClusterRequest, StageError, StageList
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName
@@ -100,9 +102,15 @@ def _launch(
 def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     """Create a cluster: records (cluster CREATING, six PENDING stages, operation PENDING) then the execution.
 
+    Before any AWS write: the training plans of TrainingPlan groups are checked and the cluster is placed
+    in their zone (:func:`instantstart.capacity.training_plans.check_training_plans`; the answer's
+    ``availabilityZoneChange`` says when that is not the requested zone), then the preflight runs in that
+    zone (:func:`instantstart.capacity.preflight.preflight`: zones, offerings, service quotas).
+
     Raises:
-        ValidationFailed: the zone is not in the Region.
-        Conflict: the tag already has a live (not DELETED) cluster, or a concurrent create won.
+        ValidationFailed: the zone is not in the Region; a training plan does not fit; a preflight check failed.
+        Conflict: the tag already has a live (not DELETED) cluster, or a concurrent create won; training plans
+            and a pinned subnet are in different zones.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     tag = request.cluster_tag
@@ -115,6 +123,16 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             code="ClusterAlreadyExists",
             details=[{"field": "clusterTag", "status": existing.status.value}],
         )
+    placement = check_training_plans(rt.client("sagemaker"), rt.client("ec2"), request)
+    if placement.change is not None:
+        request = request.model_copy(update={"availability_zone": placement.availability_zone})
+    preflight(
+        rt.client("ec2"),
+        rt.client("service-quotas"),
+        rt.client("sagemaker"),
+        request,
+        [z.zone_name for z in list_availability_zones(rt)],
+    )
     generation = existing.generation + 1 if existing else 1
     now = records.now()
     operation = _new_operation(OperationType.CREATE_CLUSTER, tag, generation, now)
@@ -144,7 +162,7 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             code="ClusterAlreadyExists",
             details=[{"field": "clusterTag", "status": status}],
         ) from exc
-    return _launch(
+    view = _launch(
         rt,
         operation,
         state_machine_arn=rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN,
@@ -153,6 +171,7 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
         undo_operation_id=None,
         started_status=ClusterStatus.CREATING,
     )
+    return view.model_copy(update={"availability_zone_change": placement.change})
 
 
 def _live_cluster(rt: Runtime, tag: str) -> ClusterRecord:

@@ -59,7 +59,7 @@ def planned_hyperpod(record: ClusterRecord) -> HyperPodView:
                 instance_group_name=g.instance_group_name,
                 instance_type=g.instance_type,
                 instance_count=g.instance_count,
-                capacity_type=g.capacity_type,
+                **InstanceGroupView.requested_fields(g),
             )
             for g in record.request.instance_groups
         ],

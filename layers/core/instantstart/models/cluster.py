@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
@@ -24,8 +25,8 @@ CLUSTER_TAG_RULE = (
 )
 """The clusterTag pattern in words (the 3-24 length is stated from the field's own limits)."""
 
-INSTANCE_GROUP_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
-"""HyperPod ``InstanceGroupName`` pattern (1-63)."""
+INSTANCE_GROUP_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$"
+"""HyperPod ``ClusterInstanceGroupName`` pattern (botocore: ``[a-zA-Z0-9](-*[a-zA-Z0-9])*``, 1-63)."""
 
 INSTANCE_GROUP_NAME_RULE = (
     "letters and digits, optionally joined by hyphens, starting and ending with a letter or digit "
@@ -54,8 +55,173 @@ KUBERNETES_VERSION_RULE = "a Kubernetes minor version from 1.28 to 1.33, written
 MAX_INSTANCE_COUNT = 6758
 """HyperPod's per-group ``InstanceCount`` maximum."""
 
-SUPPORTED_CAPACITY_TYPES = (CapacityType.ON_DEMAND,)
-"""Capacity types this version creates; Spot and training plans are rejected with 422 for now."""
+SUPPORTED_CAPACITY_TYPES = (CapacityType.ON_DEMAND, CapacityType.SPOT, CapacityType.TRAINING_PLAN)
+"""Capacity types this version creates (HyperPod ``CapacityRequirements`` OnDemand/Spot, or a ``TrainingPlanArn``)."""
+
+TRAINING_PLAN_ARN_PATTERN = r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$"
+"""HyperPod ``TrainingPlanArn`` (botocore pattern, 50-2048 characters)."""
+
+TRAINING_PLAN_ARN_RULE = (
+    "a SageMaker training plan ARN such as arn:aws:sagemaker:us-west-2:123456789012:training-plan/my-plan "
+    "(GET /catalog/training-plans)"
+)
+"""The trainingPlanArn pattern in words."""
+
+SUBNET_ID_PATTERN = r"^subnet-[0-9a-f]{8,17}$"
+"""An EC2 subnet id."""
+
+SUBNET_ID_RULE = "an EC2 subnet id such as subnet-0123456789abcdef0 (subnet- and 8-17 hex digits)"
+"""The subnetId pattern in words."""
+
+KUBERNETES_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+"""HyperPod ``ClusterKubernetesLabelKey``/``ClusterKubernetesTaintKey`` (1-317 characters)."""
+
+KUBERNETES_KEY_RULE = (
+    "a Kubernetes label key: an optional DNS prefix and slash, then letters, digits, '-', '_' or '.', "
+    "starting and ending with a letter or digit (e.g. team, example.com/pool)"
+)
+"""A label or taint key in words."""
+
+KUBERNETES_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+"""HyperPod ``ClusterKubernetesLabelValue``/``ClusterKubernetesTaintValue`` (1-63 characters)."""
+
+KUBERNETES_VALUE_RULE = (
+    "a Kubernetes label value: letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+"""A label or taint value in words."""
+
+MAX_EBS_VOLUME_SIZE_GB = 16384
+"""HyperPod ``ClusterEbsVolumeSizeInGB`` maximum (minimum 1)."""
+
+
+class DeepHealthCheckType(StrEnum):
+    """HyperPod ``DeepHealthCheckType``: a deep health check run when an instance starts."""
+
+    INSTANCE_STRESS = "InstanceStress"
+    INSTANCE_CONNECTIVITY = "InstanceConnectivity"
+    MULTI_NODE_TRAINING_VALIDATION = "MultiNodeTrainingValidation"
+
+
+class TaintEffect(StrEnum):
+    """HyperPod ``ClusterKubernetesTaintEffect``."""
+
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class PatchingStrategy(StrEnum):
+    """HyperPod ``ClusterPatchingStrategy``: when security-patch AMI updates are applied to a node."""
+
+    WHEN_IDLE = "WhenIdle"
+    WHEN_ALL_IDLE = "WhenAllIdle"
+    DRAIN_FIRST = "DrainFirst"
+
+
+class OnDrainTimeout(StrEnum):
+    """HyperPod ``ClusterOnDrainTimeout``: what happens when draining a node times out."""
+
+    FORCE = "Force"
+    SKIP = "Skip"
+
+
+class EbsVolumeConfig(ApiModel):
+    """HyperPod ``ClusterEbsVolumeConfig``: an extra EBS volume attached to every instance of the group."""
+
+    volume_size_in_gb: int = Field(
+        alias="volumeSizeInGB",
+        strict=True,
+        ge=1,
+        le=MAX_EBS_VOLUME_SIZE_GB,
+        description=f"Size of the EBS volume in GB, 1-{MAX_EBS_VOLUME_SIZE_GB} (HyperPod VolumeSizeInGB).",
+        examples=[500],
+    )
+
+
+class InstanceStorageConfig(ApiModel):
+    """HyperPod ``ClusterInstanceStorageConfig`` (the EBS volume kind)."""
+
+    ebs_volume_config: EbsVolumeConfig = Field(description="The EBS volume to attach (HyperPod EbsVolumeConfig).")
+
+
+class KubernetesTaint(ApiModel):
+    """HyperPod ``ClusterKubernetesTaint``: a taint put on every Kubernetes node of the group."""
+
+    key: str = Field(
+        min_length=1,
+        max_length=317,
+        pattern=KUBERNETES_KEY_PATTERN,
+        description="Taint key.",
+        examples=["nvidia.com/gpu"],
+        json_schema_extra=pattern_rule(KUBERNETES_KEY_RULE),
+    )
+    value: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=63,
+        pattern=KUBERNETES_VALUE_PATTERN,
+        description="Taint value (optional).",
+        examples=["present"],
+        json_schema_extra=pattern_rule(KUBERNETES_VALUE_RULE),
+    )
+    effect: TaintEffect = Field(description="Taint effect.", examples=["NoSchedule"])
+
+
+KubernetesLabelKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=317,
+        pattern=KUBERNETES_KEY_PATTERN,
+        json_schema_extra=pattern_rule(KUBERNETES_KEY_RULE),
+    ),
+]
+KubernetesLabelValue = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=KUBERNETES_VALUE_PATTERN,
+        json_schema_extra=pattern_rule(KUBERNETES_VALUE_RULE),
+    ),
+]
+
+
+class AutoPatch(ApiModel):
+    """HyperPod ``ClusterAutoPatchConfig``: automatic security-patch AMI updates of the group's nodes.
+
+    Maps to ``AutoPatchConfig`` (``PatchingStrategy``, ``IdleWaitWindowInSeconds``, ``DrainPolicy``). HyperPod's
+    ``ScheduledUpdateConfig`` (a cron schedule of software updates) is not exposed by this version.
+    """
+
+    patching_strategy: PatchingStrategy = Field(
+        description="When a node is patched: WhenIdle (the node runs no job), WhenAllIdle (no node of the "
+        "group runs a job) or DrainFirst (drain, then patch).",
+        examples=["WhenIdle"],
+    )
+    idle_wait_window_in_seconds: int | None = Field(
+        default=None,
+        strict=True,
+        ge=3600,
+        le=2160000,
+        description="How long to wait for a node to become idle before patching it anyway, 3600-2160000 s.",
+        examples=[86400],
+    )
+    drain_timeout_in_seconds: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=5400,
+        description="DrainFirst: how long draining may take, 0-5400 s (HyperPod DrainPolicy.DrainTimeoutInSeconds).",
+        examples=[600],
+    )
+    on_drain_timeout: OnDrainTimeout | None = Field(
+        default=None,
+        description="DrainFirst: what to do when draining times out (HyperPod DrainPolicy.OnDrainTimeout).",
+        examples=["Force"],
+    )
 
 
 @lru_cache(maxsize=1)
@@ -85,20 +251,36 @@ ClusterTag = Annotated[
 ]
 
 
+def _unknown_instance_type(value: str) -> str:
+    return (
+        f"'{value}' is not a HyperPod ClusterInstanceType; allowed values are the ml.* types "
+        "of the SageMaker CreateCluster API, e.g. ml.g6.4xlarge, ml.g5.8xlarge, ml.p5.48xlarge "
+        "(GET /catalog/instance-types lists those offered in a zone)"
+    )
+
+
 class InstanceGroupRequest(ApiModel):
-    """One HyperPod instance group to create."""
+    """One HyperPod instance group to create (HyperPod ``ClusterInstanceGroupSpecification``).
+
+    Cross-field rules (each a 422 naming the field): exactly one of ``instanceType`` and ``instanceTypes``;
+    ``trainingPlanArn`` exactly when ``capacityType`` is TrainingPlan; ``minInstanceCount`` at most
+    ``instanceCount``. The capacity type is fixed for the group's life.
+    """
 
     instance_group_name: str = Field(
         default="accel",
         pattern=INSTANCE_GROUP_NAME_PATTERN,
+        min_length=1,
         max_length=63,
         description="HyperPod InstanceGroupName (1-63, letters, digits and hyphens), unique within the cluster.",
         examples=["accel"],
         json_schema_extra=pattern_rule(INSTANCE_GROUP_NAME_RULE),
     )
-    instance_type: str = Field(
+    instance_type: str | None = Field(
+        default=None,
         pattern=INSTANCE_TYPE_PATTERN,
-        description="HyperPod ClusterInstanceType, e.g. ml.g6.4xlarge (see GET /catalog/instance-types).",
+        description="HyperPod ClusterInstanceType, e.g. ml.g6.4xlarge (see GET /catalog/instance-types). "
+        "Give instanceType or instanceTypes, not both.",
         examples=["ml.g6.4xlarge"],
         json_schema_extra=pattern_rule(INSTANCE_TYPE_RULE),
     )
@@ -111,30 +293,147 @@ class InstanceGroupRequest(ApiModel):
     )
     capacity_type: CapacityType = Field(
         default=CapacityType.ON_DEMAND,
-        description="How the capacity is paid for: OnDemand (Spot and TrainingPlan are not supported yet).",
+        description="How the capacity is paid for, fixed for the group's life: OnDemand, Spot (cheaper, "
+        "can be reclaimed; HyperPod replaces reclaimed instances) or TrainingPlan (reserved capacity of "
+        "trainingPlanArn, in the plan's zone).",
         examples=["OnDemand"],
-        # Advertise what this version accepts (the CapacityType enum also names the future values).
-        json_schema_extra={"enum": [c.value for c in SUPPORTED_CAPACITY_TYPES]},
+    )
+    training_plan_arn: str | None = Field(
+        default=None,
+        validate_default=True,
+        min_length=50,
+        max_length=2048,
+        pattern=TRAINING_PLAN_ARN_PATTERN,
+        description="HyperPod TrainingPlanArn: required when capacityType is TrainingPlan, refused otherwise. "
+        "The plan must be Active or Scheduled, of this instance type, with room for instanceCount.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-active"],
+        json_schema_extra=pattern_rule(TRAINING_PLAN_ARN_RULE),
+    )
+    instance_types: list[str] | None = Field(
+        default=None,
+        validate_default=True,
+        min_length=1,
+        max_length=20,
+        description="A flexible group (HyperPod InstanceRequirements.InstanceTypes): 1-20 distinct HyperPod "
+        "instance types HyperPod may launch, in order of preference. Give instanceType or instanceTypes, not both.",
+        examples=[["ml.g6.4xlarge", "ml.g5.8xlarge"]],
+    )
+    min_instance_count: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=MAX_INSTANCE_COUNT,
+        description=f"HyperPod MinInstanceCount: the fewest instances the group works with, 0-{MAX_INSTANCE_COUNT} "
+        "and at most instanceCount.",
+        examples=[1],
+    )
+    threads_per_core: int | None = Field(
+        default=None,
+        strict=True,
+        ge=1,
+        le=2,
+        description="HyperPod ThreadsPerCore: 1 (hyperthreading off) or 2; HyperPod's default when omitted.",
+        examples=[1],
+    )
+    instance_storage_configs: list[InstanceStorageConfig] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4,
+        description="HyperPod InstanceStorageConfigs: 1-4 extra EBS volumes per instance.",
+    )
+    on_start_deep_health_checks: list[DeepHealthCheckType] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="HyperPod OnStartDeepHealthChecks: 1-3 distinct deep health checks run when an instance "
+        "starts (InstanceStress, InstanceConnectivity, MultiNodeTrainingValidation).",
+        examples=[["InstanceStress", "InstanceConnectivity"]],
+    )
+    efa_only: bool = Field(
+        default=False,
+        description="HyperPod NetworkInterface.InterfaceType efa-only: instances get EFA-only interfaces "
+        "(no IP traffic on them); false leaves HyperPod's default.",
+        examples=[False],
+    )
+    labels: dict[KubernetesLabelKey, KubernetesLabelValue] | None = Field(
+        default=None,
+        max_length=50,
+        description="HyperPod KubernetesConfig.Labels: at most 50 labels put on every Kubernetes node of the group.",
+        examples=[{"team": "research"}],
+    )
+    taints: list[KubernetesTaint] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        description="HyperPod KubernetesConfig.Taints: 1-50 taints put on every Kubernetes node of the group.",
+    )
+    subnet_id: str | None = Field(
+        default=None,
+        pattern=SUBNET_ID_PATTERN,
+        description="An existing subnet for the group's instances (HyperPod OverrideVpcConfig.Subnets); it must "
+        "be in the cluster's VPC and availabilityZone (checked when the hyperpod stage runs). Default: the "
+        "cluster's compute subnet.",
+        examples=["subnet-0123456789abcdef0"],
+        json_schema_extra=pattern_rule(SUBNET_ID_RULE),
+    )
+    auto_patch: AutoPatch | None = Field(
+        default=None, description="HyperPod AutoPatchConfig: automatic security-patch AMI updates."
     )
 
     @field_validator("instance_type")
     @classmethod
-    def _known_instance_type(cls, value: str) -> str:
-        if value not in hyperpod_instance_types():
-            raise ValueError(
-                f"'{value}' is not a HyperPod ClusterInstanceType; allowed values are the ml.* types "
-                "of the SageMaker CreateCluster API, e.g. ml.g6.4xlarge, ml.g5.8xlarge, ml.p5.48xlarge "
-                "(GET /catalog/instance-types lists those offered in a zone)"
-            )
+    def _known_instance_type(cls, value: str | None) -> str | None:
+        if value is not None and value not in hyperpod_instance_types():
+            raise ValueError(_unknown_instance_type(value))
         return value
 
-    @field_validator("capacity_type")
+    @field_validator("training_plan_arn")
     @classmethod
-    def _supported_capacity_type(cls, value: CapacityType) -> CapacityType:
-        if value not in SUPPORTED_CAPACITY_TYPES:
-            allowed = ", ".join(c.value for c in SUPPORTED_CAPACITY_TYPES)
-            raise ValueError(f"'{value.value}' is not supported yet; allowed values: {allowed}")
+    def _plan_exactly_for_training_plan(cls, value: str | None, info: ValidationInfo) -> str | None:
+        capacity = info.data.get("capacity_type")
+        if capacity is CapacityType.TRAINING_PLAN and value is None:
+            raise ValueError("required when capacityType is TrainingPlan (GET /catalog/training-plans lists the plans)")
+        if capacity is not None and capacity is not CapacityType.TRAINING_PLAN and value is not None:
+            raise ValueError(f"allowed only when capacityType is TrainingPlan; got capacityType {capacity.value}")
         return value
+
+    @field_validator("instance_types")
+    @classmethod
+    def _one_way_to_name_types(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        single = info.data.get("instance_type")
+        if value is None:
+            if single is None and "instance_type" in info.data:
+                raise ValueError("give instanceType (one type) or instanceTypes (a flexible group); got neither")
+            return value
+        if single is not None:
+            raise ValueError("instanceType and instanceTypes are mutually exclusive; give one of them")
+        for t in value:
+            if t not in hyperpod_instance_types():
+                raise ValueError(_unknown_instance_type(t))
+        repeated = sorted({t for t in value if value.count(t) > 1})
+        if repeated:
+            raise ValueError(f"instance types must be distinct; repeated: {', '.join(repeated)}")
+        return value
+
+    @field_validator("min_instance_count")
+    @classmethod
+    def _min_not_above_count(cls, value: int | None, info: ValidationInfo) -> int | None:
+        count = info.data.get("instance_count")
+        if value is not None and count is not None and value > count:
+            raise ValueError(f"must be at most instanceCount ({count}); got {value}")
+        return value
+
+    @field_validator("on_start_deep_health_checks")
+    @classmethod
+    def _distinct_checks(cls, value: list[DeepHealthCheckType] | None) -> list[DeepHealthCheckType] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("deep health checks must be distinct")
+        return value
+
+    @property
+    def launch_types(self) -> list[str]:
+        """The instance types the group may launch: ``[instanceType]`` or the flexible group's ``instanceTypes``."""
+        return [self.instance_type] if self.instance_type else list(self.instance_types or [])
 
 
 class CreateClusterRequest(ApiModel):
@@ -243,7 +542,11 @@ class InstanceGroupView(ApiModel):
     """A HyperPod instance group as last observed."""
 
     instance_group_name: str = Field(description="Instance group name.", examples=["accel"])
-    instance_type: str = Field(description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
+    instance_type: str | None = Field(
+        default=None,
+        description="HyperPod instance type; null for a flexible group (see instanceTypes).",
+        examples=["ml.g6.4xlarge"],
+    )
     instance_count: int = Field(description="Number of instances requested.", examples=[1])
     target_count: int | None = Field(
         default=None, description="HyperPod's TargetCount: the instances it is provisioning toward.", examples=[2]
@@ -255,8 +558,55 @@ class InstanceGroupView(ApiModel):
         default=None, description="Instance group status as last observed.", examples=["InService"]
     )
     capacity_type: CapacityType = Field(
-        default=CapacityType.ON_DEMAND, description="How the capacity is paid for.", examples=["OnDemand"]
+        default=CapacityType.ON_DEMAND,
+        description="How the capacity is paid for, fixed for the group's life.",
+        examples=["OnDemand"],
     )
+    training_plan_arn: str | None = Field(
+        default=None,
+        description="The training plan of a TrainingPlan group.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-active"],
+    )
+    instance_types: list[str] | None = Field(
+        default=None, description="A flexible group's instance types (HyperPod InstanceRequirements)."
+    )
+    min_instance_count: int | None = Field(
+        default=None, description="HyperPod MinInstanceCount as requested.", examples=[1]
+    )
+    threads_per_core: int | None = Field(default=None, description="HyperPod ThreadsPerCore as requested.")
+    instance_storage_configs: list[InstanceStorageConfig] | None = Field(
+        default=None, description="Extra EBS volumes per instance, as requested."
+    )
+    on_start_deep_health_checks: list[DeepHealthCheckType] | None = Field(
+        default=None, description="Deep health checks run when an instance starts, as requested."
+    )
+    efa_only: bool = Field(default=False, description="True when the instances get EFA-only network interfaces.")
+    labels: dict[str, str] | None = Field(default=None, description="Kubernetes labels of the group's nodes.")
+    taints: list[KubernetesTaint] | None = Field(default=None, description="Kubernetes taints of the group's nodes.")
+    subnet_id: str | None = Field(
+        default=None,
+        description="The subnet pinned for the group; null: the cluster's compute subnet.",
+        examples=["subnet-0123456789abcdef0"],
+    )
+    auto_patch: AutoPatch | None = Field(default=None, description="Automatic patching, as requested.")
+
+    @classmethod
+    def requested_fields(cls, group: InstanceGroupRequest) -> dict[str, Any]:
+        """The view's fields that echo the request of ``group`` (everything but names, types and counts)."""
+        return {
+            "capacity_type": group.capacity_type,
+            "training_plan_arn": group.training_plan_arn,
+            "instance_types": group.instance_types,
+            "min_instance_count": group.min_instance_count,
+            "threads_per_core": group.threads_per_core,
+            "instance_storage_configs": group.instance_storage_configs,
+            "on_start_deep_health_checks": group.on_start_deep_health_checks,
+            "efa_only": group.efa_only,
+            "labels": group.labels,
+            "taints": group.taints,
+            "subnet_id": group.subnet_id,
+            "auto_patch": group.auto_patch,
+        }
 
 
 class HyperPodView(ApiModel):

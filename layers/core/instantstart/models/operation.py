@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
@@ -70,6 +71,11 @@ class OperationView(ApiModel):
         ],
     )
     error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")
+    availability_zone_change: AvailabilityZoneChange | None = Field(
+        default=None,
+        description="Only in the 202 answer of POST /clusters: set when the cluster was moved from the requested "
+        "availabilityZone to the zone where its training plan reserves capacity; null otherwise.",
+    )
 
 
 class OperationList(ApiModel):

@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
+from instantstart.capacity.subnets import check_pinned_subnets
 from instantstart.clusters import records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
@@ -86,6 +87,84 @@ def _lifecycle_uri(rt: Runtime, tag: str, generation: int) -> str:
     return f"s3://{rt.settings.LIFECYCLE_BUCKET}/{prefix}"
 
 
+def _capacity_of(found_group: dict[str, Any]) -> CapacityType:
+    """The capacity type of a DescribeCluster ``ClusterInstanceGroupDetails`` (a group not in the request)."""
+    if found_group.get("TrainingPlanArn"):
+        return CapacityType.TRAINING_PLAN
+    if "Spot" in (found_group.get("CapacityRequirements") or {}):
+        return CapacityType.SPOT
+    return CapacityType.ON_DEMAND
+
+
+def instance_group_spec(
+    g: InstanceGroupRequest,
+    *,
+    execution_role: str,
+    lifecycle_uri: str,
+    security_group_id: str,
+    subnet_id: str,
+) -> dict[str, Any]:
+    """HyperPod ``ClusterInstanceGroupSpecification`` of one API group, field for field.
+
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html
+
+    ``instanceType`` -> ``InstanceType`` or ``instanceTypes`` -> ``InstanceRequirements.InstanceTypes``;
+    ``capacityType`` OnDemand/Spot -> ``CapacityRequirements`` (TrainingPlan -> ``TrainingPlanArn``);
+    ``subnetId`` (else the cluster's compute subnet ``subnet_id``) -> ``OverrideVpcConfig.Subnets``;
+    ``efaOnly`` -> ``NetworkInterface.InterfaceType = efa-only``; ``labels``/``taints`` -> ``KubernetesConfig``;
+    ``autoPatch`` -> ``AutoPatchConfig``. Optional fields left out of the request are left out here.
+    """
+    spec: dict[str, Any] = {"InstanceGroupName": g.instance_group_name}
+    if g.instance_type:
+        spec["InstanceType"] = g.instance_type
+    else:
+        spec["InstanceRequirements"] = {"InstanceTypes": list(g.instance_types or [])}
+    spec["InstanceCount"] = g.instance_count
+    if g.min_instance_count is not None:
+        spec["MinInstanceCount"] = g.min_instance_count
+    spec["ExecutionRole"] = execution_role
+    spec["LifeCycleConfig"] = {"SourceS3Uri": lifecycle_uri, "OnCreate": "on_create.sh"}
+    spec["OverrideVpcConfig"] = {"SecurityGroupIds": [security_group_id], "Subnets": [g.subnet_id or subnet_id]}
+    if g.capacity_type is CapacityType.TRAINING_PLAN:
+        spec["TrainingPlanArn"] = g.training_plan_arn
+    else:
+        spec["CapacityRequirements"] = {g.capacity_type.value: {}}
+    if g.threads_per_core is not None:
+        spec["ThreadsPerCore"] = g.threads_per_core
+    if g.instance_storage_configs:
+        spec["InstanceStorageConfigs"] = [
+            {"EbsVolumeConfig": {"VolumeSizeInGB": c.ebs_volume_config.volume_size_in_gb}}
+            for c in g.instance_storage_configs
+        ]
+    if g.on_start_deep_health_checks:
+        spec["OnStartDeepHealthChecks"] = [c.value for c in g.on_start_deep_health_checks]
+    if g.efa_only:
+        spec["NetworkInterface"] = {"InterfaceType": "efa-only"}
+    if g.labels or g.taints:
+        kube: dict[str, Any] = {}
+        if g.labels:
+            kube["Labels"] = dict(g.labels)
+        if g.taints:
+            kube["Taints"] = [
+                {"Key": t.key, **({"Value": t.value} if t.value is not None else {}), "Effect": t.effect.value}
+                for t in g.taints
+            ]
+        spec["KubernetesConfig"] = kube
+    if g.auto_patch is not None:
+        patch: dict[str, Any] = {"PatchingStrategy": g.auto_patch.patching_strategy.value}
+        if g.auto_patch.idle_wait_window_in_seconds is not None:
+            patch["IdleWaitWindowInSeconds"] = g.auto_patch.idle_wait_window_in_seconds
+        drain: dict[str, Any] = {}
+        if g.auto_patch.drain_timeout_in_seconds is not None:
+            drain["DrainTimeoutInSeconds"] = g.auto_patch.drain_timeout_in_seconds
+        if g.auto_patch.on_drain_timeout is not None:
+            drain["OnDrainTimeout"] = g.auto_patch.on_drain_timeout.value
+        if drain:
+            patch["DrainPolicy"] = drain
+        spec["AutoPatchConfig"] = patch
+    return spec
+
+
 def instance_group_specs(
     groups: list[InstanceGroupRequest],
     *,
@@ -96,15 +175,13 @@ def instance_group_specs(
 ) -> list[dict[str, Any]]:
     """HyperPod ``ClusterInstanceGroupSpecification`` list (SageMaker request shapes) from the API's groups."""
     return [
-        {
-            "InstanceGroupName": g.instance_group_name,
-            "InstanceType": g.instance_type,
-            "InstanceCount": g.instance_count,
-            "ExecutionRole": execution_role,
-            "LifeCycleConfig": {"SourceS3Uri": lifecycle_uri, "OnCreate": "on_create.sh"},
-            "OverrideVpcConfig": {"SecurityGroupIds": [security_group_id], "Subnets": [subnet_id]},
-            "CapacityRequirements": {g.capacity_type.value: {}},
-        }
+        instance_group_spec(
+            g,
+            execution_role=execution_role,
+            lifecycle_uri=lifecycle_uri,
+            security_group_id=security_group_id,
+            subnet_id=subnet_id,
+        )
         for g in groups
     ]
 
@@ -169,7 +246,7 @@ def observe(
     An event (``event_time``) older than the recorded observation changes nothing; a poll always records.
     ``latest_errors`` replaces the recorded Error events (None keeps them). Returns True when it was recorded.
     """
-    capacity = {g.instance_group_name: g.capacity_type for g in requested}
+    by_name = {g.instance_group_name: g for g in requested}
     requested_count = {g.instance_group_name: g.instance_count for g in requested}
     if latest_errors is None:
         cluster = rt.store.get_cluster(tag)
@@ -181,12 +258,16 @@ def observe(
         instance_groups=[
             InstanceGroupView(
                 instance_group_name=g["InstanceGroupName"],
-                instance_type=g.get("InstanceType", ""),
+                instance_type=g.get("InstanceType"),
                 instance_count=requested_count.get(g["InstanceGroupName"], g.get("TargetCount", 0)),
                 target_count=g.get("TargetCount"),
                 current_count=g.get("CurrentCount", 0),
                 status=g.get("Status"),
-                capacity_type=capacity.get(g["InstanceGroupName"], CapacityType.ON_DEMAND),
+                **(
+                    InstanceGroupView.requested_fields(by_name[g["InstanceGroupName"]])
+                    if g["InstanceGroupName"] in by_name
+                    else {"capacity_type": _capacity_of(g)}
+                ),
             )
             for g in found.get("InstanceGroups", [])
         ],
@@ -213,8 +294,11 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
 
     https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html
 
+    A group's pinned ``subnetId`` is checked first (:func:`instantstart.capacity.subnets.check_pinned_subnets`).
+
     Raises:
-        StageFailed: an existing cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim).
+        StageFailed: an existing cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim); a pinned
+            subnet is not in the cluster's VPC and zone (``InvalidSubnet``) or does not exist (EC2's error).
     """
     tag, generation = p.cluster_tag, p.generation
     groups = records.cluster_record(rt, tag).request.instance_groups
@@ -226,6 +310,12 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     if found is None:
         net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
         hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
+        check_pinned_subnets(
+            rt.client("ec2"),
+            groups,
+            vpc_id=str(net.vpc_id),
+            availability_zone=records.cluster_record(rt, tag).availability_zone,
+        )
         sm.create_cluster(
             **hyperpod_create_request(
                 tag,
