@@ -412,6 +412,14 @@ def list_instance_types(
 
 
 # ---------------------------------------------------------------- nodes and HyperPod operations (day 2)
+def _idempotent_202(route: str, key: str | None, body: Any, model: type[BaseModel], call: Any) -> Response[Any]:
+    """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer)."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(router.context["idempotency"], route=route, key=key, body=body, call=call)
+    return _json(model.model_validate(answer), 202)
+
+
 _NODE_ACTION_ACCEPTED: dict[int, OpenAPIResponse] = {
     202: {
         "description": "HyperPod accepted the batch call: per-node outcome (failed ids with SageMaker's code and "
@@ -496,10 +504,18 @@ def list_cluster_nodes(
     tags=["nodes"],
 )
 def reboot_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: RebootOrReplaceNodesRequest
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: RebootOrReplaceNodesRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[NodeActionResult]:
     """Reboot nodes."""
-    return _json(nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REBOOT, request.node_ids), 202)
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/nodes/reboot",
+        idempotency_key,
+        request.to_api(),
+        NodeActionResult,
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REBOOT, request.node_ids).to_api(),
+    )
 
 
 @router.post(
@@ -512,10 +528,18 @@ def reboot_cluster_nodes(
     tags=["nodes"],
 )
 def replace_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: RebootOrReplaceNodesRequest
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: RebootOrReplaceNodesRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[NodeActionResult]:
     """Replace nodes."""
-    return _json(nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REPLACE, request.node_ids), 202)
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/nodes/replace",
+        idempotency_key,
+        request.to_api(),
+        NodeActionResult,
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REPLACE, request.node_ids).to_api(),
+    )
 
 
 @router.post(
@@ -528,10 +552,18 @@ def replace_cluster_nodes(
     tags=["nodes"],
 )
 def delete_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: DeleteNodesRequest
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: DeleteNodesRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[NodeActionResult]:
     """Delete nodes."""
-    return _json(nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.DELETE, request.node_ids), 202)
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/nodes/delete",
+        idempotency_key,
+        request.to_api(),
+        NodeActionResult,
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.DELETE, request.node_ids).to_api(),
+    )
 
 
 @router.post(
@@ -545,10 +577,18 @@ def delete_cluster_nodes(
     tags=["hyperpod-operations"],
 )
 def update_cluster_software(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: SoftwareUpdateRequest
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: SoftwareUpdateRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[HyperPodActionResult]:
     """Start a software update."""
-    return _json(hyperpod_operations.update_software(runtime(), cluster_tag, request), 202)
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/software-update",
+        idempotency_key,
+        request.to_api(),
+        HyperPodActionResult,
+        lambda: hyperpod_operations.update_software(runtime(), cluster_tag, request).to_api(),
+    )
 
 
 @router.post(
@@ -562,10 +602,18 @@ def update_cluster_software(
     tags=["hyperpod-operations"],
 )
 def start_cluster_health_check(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: HealthCheckRequest
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: HealthCheckRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[HyperPodActionResult]:
     """Start deep health checks."""
-    return _json(hyperpod_operations.start_health_check(runtime(), cluster_tag, request), 202)
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/health-checks",
+        idempotency_key,
+        request.to_api(),
+        HyperPodActionResult,
+        lambda: hyperpod_operations.start_health_check(runtime(), cluster_tag, request).to_api(),
+    )
 
 
 @router.get(
