@@ -48,6 +48,7 @@ from instantstart.models.hyperpod_operations import (
     HyperPodOperationStatus,
     HyperPodOperationType,
     HyperPodOperationView,
+    SoftwareUpdateRequest,
 )
 from instantstart.models.nodes import (
     NODES_DEFAULT_PAGE_SIZE,
@@ -428,6 +429,7 @@ __all__ = [
     "CAPACITY_TYPES",
     "EVENTS_DEFAULT_PAGE_SIZE",
     "EVENT_LEVELS",
+    "NODES_DEFAULT_PAGE_SIZE",
     "OPERATIONS_DEFAULT_PAGE_SIZE",
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
@@ -559,7 +561,7 @@ HealthCheckGroupsParam = Annotated[
 ]
 
 InstanceGroupNamesParam = Annotated[
-    list[str] | None,
+    Annotated[list[str], advertised_constraints(api_constraints(SoftwareUpdateRequest, "instanceGroupNames"))] | None,
     Field(
         default=None,
         description="Optional instance groups to update (default: none, every group of the cluster).",

@@ -691,7 +691,7 @@ class InstantStartClient:
     def start_cluster_health_check(
         self,
         cluster_tag: str,
-        instance_groups: list[Mapping[str, Any]],
+        instance_groups: Sequence[Mapping[str, Any]],
         *,
         idempotency_key: str | None = None,
     ) -> HyperPodActionResult:

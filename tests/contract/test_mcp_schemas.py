@@ -22,6 +22,10 @@ CLUSTER = "/clusters/{clusterTag}"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
 EVENTS = "/clusters/{clusterTag}/events"
 OPERATIONS = "/clusters/{clusterTag}/operations"
+NODES = "/clusters/{clusterTag}/nodes"
+SOFTWARE_UPDATE = "/clusters/{clusterTag}/software-update"
+HEALTH_CHECKS = "/clusters/{clusterTag}/health-checks"
+HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -46,6 +50,32 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_list_operations", "clusterTag"): ("GET", OPERATIONS, "path", "clusterTag"),
     ("cluster_list_operations", "maxResults"): ("GET", OPERATIONS, "query", "maxResults"),
     ("cluster_list_operations", "nextToken"): ("GET", OPERATIONS, "query", "nextToken"),
+    ("node_list", "clusterTag"): ("GET", NODES, "path", "clusterTag"),
+    ("node_list", "maxResults"): ("GET", NODES, "query", "maxResults"),
+    ("node_list", "nextToken"): ("GET", NODES, "query", "nextToken"),
+    ("node_list", "instanceGroupName"): ("GET", NODES, "query", "instanceGroupName"),
+    **{
+        (f"node_{verb}", name): ("POST", f"{NODES}/{verb}", where, api_name)
+        for verb in ("reboot", "replace", "delete")
+        for name, where, api_name in (
+            ("clusterTag", "path", "clusterTag"),
+            ("nodeIds", "body", "nodeIds"),
+            ("idempotencyKey", "header", "Idempotency-Key"),
+        )
+    },
+    ("cluster_update_software", "clusterTag"): ("POST", SOFTWARE_UPDATE, "path", "clusterTag"),
+    ("cluster_update_software", "instanceGroupNames"): ("POST", SOFTWARE_UPDATE, "body", "instanceGroupNames"),
+    ("cluster_update_software", "idempotencyKey"): ("POST", SOFTWARE_UPDATE, "header", "Idempotency-Key"),
+    ("cluster_start_health_check", "clusterTag"): ("POST", HEALTH_CHECKS, "path", "clusterTag"),
+    ("cluster_start_health_check", "instanceGroups"): ("POST", HEALTH_CHECKS, "body", "instanceGroups"),
+    ("cluster_start_health_check", "idempotencyKey"): ("POST", HEALTH_CHECKS, "header", "Idempotency-Key"),
+    ("hyperpod_operation_list", "clusterTag"): ("GET", HP_OPERATIONS, "path", "clusterTag"),
+    ("hyperpod_operation_list", "maxResults"): ("GET", HP_OPERATIONS, "query", "maxResults"),
+    ("hyperpod_operation_list", "nextToken"): ("GET", HP_OPERATIONS, "query", "nextToken"),
+    ("hyperpod_operation_list", "status"): ("GET", HP_OPERATIONS, "query", "status"),
+    ("hyperpod_operation_list", "type"): ("GET", HP_OPERATIONS, "query", "type"),
+    ("hyperpod_operation_get", "clusterTag"): ("GET", f"{HP_OPERATIONS}/{{operationId}}", "path", "clusterTag"),
+    ("hyperpod_operation_get", "operationId"): ("GET", f"{HP_OPERATIONS}/{{operationId}}", "path", "operationId"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -57,6 +87,7 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
 
 MCP_ONLY = {
     ("cluster_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
+    ("node_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
 }
 
