@@ -657,7 +657,7 @@ def list_hyperpod_operations(
 
 
 @router.get(
-    "/clusters/<clusterTag>/hyperpod-operations/<operationId>",
+    "/clusters/<clusterTag>/hyperpod-operations/<hyperPodOperationId>",
     operation_id="GetHyperPodOperation",
     summary="Get one HyperPod operation with its events",
     description="DescribeClusterOperation (type, status, creation time, ScalingDetails or DeepHealthCheckDetails) "
@@ -667,10 +667,10 @@ def list_hyperpod_operations(
 )
 def get_hyperpod_operation(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    operation_id: Annotated[
+    hyper_pod_operation_id: Annotated[
         str,
         Path(
-            alias="operationId",
+            alias="hyperPodOperationId",
             pattern=HYPERPOD_OPERATION_ID_PATTERN,
             description="SageMaker's operation id (from GET /clusters/{clusterTag}/hyperpod-operations).",
             examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
@@ -679,4 +679,4 @@ def get_hyperpod_operation(
     ],
 ) -> Response[HyperPodOperationView]:
     """One HyperPod operation."""
-    return _json(hyperpod_operations.get_operation(runtime(), cluster_tag, operation_id))
+    return _json(hyperpod_operations.get_operation(runtime(), cluster_tag, hyper_pod_operation_id))

@@ -28,7 +28,13 @@ class Skill:
     body: str
 
 
-SKILL_FILES = ("workflow-rules.md", "create-cluster.md", "retry-failed-stage.md", "delete-cluster.md")
+SKILL_FILES = (
+    "workflow-rules.md",
+    "create-cluster.md",
+    "retry-failed-stage.md",
+    "delete-cluster.md",
+    "node-troubleshooting.md",
+)
 """The skills, rules first."""
 
 

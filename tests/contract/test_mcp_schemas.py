@@ -26,6 +26,7 @@ NODES = "/clusters/{clusterTag}/nodes"
 SOFTWARE_UPDATE = "/clusters/{clusterTag}/software-update"
 HEALTH_CHECKS = "/clusters/{clusterTag}/health-checks"
 HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
+HP_OPERATION = "/clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -74,8 +75,8 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("hyperpod_operation_list", "nextToken"): ("GET", HP_OPERATIONS, "query", "nextToken"),
     ("hyperpod_operation_list", "status"): ("GET", HP_OPERATIONS, "query", "status"),
     ("hyperpod_operation_list", "type"): ("GET", HP_OPERATIONS, "query", "type"),
-    ("hyperpod_operation_get", "clusterTag"): ("GET", f"{HP_OPERATIONS}/{{operationId}}", "path", "clusterTag"),
-    ("hyperpod_operation_get", "operationId"): ("GET", f"{HP_OPERATIONS}/{{operationId}}", "path", "operationId"),
+    ("hyperpod_operation_get", "clusterTag"): ("GET", HP_OPERATION, "path", "clusterTag"),
+    ("hyperpod_operation_get", "operationId"): ("GET", HP_OPERATION, "path", "hyperPodOperationId"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",

@@ -29,8 +29,42 @@ from instantstart.runtime import Runtime
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT: dict[str, Any] = json.loads((ROOT / "api_schema" / "openapi.json").read_text())
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
-VALID_PATH_VALUES = {"clusterTag": "demo", "stage": "hyperpod", "operationId": "op-0123456789abcdef0123456789abcdef"}
+VALID_PATH_VALUES = {
+    "clusterTag": "demo",
+    "stage": "hyperpod",
+    "operationId": "op-0123456789abcdef0123456789abcdef",
+    "hyperPodOperationId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+}
 """Valid values of the path parameters, to break one parameter at a time."""
+NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
+SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/clusters"): SAMPLE_BODY,
+    ("POST", "/clusters/{clusterTag}/nodes/reboot"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/nodes/replace"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/nodes/delete"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/software-update"): {
+        "instanceGroupNames": ["accel"],
+        "deploymentConfig": {
+            "rollingUpdatePolicy": {
+                "maximumBatchSize": {"type": "INSTANCE_COUNT", "value": 1},
+                "rollbackMaximumBatchSize": {"type": "CAPACITY_PERCENTAGE", "value": 50},
+            },
+            "waitIntervalInSeconds": 60,
+            "autoRollbackAlarmNames": ["gpu-errors"],
+        },
+        "imageId": "default",
+    },
+    ("POST", "/clusters/{clusterTag}/health-checks"): {
+        "instanceGroups": [
+            {
+                "instanceGroupName": "accel",
+                "deepHealthChecks": ["InstanceStress"],
+                "instanceIds": ["i-0123456789abcdef0"],
+            }
+        ]
+    },
+}
+"""A valid body of each route that takes one, to break one field at a time."""
 
 
 def resolve(schema: dict[str, Any]) -> dict[str, Any]:
@@ -133,8 +167,8 @@ def cases() -> Iterator[Case]:
             body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             if body is None:
                 continue
-            assert (method, path) == ("POST", "/clusters"), "add a valid sample body for this route"
-            for location, schema, sample, required in body_fields(body, SAMPLE_BODY):
+            assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route to SAMPLE_BODIES"
+            for location, schema, sample, required in body_fields(body, SAMPLE_BODIES[(method, path)]):
                 if not constrained(schema):
                     continue
                 for kind, value in violations(schema, sample):
@@ -172,7 +206,7 @@ def rule_pieces(schema: dict[str, Any]) -> list[str]:
 
 def send(handler: ModuleType, case: Case) -> Answer:
     if case.where == "body":
-        body = copy.deepcopy(SAMPLE_BODY)
+        body = copy.deepcopy(SAMPLE_BODIES[(case.method, case.path)])
         *parents, last = case.location
         target: Any = body
         for part in parents:
@@ -181,7 +215,7 @@ def send(handler: ModuleType, case: Case) -> Answer:
             del target[last]
         else:
             target[last] = case.value
-        return call(handler, api_event(case.method, case.path, body=body))
+        return call(handler, api_event(case.method, case.path.format(**VALID_PATH_VALUES), body=body))
     values = {**VALID_PATH_VALUES}
     query: dict[str, str] | None = None
     key = None
@@ -192,7 +226,7 @@ def send(handler: ModuleType, case: Case) -> Answer:
     else:
         key = str(case.value)
     path = case.path.format(**values)
-    body = None if case.method != "POST" or case.path != "/clusters" else SAMPLE_BODY
+    body = SAMPLE_BODIES.get((case.method, case.path)) if case.method == "POST" else None
     return call(handler, api_event(case.method, path, body=body, query=query, idempotency_key=key))
 
 

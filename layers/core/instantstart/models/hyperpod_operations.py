@@ -75,7 +75,13 @@ class CapacitySize(ApiModel):
     """SageMaker ``CapacitySizeConfig``: a number of instances or a percentage of the group's capacity."""
 
     type: NodeUnavailabilityType = Field(description="INSTANCE_COUNT or CAPACITY_PERCENTAGE.")
-    value: int = Field(ge=1, le=100000, description="Instances, or percent (1-100) of the group.", examples=[1])
+    value: int = Field(
+        ge=1,
+        le=100000,
+        strict=True,  # a JSON integer: "2", 2.0 and true are refused, not coerced
+        description="Instances, or percent (1-100) of the group.",
+        examples=[1],
+    )
 
 
 class RollingUpdatePolicy(ApiModel):
@@ -94,7 +100,12 @@ class DeploymentConfig(ApiModel):
         default=None, description="Update in batches; omit to let SageMaker update every node at once."
     )
     wait_interval_in_seconds: int | None = Field(
-        default=None, ge=0, le=3600, description="Seconds to wait between batches, 0-3600.", examples=[120]
+        default=None,
+        ge=0,
+        le=3600,
+        strict=True,
+        description="Seconds to wait between batches, 0-3600.",
+        examples=[120],
     )
     auto_rollback_alarm_names: list[Annotated[str, Field(min_length=1, max_length=255)]] | None = Field(
         default=None,
