@@ -30,6 +30,7 @@ from instantstart.models.cluster import (
     ClusterTag,
     ClusterView,
     CreateClusterRequest,
+    DeepHealthCheckType,
     InstanceGroupRequest,
     InstanceStorageConfig,
     KubernetesTaint,
@@ -43,7 +44,27 @@ from instantstart.models.cluster_events import (
     ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
+from instantstart.models.hyperpod_operations import (
+    HYPERPOD_OPERATION_ID_PATTERN,
+    HealthCheckGroup,
+    HealthCheckRequest,
+    HyperPodActionResult,
+    HyperPodOperationList,
+    HyperPodOperationStatus,
+    HyperPodOperationType,
+    HyperPodOperationView,
+    SoftwareUpdateRequest,
+)
 from instantstart.models.instance_groups import InstanceGroupList, UpdateInstanceGroupRequest
+from instantstart.models.nodes import (
+    NODES_DEFAULT_PAGE_SIZE,
+    NODES_MAX_PAGE_SIZE,
+    NODES_TOKEN_MAX_LENGTH,
+    ClusterNodeList,
+    DeleteNodesRequest,
+    NodeActionResult,
+    RebootOrReplaceNodesRequest,
+)
 from instantstart.models.operation import OperationId, OperationList, OperationView
 
 _CONSTRAINT_KEYS = (
@@ -568,6 +589,7 @@ __all__ = [
     "CAPACITY_TYPES",
     "EVENTS_DEFAULT_PAGE_SIZE",
     "EVENT_LEVELS",
+    "NODES_DEFAULT_PAGE_SIZE",
     "OPERATIONS_DEFAULT_PAGE_SIZE",
     "STAGE_NAMES",
     "WAIT_MAX_SECONDS",
@@ -596,3 +618,122 @@ __all__ = [
     "api_constraints",
     "output_schema",
 ]
+
+
+# -- nodes and HyperPod operations (day 2) -----------------------------------------------------------------
+
+NODE_IDS_CONSTRAINTS = api_constraints(RebootOrReplaceNodesRequest, "nodeIds")
+DELETE_NODE_IDS_CONSTRAINTS = api_constraints(DeleteNodesRequest, "nodeIds")
+HYPERPOD_OPERATION_STATUSES = [s.value for s in HyperPodOperationStatus]
+HYPERPOD_OPERATION_TYPES = [t.value for t in HyperPodOperationType]
+DEEP_HEALTH_CHECKS = [c.value for c in DeepHealthCheckType]
+
+NodeIdsParam = Annotated[
+    list[str],
+    advertised(
+        "EC2 instance ids of nodes of this cluster (required, no default), each once, e.g. ['i-0123456789abcdef0']: "
+        "take them from node_list. An id that is not a node of the cluster is refused and nothing is done.",
+        NODE_IDS_CONSTRAINTS,
+    ),
+]
+
+DeleteNodeIdsParam = Annotated[
+    list[str],
+    advertised(
+        "EC2 instance ids of nodes of this cluster to delete (required, no default), each once: take them from "
+        "node_list. An id that is not a node of the cluster is refused and nothing is done.",
+        DELETE_NODE_IDS_CONSTRAINTS,
+    ),
+]
+
+NodesMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most nodes to return (default {NODES_DEFAULT_PAGE_SIZE}), 1-{NODES_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": NODES_MAX_PAGE_SIZE},
+        default=NODES_DEFAULT_PAGE_SIZE,
+    ),
+]
+
+NodesNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": NODES_TOKEN_MAX_LENGTH})] | None,
+    Field(
+        default=None,
+        description="Optional nextToken of the previous result of the same tool (default: none, the first page); "
+        "pass the same filters as for that call.",
+    ),
+]
+
+HyperPodOperationStatusParam = Annotated[
+    Annotated[str, advertised_constraints({"enum": HYPERPOD_OPERATION_STATUSES})] | None,
+    Field(
+        default=None,
+        description="Optional status filter (default: none); allowed values: "
+        f"{', '.join(HYPERPOD_OPERATION_STATUSES)}.",
+    ),
+]
+
+HyperPodOperationTypeParam = Annotated[
+    Annotated[str, advertised_constraints({"enum": HYPERPOD_OPERATION_TYPES})] | None,
+    Field(
+        default=None,
+        description=f"Optional type filter (default: none); allowed values: {', '.join(HYPERPOD_OPERATION_TYPES)}.",
+    ),
+]
+
+HyperPodOperationIdParam = Annotated[
+    str,
+    advertised(
+        "HyperPod operation id (required, no default): an operationId from hyperpod_operation_list or the "
+        "hyperPodOperationId of cluster_start_health_check, a UUID.",
+        {"pattern": HYPERPOD_OPERATION_ID_PATTERN},
+    ),
+]
+
+
+class HealthCheckGroupInput(BaseModel):
+    """One instance group of ``cluster_start_health_check`` (the ``instanceGroups[]`` item of the API)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+
+    instanceGroupName: str = advertised(
+        "An instance group of the cluster (required), e.g. accel.",
+        api_constraints(HealthCheckGroup, "instanceGroupName"),
+    )
+    deepHealthChecks: list[str] = advertised(
+        f"Checks to run (required), each once; allowed values: {', '.join(DEEP_HEALTH_CHECKS)}.",
+        {"items": {"enum": DEEP_HEALTH_CHECKS}, "minItems": 1, "maxItems": len(DEEP_HEALTH_CHECKS)},
+    )
+    instanceIds: list[str] | None = advertised(
+        "Optional: only these nodes of the group (default: every node of the group).",
+        api_constraints(HealthCheckGroup, "instanceIds"),
+        default=None,
+    )
+
+    def to_api(self) -> dict[str, Any]:
+        """The item as sent to the API: the fields the agent set."""
+        return self.model_dump(exclude_unset=True)
+
+
+HealthCheckGroupsParam = Annotated[
+    list[HealthCheckGroupInput],
+    advertised(
+        "Instance groups to check (required, no default), e.g. "
+        '[{"instanceGroupName": "accel", "deepHealthChecks": ["InstanceStress", "InstanceConnectivity"]}].',
+        api_constraints(HealthCheckRequest, "instanceGroups"),
+    ),
+]
+
+InstanceGroupNamesParam = Annotated[
+    Annotated[list[str], advertised_constraints(api_constraints(SoftwareUpdateRequest, "instanceGroupNames"))] | None,
+    Field(
+        default=None,
+        description="Optional instance groups to update (default: none, every group of the cluster).",
+    ),
+]
+
+NODES_SCHEMA = output_schema(ClusterNodeList)
+NODE_ACTION_SCHEMA = output_schema(NodeActionResult)
+HYPERPOD_ACTION_SCHEMA = output_schema(HyperPodActionResult)
+HYPERPOD_OPERATIONS_SCHEMA = output_schema(HyperPodOperationList)
+HYPERPOD_OPERATION_SCHEMA = output_schema(HyperPodOperationView)

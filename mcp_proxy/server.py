@@ -81,11 +81,21 @@ def _skill_prompts(skills: dict[str, Skill]) -> list[Prompt]:
             )
         ]
 
+    def troubleshoot_node(clusterTag: PromptTag) -> list[UserMessage]:
+        """Diagnose an unhealthy node and choose between waiting, reboot, replace, delete or a deep health check."""
+        return [
+            UserMessage(
+                f"{rules}\n{skills['node-troubleshooting.md'].body}\nThe user reports a node problem on cluster "
+                f"'{clusterTag}'.\n"
+            )
+        ]
+
     return [
         Prompt.from_function(instantstart_workflow_rules, title="InstantStart workflow rules"),
         Prompt.from_function(create_hyperpod_cluster, title="Create a HyperPod cluster"),
         Prompt.from_function(retry_failed_stage, title="Retry a failed stage"),
         Prompt.from_function(delete_cluster, title="Delete a cluster"),
+        Prompt.from_function(troubleshoot_node, title="Troubleshoot a node"),
     ]
 
 

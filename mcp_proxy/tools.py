@@ -37,13 +37,19 @@ from mcp_proxy import schemas
 from mcp_proxy.schemas import (
     AvailabilityZoneParam,
     ClusterTagParam,
+    DeleteNodeIdsParam,
     EventLevelParam,
     EventsInstanceGroupParam,
     EventsMaxResultsParam,
     EventsNextTokenParam,
+    HealthCheckGroupsParam,
+    HyperPodOperationIdParam,
+    HyperPodOperationStatusParam,
+    HyperPodOperationTypeParam,
     IdempotencyKeyParam,
     InstanceCountParam,
     InstanceGroupNameParam,
+    InstanceGroupNamesParam,
     InstanceGroupsParam,
     KubernetesVersionParam,
     LabelsParam,
@@ -51,6 +57,9 @@ from mcp_proxy.schemas import (
     NewGroupCountParam,
     NewGroupNameParam,
     NewGroupTypeParam,
+    NodeIdsParam,
+    NodesMaxResultsParam,
+    NodesNextTokenParam,
     OperationIdParam,
     OperationsMaxResultsParam,
     OperationsNextTokenParam,
@@ -80,6 +89,14 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "DeleteInstanceGroup": "instance_group_delete",
     "ListTrainingPlans": "catalog_list_training_plans",
     "SearchTrainingPlanOfferings": "catalog_search_training_plan_offerings",
+    "ListClusterNodes": "node_list",
+    "RebootClusterNodes": "node_reboot",
+    "ReplaceClusterNodes": "node_replace",
+    "DeleteClusterNodes": "node_delete",
+    "UpdateClusterSoftware": "cluster_update_software",
+    "StartClusterHealthCheck": "cluster_start_health_check",
+    "ListHyperPodOperations": "hyperpod_operation_list",
+    "GetHyperPodOperation": "hyperpod_operation_get",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -93,6 +110,11 @@ WRITE_TOOLS = frozenset(
         "instance_group_add",
         "instance_group_update",
         "instance_group_delete",
+        "node_reboot",
+        "node_replace",
+        "node_delete",
+        "cluster_update_software",
+        "cluster_start_health_check",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -115,6 +137,7 @@ def read_only_message(tool: str) -> str:
         f"{tool} was refused: this InstantStart MCP server is read-only (the default), so write tools "
         "(cluster_create, cluster_retry_stage, cluster_delete, operation_cancel, instance_group_add, "
         "instance_group_update, instance_group_delete) do nothing and nothing was sent "
+        f"({', '.join(sorted(WRITE_TOOLS))}) do nothing and nothing was sent "
         "to the API. "
         "To enable them, restart the server with --allow-write (`instantstart-mcp --allow-write`) or set "
         f"{ALLOW_WRITE_ENV}=true in its environment (the `env` of its entry in your MCP client configuration), "
@@ -208,6 +231,26 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "Search training plan offerings",
         schemas.TRAINING_PLAN_OFFERINGS_SCHEMA,
     ),
+    _read("node_list", "List a cluster's nodes", schemas.NODES_SCHEMA),
+    _write("node_reboot", "Reboot nodes", schemas.NODE_ACTION_SCHEMA, destructive=False, idempotent=False),
+    _write("node_replace", "Replace nodes", schemas.NODE_ACTION_SCHEMA, destructive=True, idempotent=False),
+    _write("node_delete", "Delete nodes", schemas.NODE_ACTION_SCHEMA, destructive=True, idempotent=False),
+    _write(
+        "cluster_update_software",
+        "Update the nodes' software",
+        schemas.HYPERPOD_ACTION_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _write(
+        "cluster_start_health_check",
+        "Run deep health checks",
+        schemas.HYPERPOD_ACTION_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("hyperpod_operation_list", "List HyperPod operations", schemas.HYPERPOD_OPERATIONS_SCHEMA),
+    _read("hyperpod_operation_get", "Get a HyperPod operation", schemas.HYPERPOD_OPERATION_SCHEMA),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
 )
 """Every tool, in the order they are listed."""
@@ -551,6 +594,153 @@ class InstantStartTools:
         return self._call(
             lambda client: client.delete_instance_group(clusterTag, instanceGroupName, idempotency_key=idempotencyKey)
         )
+
+    # -- nodes and HyperPod operations (day 2) ----------------------------------------------------------
+
+    def node_list(
+        self,
+        clusterTag: ClusterTagParam,
+        maxResults: NodesMaxResultsParam = schemas.NODES_DEFAULT_PAGE_SIZE,
+        nextToken: NodesNextTokenParam = None,
+        instanceGroupName: EventsInstanceGroupParam = None,
+    ) -> CallToolResult:
+        """List a cluster's nodes (GET /clusters/{clusterTag}/nodes): instance id, group, type, SageMaker's instance
+        status and message, launch time, Kubernetes node name and the node-health-status label as last observed
+        (Schedulable, Unschedulable, UnschedulablePendingReboot, UnschedulablePendingReplacement; null = never seen).
+
+        Use it to find the instance ids for node_reboot, node_replace and node_delete, and to follow them. One page
+        per call: when nextToken is not null, call again with it (and the same instanceGroupName). Read-only.
+        """
+        return self._call(
+            lambda client: client.list_cluster_nodes(
+                clusterTag, max_results=maxResults, next_token=nextToken, instance_group_name=instanceGroupName
+            )
+        )
+
+    def node_reboot(
+        self, clusterTag: ClusterTagParam, nodeIds: NodeIdsParam, idempotencyKey: IdempotencyKeyParam = None
+    ) -> CallToolResult:
+        """Reboot nodes of a cluster (POST /clusters/{clusterTag}/nodes/reboot, BatchRebootClusterNodes).
+
+        For a node that is hung or unresponsive but whose hardware is believed fine: same instance id, the node is
+        NotReady/UnschedulablePendingReboot for a few minutes, then Schedulable. Running jobs on it are
+        interrupted: tell the user first. Returns HyperPod's per-node outcome (failed ids with its code and
+        message); follow with node_list. Write tool: needs --allow-write.
+        """
+        self._require_write("node_reboot")
+        return self._call(
+            lambda client: client.reboot_cluster_nodes(clusterTag, list(nodeIds), idempotency_key=idempotencyKey)
+        )
+
+    def node_replace(
+        self, clusterTag: ClusterTagParam, nodeIds: NodeIdsParam, idempotencyKey: IdempotencyKeyParam = None
+    ) -> CallToolResult:
+        """Replace nodes of a cluster with new instances (POST /clusters/{clusterTag}/nodes/replace).
+
+        For faulty hardware (failed deep health check, GPU/ECC errors, a reboot that did not help): the instance
+        is terminated (its local data is lost) and a new instance with a new id joins the same group. Confirm with
+        the user first. Returns HyperPod's per-node outcome; follow with node_list. Write tool: needs
+        --allow-write.
+        """
+        self._require_write("node_replace")
+        return self._call(
+            lambda client: client.replace_cluster_nodes(clusterTag, list(nodeIds), idempotency_key=idempotencyKey)
+        )
+
+    def node_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        nodeIds: DeleteNodeIdsParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again (required, no default), exactly as the user typed it to confirm "
+                "deleting these nodes; the call is refused unless it equals clusterTag."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete nodes of a cluster (POST /clusters/{clusterTag}/nodes/delete, BatchDeleteClusterNodes).
+
+        Destructive: the instances are terminated and their group's count is lowered, so no replacement comes.
+        Show the user the nodes (node_list) and ask them to confirm by typing the cluster tag; pass it as
+        confirmClusterTag. Write tool: needs --allow-write.
+        """
+        self._require_write("node_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"node_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal clusterTag "
+                f"{clusterTag!r}, so no node was deleted. Ask the user to confirm deleting nodes {list(nodeIds)} of "
+                f"cluster {clusterTag!r} by typing its tag, then call node_delete again with confirmClusterTag set "
+                "to exactly what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_cluster_nodes(clusterTag, list(nodeIds), idempotency_key=idempotencyKey)
+        )
+
+    def cluster_update_software(
+        self,
+        clusterTag: ClusterTagParam,
+        instanceGroupNames: InstanceGroupNamesParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Update the AMI of a cluster's nodes to the latest HyperPod release (POST /clusters/{clusterTag}/
+        software-update, UpdateClusterSoftware). The cluster must be READY or DEGRADED.
+
+        Nodes are patched and restarted: running jobs are interrupted, so confirm with the user first. Follow it
+        with cluster_list_events. Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_update_software")
+        body: dict[str, Any] = {"instanceGroupNames": list(instanceGroupNames)} if instanceGroupNames else {}
+        return self._call(
+            lambda client: client.update_cluster_software(clusterTag, body, idempotency_key=idempotencyKey)
+        )
+
+    def cluster_start_health_check(
+        self,
+        clusterTag: ClusterTagParam,
+        instanceGroups: HealthCheckGroupsParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Run deep health checks on instance groups (POST /clusters/{clusterTag}/health-checks,
+        StartClusterHealthCheck): a DeepHealthCheck HyperPod operation.
+
+        Checked nodes are unschedulable while the checks run (minutes to hours); a node that fails is replaced.
+        Confirm with the user first. Follow it with hyperpod_operation_get (hyperPodOperationId of the result) or
+        hyperpod_operation_list. Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_start_health_check")
+        groups = [group.to_api() for group in instanceGroups]
+        return self._call(
+            lambda client: client.start_cluster_health_check(clusterTag, groups, idempotency_key=idempotencyKey)
+        )
+
+    def hyperpod_operation_list(
+        self,
+        clusterTag: ClusterTagParam,
+        maxResults: OperationsMaxResultsParam = schemas.OPERATIONS_DEFAULT_PAGE_SIZE,
+        nextToken: NodesNextTokenParam = None,
+        status: HyperPodOperationStatusParam = None,
+        type: HyperPodOperationTypeParam = None,
+    ) -> CallToolResult:
+        """List SageMaker HyperPod's own operations on a cluster, newest first (GET /clusters/{clusterTag}/
+        hyperpod-operations): Scaling and DeepHealthCheck operations with status and creation time. Not the
+        control plane's operations (cluster_list_operations). Read-only.
+        """
+        return self._call(
+            lambda client: client.list_hyperpod_operations(
+                clusterTag, max_results=maxResults, next_token=nextToken, status=status, type=type
+            )
+        )
+
+    def hyperpod_operation_get(
+        self, clusterTag: ClusterTagParam, operationId: HyperPodOperationIdParam
+    ) -> CallToolResult:
+        """Get one HyperPod operation (GET /clusters/{clusterTag}/hyperpod-operations/{operationId}): type, status,
+        scaling or deep-health-check details and its newest HyperPod events (SageMaker's descriptions verbatim).
+        Read-only.
+        """
+        return self._call(lambda client: client.get_hyperpod_operation(clusterTag, operationId))
 
     # -- catalog --------------------------------------------------------------------------------------
 

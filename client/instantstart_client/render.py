@@ -21,8 +21,11 @@ from instantstart_client.shapes import (
     AvailabilityZone,
     Cluster,
     ClusterEvent,
+    ClusterNode,
     ClusterSummary,
+    HyperPodOperationSummary,
     InstanceGroupInfo,
+    NodeActionResult,
     NodeInfo,
     Operation,
     Stage,
@@ -450,4 +453,48 @@ def instance_types_table(instance_types: Sequence[str], availability_zone: str) 
     table.add_column(f"HyperPod instance types in {availability_zone} ({len(instance_types)})")
     for instance_type in instance_types:
         add_row(table, instance_type)
+    return table
+
+
+def nodes_table(nodes: Sequence[ClusterNode], cluster_name: str) -> Table:
+    """``GET /clusters/{clusterTag}/nodes`` as a table: instance, group, type, status, Kubernetes node, health."""
+    table = Table(title=f"Nodes of {cluster_name} ({len(nodes)})")
+    for column in ("Instance", "Group", "Type", "Status", "Launched", "Kubernetes node", "Health"):
+        table.add_column(column, no_wrap=True)
+    for n in nodes:
+        status = n.get("instanceStatus") or MISSING
+        message = n.get("instanceStatusMessage")
+        add_row(
+            table,
+            n.get("instanceId"),
+            n.get("instanceGroupName"),
+            n.get("instanceType"),
+            f"{status} ({message})" if message else status,
+            format_time(n.get("launchTime")),
+            n.get("kubernetesNodeName"),
+            n.get("healthStatus") or MISSING,
+        )
+    return table
+
+
+def node_action_table(result: NodeActionResult) -> Table:
+    """The 202 answer of a node action: each node HyperPod accepted or refused (code and message verbatim)."""
+    table = Table(title=f"{result.get('action')} on {result.get('hyperPodClusterName')}")
+    for column in ("Instance", "Outcome", "Code"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Message", overflow="fold")
+    for node_id in result.get("successful") or []:
+        add_row(table, node_id, Text("accepted", style="green"), MISSING, MISSING)
+    for failure in result.get("failed") or []:
+        add_row(table, failure.get("nodeId"), Text("refused", style="red"), failure.get("code"), failure.get("message"))
+    return table
+
+
+def hyperpod_operations_table(operations: Sequence[HyperPodOperationSummary], cluster_name: str) -> Table:
+    """``GET /clusters/{clusterTag}/hyperpod-operations`` as a table, newest first."""
+    table = Table(title=f"HyperPod operations of {cluster_name} ({len(operations)}, newest first)")
+    for column in ("Operation", "Type", "Status", "Created"):
+        table.add_column(column, no_wrap=True)
+    for o in operations:
+        add_row(table, o.get("operationId"), o.get("type"), o.get("status"), format_time(o.get("creationTime")))
     return table

@@ -270,3 +270,101 @@ class TrainingPlanOffering(TypedDict):
     durationHours: int | None
     upfrontFee: str | None
     currencyCode: str | None
+
+
+NODE_HEALTH_STATUSES = ("Schedulable", "Unschedulable", "UnschedulablePendingReboot", "UnschedulablePendingReplacement")
+"""Values of the sagemaker.amazonaws.com/node-health-status label HyperPod sets on a node."""
+HYPERPOD_OPERATION_STATUSES = ("InProgress", "Superseded", "Done")
+"""SageMaker ``ClusterOperationStatus`` (the ``status`` filter of the HyperPod operation listing)."""
+HYPERPOD_OPERATION_TYPES = ("Scaling", "DeepHealthCheck")
+"""SageMaker ``ClusterOperationType`` (the ``type`` filter of ``GET /clusters/{clusterTag}/hyperpod-operations``)."""
+DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity", "MultiNodeTrainingValidation")
+"""SageMaker ``DeepHealthCheckType`` values of ``POST /clusters/{clusterTag}/health-checks``."""
+
+
+class ClusterNode(TypedDict):
+    """One node of ``GET /clusters/{clusterTag}/nodes`` (SageMaker's, with its Kubernetes node and health label)."""
+
+    instanceId: str
+    nodeLogicalId: str | None
+    instanceGroupName: str
+    instanceType: str
+    instanceStatus: str
+    instanceStatusMessage: str | None
+    launchTime: str | None
+    kubernetesNodeName: str
+    healthStatus: str | None
+    healthStatusReason: str | None
+
+
+class ClusterNodePage(TypedDict):
+    """``GET /clusters/{clusterTag}/nodes``: one page of nodes and the next page's token."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    nodes: list[ClusterNode]
+    nextToken: str | None
+
+
+class NodeFailure(TypedDict):
+    """A node HyperPod refused to act on, with SageMaker's code and message verbatim."""
+
+    nodeId: str
+    code: str
+    message: str
+
+
+class NodeActionResult(TypedDict):
+    """202 answer of ``POST /clusters/{clusterTag}/nodes/reboot|replace|delete``."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    action: str
+    successful: list[str]
+    failed: list[NodeFailure]
+    nodesUrl: str
+    eventsUrl: str
+    hyperPodOperationsUrl: str
+
+
+class HyperPodActionResult(TypedDict):
+    """202 answer of ``POST /clusters/{clusterTag}/software-update`` and ``/health-checks``."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    clusterArn: str
+    hyperPodOperationId: str | None
+    hyperPodOperationsUrl: str
+    eventsUrl: str
+
+
+class HyperPodOperationSummary(TypedDict):
+    """One entry of ``GET /clusters/{clusterTag}/hyperpod-operations``."""
+
+    operationId: str
+    type: str
+    status: str
+    creationTime: str | None
+
+
+class HyperPodOperationPage(TypedDict):
+    """``GET /clusters/{clusterTag}/hyperpod-operations``: one page, newest first."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    operations: list[HyperPodOperationSummary]
+    nextToken: str | None
+
+
+class HyperPodOperation(TypedDict):
+    """``GET /clusters/{clusterTag}/hyperpod-operations/{operationId}``."""
+
+    operationId: str
+    type: str
+    status: str
+    creationTime: str | None
+    clusterTag: str
+    scalingDetails: list[dict[str, Any]]
+    deepHealthCheckDetails: list[dict[str, Any]]
+    events: list[ClusterEvent]
+    moreEvents: bool

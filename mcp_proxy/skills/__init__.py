@@ -35,6 +35,7 @@ SKILL_FILES = (
     "retry-failed-stage.md",
     "delete-cluster.md",
     "scale-instance-groups.md",
+    "node-troubleshooting.md",
 )
 """The skills, rules first."""
 

@@ -40,6 +40,14 @@ SCHEMA_OF: dict[str, str] = {
     "InstanceGroupList": "InstanceGroupList",
     "TrainingPlan": "TrainingPlanView",
     "TrainingPlanOffering": "TrainingPlanOfferingView",
+    "ClusterNode": "ClusterNodeView",
+    "ClusterNodePage": "ClusterNodeList",
+    "NodeFailure": "NodeFailure",
+    "NodeActionResult": "NodeActionResult",
+    "HyperPodActionResult": "HyperPodActionResult",
+    "HyperPodOperationSummary": "HyperPodOperationSummary",
+    "HyperPodOperationPage": "HyperPodOperationList",
+    "HyperPodOperation": "HyperPodOperationView",
 }
 """Each TypedDict of client/instantstart_client/shapes.py and the API schema it mirrors."""
 
@@ -134,8 +142,20 @@ def test_given_a_client_shape_then_its_fields_exist_in_the_api_schema_with_compa
         (shapes.OPERATION_STATUSES, "OperationStatus"),
         (shapes.STAGE_NAMES, "StageName"),
         (shapes.EVENT_LEVELS, "ClusterEventLevel"),
+        (shapes.HYPERPOD_OPERATION_STATUSES, "HyperPodOperationStatus"),
+        (shapes.HYPERPOD_OPERATION_TYPES, "HyperPodOperationType"),
+        (shapes.DEEP_HEALTH_CHECKS, "DeepHealthCheckType"),
     ],
-    ids=["cluster-statuses", "stage-statuses", "operation-statuses", "stage-names", "event-levels"],
+    ids=[
+        "cluster-statuses",
+        "stage-statuses",
+        "operation-statuses",
+        "stage-names",
+        "event-levels",
+        "hyperpod-operation-statuses",
+        "hyperpod-operation-types",
+        "deep-health-checks",
+    ],
 )
 def test_given_a_status_tuple_then_it_equals_the_api_enum(openapi: Any, values: tuple[str, ...], schema: str) -> None:
     assert list(values) == openapi.schemas[schema]["enum"]

@@ -25,6 +25,11 @@ EVENTS = "/clusters/{clusterTag}/events"
 OPERATIONS = "/clusters/{clusterTag}/operations"
 GROUPS = "/clusters/{clusterTag}/instance-groups"
 GROUP = "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"
+NODES = "/clusters/{clusterTag}/nodes"
+SOFTWARE_UPDATE = "/clusters/{clusterTag}/software-update"
+HEALTH_CHECKS = "/clusters/{clusterTag}/health-checks"
+HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
+HP_OPERATION = "/clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
@@ -68,6 +73,32 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("catalog_search_training_plan_offerings", "instanceCount"): ("GET", OFFERINGS, "query", "instanceCount"),
     ("catalog_search_training_plan_offerings", "durationHours"): ("GET", OFFERINGS, "query", "durationHours"),
     ("catalog_search_training_plan_offerings", "startAfter"): ("GET", OFFERINGS, "query", "startAfter"),
+    ("node_list", "clusterTag"): ("GET", NODES, "path", "clusterTag"),
+    ("node_list", "maxResults"): ("GET", NODES, "query", "maxResults"),
+    ("node_list", "nextToken"): ("GET", NODES, "query", "nextToken"),
+    ("node_list", "instanceGroupName"): ("GET", NODES, "query", "instanceGroupName"),
+    **{
+        (f"node_{verb}", name): ("POST", f"{NODES}/{verb}", where, api_name)
+        for verb in ("reboot", "replace", "delete")
+        for name, where, api_name in (
+            ("clusterTag", "path", "clusterTag"),
+            ("nodeIds", "body", "nodeIds"),
+            ("idempotencyKey", "header", "Idempotency-Key"),
+        )
+    },
+    ("cluster_update_software", "clusterTag"): ("POST", SOFTWARE_UPDATE, "path", "clusterTag"),
+    ("cluster_update_software", "instanceGroupNames"): ("POST", SOFTWARE_UPDATE, "body", "instanceGroupNames"),
+    ("cluster_update_software", "idempotencyKey"): ("POST", SOFTWARE_UPDATE, "header", "Idempotency-Key"),
+    ("cluster_start_health_check", "clusterTag"): ("POST", HEALTH_CHECKS, "path", "clusterTag"),
+    ("cluster_start_health_check", "instanceGroups"): ("POST", HEALTH_CHECKS, "body", "instanceGroups"),
+    ("cluster_start_health_check", "idempotencyKey"): ("POST", HEALTH_CHECKS, "header", "Idempotency-Key"),
+    ("hyperpod_operation_list", "clusterTag"): ("GET", HP_OPERATIONS, "path", "clusterTag"),
+    ("hyperpod_operation_list", "maxResults"): ("GET", HP_OPERATIONS, "query", "maxResults"),
+    ("hyperpod_operation_list", "nextToken"): ("GET", HP_OPERATIONS, "query", "nextToken"),
+    ("hyperpod_operation_list", "status"): ("GET", HP_OPERATIONS, "query", "status"),
+    ("hyperpod_operation_list", "type"): ("GET", HP_OPERATIONS, "query", "type"),
+    ("hyperpod_operation_get", "clusterTag"): ("GET", HP_OPERATION, "path", "clusterTag"),
+    ("hyperpod_operation_get", "operationId"): ("GET", HP_OPERATION, "path", "hyperPodOperationId"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -79,6 +110,7 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
 
 MCP_ONLY = {
     ("cluster_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
+    ("node_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
 }

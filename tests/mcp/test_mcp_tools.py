@@ -36,6 +36,14 @@ EXPECTED_TOOLS = {
     "instance_group_delete",
     "catalog_list_training_plans",
     "catalog_search_training_plan_offerings",
+    "node_list",
+    "node_reboot",
+    "node_replace",
+    "node_delete",
+    "cluster_update_software",
+    "cluster_start_health_check",
+    "hyperpod_operation_list",
+    "hyperpod_operation_get",
     "wait_seconds",
 }
 
@@ -97,6 +105,8 @@ async def test_tools_publish_described_typed_parameters_and_result_schemas(mcp_c
     assert (seconds["type"], seconds["minimum"], seconds["maximum"]) == ("integer", 1, 300)
     delete = tools["cluster_delete"].input_schema
     assert set(delete["required"]) == {"clusterTag", "confirmClusterTag"}
+    assert set(tools["node_delete"].input_schema["required"]) == {"clusterTag", "nodeIds", "confirmClusterTag"}
+    assert tools["node_reboot"].input_schema["properties"]["nodeIds"]["maxItems"] == 25
     assert tools["cluster_get_status"].output_schema["properties"]["status"]
 
 
@@ -110,6 +120,7 @@ async def test_the_skills_ship_as_instructions_prompts_and_resources(mcp_client:
             "create_hyperpod_cluster",
             "retry_failed_stage",
             "delete_cluster",
+            "troubleshoot_node",
         }
         rendered = await client.get_prompt("create_hyperpod_cluster", {"clusterTag": "mcpflow"})
         text = " ".join(getattr(message.content, "text", "") for message in rendered.messages)

@@ -47,6 +47,16 @@ async def test_allow_write_defaults_to_the_environment(monkeypatch: pytest.Monke
     assert result.is_error and "does not equal clusterTag" in text_of(result)
 
 
+async def test_node_delete_with_another_tag_typed_is_refused_before_any_request() -> None:
+    """node_delete needs the user's typed tag, like cluster_delete; the API URL is unreachable, so a request would
+    be a connection error, not this refusal."""
+    async with Client(build_server(api_url="http://127.0.0.1:9", region="us-west-2", allow_write=True)) as client:
+        result = await client.call_tool(
+            "node_delete", {"clusterTag": "abc", "nodeIds": ["i-0123456789abcdef0"], "confirmClusterTag": "abd"}
+        )
+    assert result.is_error and "no node was deleted" in text_of(result)
+
+
 async def test_a_missing_api_url_is_a_tool_error_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server starts without a URL; tools then say which setting is missing."""
     monkeypatch.delenv("INSTANTSTART_API_URL", raising=False)

@@ -57,9 +57,10 @@ VALID_PATH_VALUES = {
     "stage": "hyperpod",
     "operationId": "op-0123456789abcdef0123456789abcdef",
     "instanceGroupName": "accel",
+    "hyperPodOperationId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
 }
 """Valid values of the path parameters, to break one parameter at a time."""
-
+NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/clusters"): FULL_BODY,
     ("POST", "/clusters/{clusterTag}/instance-groups"): FULL_BODY["instanceGroups"][0],
@@ -70,6 +71,30 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "capacityType": "OnDemand",
         "trainingPlanArn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p",
         "subnetId": "subnet-0123456789abcdef0",
+    },
+    ("POST", "/clusters/{clusterTag}/nodes/reboot"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/nodes/replace"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/nodes/delete"): NODE_IDS_BODY,
+    ("POST", "/clusters/{clusterTag}/software-update"): {
+        "instanceGroupNames": ["accel"],
+        "deploymentConfig": {
+            "rollingUpdatePolicy": {
+                "maximumBatchSize": {"type": "INSTANCE_COUNT", "value": 1},
+                "rollbackMaximumBatchSize": {"type": "CAPACITY_PERCENTAGE", "value": 50},
+            },
+            "waitIntervalInSeconds": 60,
+            "autoRollbackAlarmNames": ["gpu-errors"],
+        },
+        "imageId": "default",
+    },
+    ("POST", "/clusters/{clusterTag}/health-checks"): {
+        "instanceGroups": [
+            {
+                "instanceGroupName": "accel",
+                "deepHealthChecks": ["InstanceStress"],
+                "instanceIds": ["i-0123456789abcdef0"],
+            }
+        ]
     },
 }
 """A valid body of each route that takes one, to break one field at a time."""
@@ -176,6 +201,7 @@ def cases() -> Iterator[Case]:
             if body is None:
                 continue
             assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route"
+            assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route to SAMPLE_BODIES"
             for location, schema, sample, required in body_fields(body, SAMPLE_BODIES[(method, path)]):
                 if not constrained(schema):
                     continue

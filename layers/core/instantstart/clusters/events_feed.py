@@ -15,17 +15,13 @@ This is not :mod:`instantstart.clusters.events`, which publishes the control pla
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import json
-from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
+from instantstart.clusters import page_tokens
 from instantstart.errors import InvalidRequest, NotFound, UpstreamUnavailable
 from instantstart.models.cluster_events import (
     EVENTS_MAX_PAGE_SIZE,
@@ -42,73 +38,8 @@ MAX_SAGEMAKER_CALLS = 5
 """``ListClusterEvents`` calls one API request may make while filling a filtered page (at most 500 events
 scanned); past that the page is returned short, with a ``nextToken`` that continues the scan."""
 
-TOKEN_VERSION = 1
-_CHECKSUM_BYTES = 12
-_NOT_OUR_TOKEN = "nextToken is not a token returned by this API for this listing"
-
-
-@dataclass(frozen=True)
-class _Cursor:
-    """Where the next page starts; serialised into the API's ``nextToken``.
-
-    Attributes:
-        tag: cluster tag of the listing.
-        generation: cluster generation of the listing (a re-created tag starts a new listing).
-        level: level filter of the listing (None: every level).
-        group: instance-group filter of the listing (None: every group).
-        sagemaker_token: SageMaker's ``NextToken`` of the page to read (None: the first page).
-        page_size: ``MaxResults`` that page is read with (the page is re-read identically).
-        consumed: events of that page already read.
-        last_event_id: id of the last event read from that page (finds the place if the page shifted).
-    """
-
-    tag: str
-    generation: int
-    level: str | None
-    group: str | None
-    sagemaker_token: str | None
-    page_size: int
-    consumed: int
-    last_event_id: str | None
-
-
-def _checksum(raw: bytes) -> bytes:
-    return hashlib.sha256(b"instantstart-cluster-events:" + raw).digest()[:_CHECKSUM_BYTES]
-
-
-def encode_cursor(cursor: _Cursor) -> str:
-    """The API's opaque ``nextToken`` of ``cursor``: URL-safe base64 of ``v1`` JSON plus a checksum."""
-    raw = json.dumps({"v": TOKEN_VERSION, **asdict(cursor)}, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw + _checksum(raw)).decode().rstrip("=")
-
-
-def decode_cursor(token: str) -> _Cursor:
-    """The cursor of a token from :func:`encode_cursor`.
-
-    Raises:
-        InvalidRequest: the token was edited, truncated or not issued by this API (names ``nextToken``).
-    """
-    try:
-        blob = base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode())
-        raw, checksum = blob[:-_CHECKSUM_BYTES], blob[-_CHECKSUM_BYTES:]
-        if len(blob) <= _CHECKSUM_BYTES or _checksum(raw) != checksum:
-            raise ValueError("checksum")
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.pop("v", None) != TOKEN_VERSION:
-            raise ValueError("version")
-        cursor = _Cursor(**data)
-        if not (
-            isinstance(cursor.tag, str)
-            and isinstance(cursor.generation, int)
-            and isinstance(cursor.page_size, int)
-            and 1 <= cursor.page_size <= EVENTS_MAX_PAGE_SIZE
-            and isinstance(cursor.consumed, int)
-            and cursor.consumed >= 0
-        ):
-            raise ValueError("fields")
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(_NOT_OUR_TOKEN, details=[{"field": "nextToken"}]) from exc
-    return cursor
+TOKEN_PURPOSE = "cluster-events"
+"""Kind of the API's ``nextToken`` of this listing (:mod:`instantstart.clusters.page_tokens`)."""
 
 
 def event_view(event: dict[str, Any]) -> ClusterEventView:
@@ -126,7 +57,12 @@ def event_view(event: dict[str, Any]) -> ClusterEventView:
     )
 
 
-def _live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
+def live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
+    """The live (not DELETED) cluster record of ``tag``.
+
+    Raises:
+        NotFound: ``ClusterNotFound`` naming ``clusterTag``.
+    """
     record = rt.store.get_cluster(tag)
     if record is None or record.status is ClusterStatus.DELETED:
         raise NotFound(f"cluster '{tag}' does not exist", code="ClusterNotFound", details=[{"field": "clusterTag"}])
@@ -203,55 +139,30 @@ def list_cluster_events(
         InvalidRequest: ``next_token`` was edited, not issued by this API, or issued for another listing.
         UpstreamUnavailable: SageMaker failed (throttling after retries, access denied, ...).
     """
-    cluster = _live_cluster(rt, tag)
+    cluster = live_cluster(rt, tag)
     name = hyperpod_cluster_name(tag)
     wanted = level.value if level else None
     fresh_size = EVENTS_MAX_PAGE_SIZE if wanted else max_results
+    listing = {"tag": tag, "generation": cluster.generation, "level": wanted, "group": instance_group_name}
     if next_token:
-        cursor = decode_cursor(next_token)
-        if (cursor.tag, cursor.generation, cursor.level, cursor.group) != (
-            tag,
-            cluster.generation,
-            wanted,
-            instance_group_name,
-        ):
-            raise InvalidRequest(
-                "nextToken belongs to another listing (another clusterTag, level or instanceGroupName, or a "
-                "cluster since re-created); pass the same filters as for the first page, or omit nextToken",
-                details=[{"field": "nextToken"}],
-            )
+        start = page_tokens.open_token(TOKEN_PURPOSE, next_token, listing, max_page_size=EVENTS_MAX_PAGE_SIZE)
     else:
-        cursor = _Cursor(tag, cluster.generation, wanted, instance_group_name, None, fresh_size, 0, None)
-
-    def at(token: str | None, size: int, consumed: int = 0, last_id: str | None = None) -> _Cursor:
-        return replace(cursor, sagemaker_token=token, page_size=size, consumed=consumed, last_event_id=last_id)
-
-    def page(events: list[ClusterEventView], following: _Cursor | None) -> ClusterEventList:
-        return ClusterEventList(
-            cluster_tag=tag,
-            hyper_pod_cluster_name=name,
-            events=events,
-            next_token=encode_cursor(following) if following else None,
+        start = page_tokens.Position(None, fresh_size)
+    try:
+        raw, following = page_tokens.scan(
+            lambda token, size: _list_page(rt, name, instance_group_name, token, size),
+            start,
+            max_results=max_results,
+            fresh_size=fresh_size,
+            item_id=lambda event: str(event.get("EventId")),
+            keep=lambda event: wanted is None or event.get("EventLevel") == wanted,
+            max_calls=MAX_SAGEMAKER_CALLS,
         )
-
-    found: list[ClusterEventView] = []
-    token, size, skip, last_id = cursor.sagemaker_token, cursor.page_size, cursor.consumed, cursor.last_event_id
-    for _ in range(MAX_SAGEMAKER_CALLS):
-        try:
-            raw, following_token = _list_page(rt, name, instance_group_name, token, size)
-        except _NoHyperPodCluster:
-            return page([], None)
-        ids = [str(e.get("EventId")) for e in raw]
-        start = ids.index(last_id) + 1 if last_id in ids else min(skip, len(raw))
-        for index in range(start, len(raw)):
-            event = raw[index]
-            if wanted is None or event.get("EventLevel") == wanted:
-                found.append(event_view(event))
-            if len(found) == max_results:
-                if index + 1 < len(raw):
-                    return page(found, at(token, size, index + 1, ids[index]))
-                return page(found, at(following_token, fresh_size) if following_token else None)
-        if not following_token:
-            return page(found, None)
-        token, size, skip, last_id = following_token, fresh_size, 0, None
-    return page(found, at(token, size))
+    except _NoHyperPodCluster:
+        raw, following = [], None
+    return ClusterEventList(
+        cluster_tag=tag,
+        hyper_pod_cluster_name=name,
+        events=[event_view(e) for e in raw],
+        next_token=page_tokens.seal(TOKEN_PURPOSE, listing, following) if following else None,
+    )
