@@ -22,15 +22,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import page_tokens
-from instantstart.errors import InvalidRequest, NotFound, UpstreamUnavailable
+from instantstart.clusters.records import live_cluster
+from instantstart.errors import InvalidRequest, UpstreamUnavailable
 from instantstart.models.cluster_events import (
     EVENTS_MAX_PAGE_SIZE,
     ClusterEventLevel,
     ClusterEventList,
     ClusterEventView,
 )
-from instantstart.models.common import ClusterStatus, iso
-from instantstart.models.records import ClusterRecord
+from instantstart.models.common import iso
 from instantstart.naming import hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
@@ -55,18 +55,6 @@ def event_view(event: dict[str, Any]) -> ClusterEventView:
         resource_type=str(event["ResourceType"]),
         operation_id=event.get("OperationId"),
     )
-
-
-def live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
-    """The live (not DELETED) cluster record of ``tag``.
-
-    Raises:
-        NotFound: ``ClusterNotFound`` naming ``clusterTag``.
-    """
-    record = rt.store.get_cluster(tag)
-    if record is None or record.status is ClusterStatus.DELETED:
-        raise NotFound(f"cluster '{tag}' does not exist", code="ClusterNotFound", details=[{"field": "clusterTag"}])
-    return record
 
 
 class _NoHyperPodCluster(Exception):

@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from instantstart.clusters import page_tokens
-from instantstart.clusters.events_feed import event_view, live_cluster
+from instantstart.clusters.events_feed import event_view
 from instantstart.clusters.nodes import NoHyperPodCluster, all_nodes, call_sagemaker, writable_cluster
+from instantstart.clusters.records import live_cluster
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable, ValidationFailed
 from instantstart.models.common import iso
 from instantstart.models.hyperpod_operations import (

@@ -64,7 +64,7 @@ def list_instance_groups(rt: Runtime, tag: str) -> InstanceGroupList:
     Raises:
         NotFound: no live cluster with this tag.
     """
-    service.live_cluster(rt, tag)
+    records.live_cluster(rt, tag)
     found = _describe(rt, tag)
     return InstanceGroupList(
         cluster_tag=tag,
@@ -82,7 +82,7 @@ def _changeable(rt: Runtime, tag: str) -> tuple[ClusterRecord, dict[str, Any]]:
         Conflict: an operation runs (names it and its cancel route), the cluster is not READY or DEGRADED,
             or HyperPod is not InService.
     """
-    cluster = service.live_cluster(rt, tag)
+    cluster = records.live_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
     if cluster.status not in _CHANGEABLE_CLUSTER:
         raise Conflict(

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import page_tokens
-from instantstart.clusters.events_feed import live_cluster
+from instantstart.clusters.records import live_cluster
 from instantstart.errors import Conflict, InvalidRequest, UpstreamUnavailable, ValidationFailed
 from instantstart.models.cluster import NodeView
 from instantstart.models.common import ClusterStatus, iso

@@ -49,6 +49,20 @@ def execution_input(
     )
 
 
+def live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
+    """The live (not DELETED) cluster record of ``tag``, for the API's use cases.
+
+    Raises:
+        NotFound: ``ClusterNotFound`` naming ``clusterTag``.
+    """
+    from instantstart.errors import NotFound
+
+    record = rt.store.get_cluster(tag)
+    if record is None or record.status is ClusterStatus.DELETED:
+        raise NotFound(f"cluster '{tag}' does not exist", code="ClusterNotFound", details=[{"field": "clusterTag"}])
+    return record
+
+
 def cluster_record(rt: Runtime, tag: str) -> ClusterRecord:
     """The cluster record a step works on.
 

@@ -174,22 +174,6 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     return view.model_copy(update={"availability_zone_change": placement.change})
 
 
-def _live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
-    record = rt.store.get_cluster(tag)
-    if record is None or record.status is ClusterStatus.DELETED:
-        raise NotFound(f"cluster '{tag}' does not exist", code="ClusterNotFound", details=[{"field": "clusterTag"}])
-    return record
-
-
-def live_cluster(rt: Runtime, tag: str) -> ClusterRecord:
-    """The cluster record of a live (not DELETED) cluster.
-
-    Raises:
-        NotFound: no live cluster with this tag.
-    """
-    return _live_cluster(rt, tag)
-
-
 def refuse_while_running(rt: Runtime, cluster: ClusterRecord) -> None:
     """The one-operation-per-cluster guard.
 
@@ -302,7 +286,7 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
         Conflict: an operation is running (names its status), or a concurrent request won.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
-    cluster = _live_cluster(rt, tag)
+    cluster = records.live_cluster(rt, tag)
     running = _running_operation(rt, cluster)
     if running or cluster.status not in (ClusterStatus.READY, ClusterStatus.DEGRADED, ClusterStatus.FAILED):
         status = running.status.value if running else cluster.status.value
@@ -330,7 +314,7 @@ def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
         NotFound: no live cluster.
         Conflict: the stage is not FAILED or CANCELLED (names its status) or an operation is running.
     """
-    cluster = _live_cluster(rt, tag)
+    cluster = records.live_cluster(rt, tag)
     record = rt.store.get_stage(tag, cluster.generation, stage)
     stage_status = record.status.value if record else None
     running = _running_operation(rt, cluster)
@@ -487,7 +471,7 @@ def get_stages(rt: Runtime, tag: str) -> StageList:
     Raises:
         NotFound: no live cluster with this tag.
     """
-    cluster = _live_cluster(rt, tag)
+    cluster = records.live_cluster(rt, tag)
     return StageList(stages=[views.stage_view(s) for s in rt.store.get_stages(tag, cluster.generation)])
 
 
@@ -497,7 +481,7 @@ def get_cluster(rt: Runtime, tag: str) -> ClusterView:
     Raises:
         NotFound: no live cluster with this tag.
     """
-    cluster = _live_cluster(rt, tag)
+    cluster = records.live_cluster(rt, tag)
     return views.cluster_view(cluster, rt.store.get_stages(tag, cluster.generation))
 
 
