@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox.aws import hyperpod_nodes
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
@@ -98,8 +99,10 @@ def test_when_deleting_a_foreign_instance_id_then_422_naming_the_field_and_nothi
 
 
 def test_when_rebooting_a_node_then_202_and_it_comes_back_running_and_schedulable(
-    cluster: dict[str, Any], api: InstantStartClient, sandbox: Sandbox
+    cluster: dict[str, Any], api: InstantStartClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A reboot long enough (simulated) that a loaded machine still sees the node rebooting between the calls.
+    monkeypatch.setattr(hyperpod_nodes, "REBOOT_SECONDS", 1200.0)
     node_id = sorted(nodes_of(api))[0]
 
     answer = api.reboot_cluster_nodes(TAG, [node_id])
