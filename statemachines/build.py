@@ -592,12 +592,12 @@ UPDATE_FAILURE = "Record Change Failure"
 
 
 def update_cluster() -> dict[str, Any]:
-    """The day-2 workflow: one change of one instance group (add, scale, update, delete), then a wait until done.
+    """The day-2 workflow: one change of a running cluster (``instantstart.clusters.changes``), then a wait.
 
-    ``Apply Instance Group Change`` makes the change once (the operation carries it); ``Check Instance Group
-    Change`` is an event-or-poll wait on the operation's own record (no stages), woken by "SageMaker HyperPod
-    Cluster Event"s and State Change events; the operation then ends SUCCEEDED, or FAILED with the AWS error
-    verbatim. The cluster's status is not changed.
+    ``Apply Change`` makes the change once (the operation carries it; its type picks the handler);
+    ``Check Change`` is an event-or-poll wait on the operation's own record (no stages), woken by "SageMaker
+    HyperPod Cluster Event"s and State Change events; the operation then ends SUCCEEDED, or FAILED with the
+    AWS error verbatim. The cluster's status is not changed.
     """
     states: dict[str, dict[str, Any]] = {
         "Initialize Workflow": {
@@ -609,29 +609,22 @@ def update_cluster() -> dict[str, Any]:
                 "generation.$": "$.generation",
                 "config.$": "$.config",
             },
-            "Next": "Apply Instance Group Change",
+            "Next": "Apply Change",
         },
-        "Apply Instance Group Change": task(
-            "apply_instance_group_change", "Check Instance Group Change", catch_to=UPDATE_FAILURE
-        ),
+        "Apply Change": task("apply_change", "Check Change", catch_to=UPDATE_FAILURE),
     }
     states |= wait_loop(
-        "Instance Group Change",
-        "check_instance_group_change",
-        "instanceGroup",
-        "Complete Operation",
-        stage=None,
-        catch_to=UPDATE_FAILURE,
+        "Change", "check_change", "clusterChange", "Complete Operation", stage=None, catch_to=UPDATE_FAILURE
     )
-    states["Complete Operation"] = task("complete_instance_group_change", "Change Done", catch_to=UPDATE_FAILURE)
+    states["Complete Operation"] = task("complete_change", "Change Done", catch_to=UPDATE_FAILURE)
     states["Change Done"] = {"Type": "Succeed"}
     states[UPDATE_FAILURE] = task(
-        "record_instance_group_failure", "Workflow Failed", extra={"error.$": "$.error"}, catch_to="Workflow Failed"
+        "record_change_failure", "Workflow Failed", extra={"error.$": "$.error"}, catch_to="Workflow Failed"
     )
     states["Workflow Failed"] = {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
     return {
-        "Comment": "Change one instance group of a running cluster (add, scale, update, delete) and wait until "
-        "HyperPod reports it done; the operation's record holds the wait.",
+        "Comment": "Change a running cluster (an instance group, autoscaling, nodes, software, health checks) and "
+        "wait until AWS reports it done; the operation's record holds the wait.",
         "StartAt": "Initialize Workflow",
         "States": states,
     }

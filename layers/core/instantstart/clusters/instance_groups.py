@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from instantstart.capacity import groups as rules
-from instantstart.clusters import records, service
+from instantstart.clusters import changes, records, service
 from instantstart.clusters.stages import hyperpod
 from instantstart.errors import Conflict, InvalidRequest, NotFound, StageFailed
 from instantstart.models.cluster import InstanceGroupRequest
-from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName
+from instantstart.models.common import ClusterStatus, OperationType, StageName
 from instantstart.models.instance_groups import (
     InstanceGroupChange,
     InstanceGroupList,
@@ -35,9 +35,6 @@ from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name
 from instantstart.network import vpc
 from instantstart.runtime import Runtime
-
-INSTANCE_GROUP = "instanceGroup"
-"""The update workflow's wait: HyperPod reports the group changed (``$.config.maxPolls.instanceGroup``)."""
 
 MAX_INSTANCE_GROUPS = 20
 """Instance groups a cluster may have (``POST /clusters`` accepts 1-20)."""
@@ -116,27 +113,7 @@ def _group_or_404(found: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _start(rt: Runtime, cluster: ClusterRecord, op_type: OperationType, change: InstanceGroupChange) -> OperationView:
-    now = records.now()
-    operation = OperationRecord(
-        operation_id=service.new_operation_id(),
-        type=op_type,
-        cluster_tag=cluster.cluster_tag,
-        generation=cluster.generation,
-        created_at=now,
-        updated_at=now,
-        instance_group_name=change.instance_group_name,
-        change=change.wire(),
-        waits={},
-        wait_rounds={},
-        waits_satisfied={},
-    )
-    return service.start_operation_on(
-        rt,
-        cluster,
-        operation,
-        new_status=cluster.status,
-        state_machine_arn=rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN,
-    )
+    return changes.start_change(rt, cluster, op_type, change.wire(), instance_group_name=change.instance_group_name)
 
 
 def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> OperationView:
@@ -215,10 +192,8 @@ def delete_instance_group(rt: Runtime, tag: str, name: str) -> OperationView:
 
 # -- workflow steps -----------------------------------------------------------------------------
 def _operation(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, InstanceGroupChange]:
-    op = rt.store.get_operation(p.operation_id)
-    if op is None or op.change is None:
-        raise StageFailed("OperationNotFound", f"operation {p.operation_id} has no instance-group change")
-    return op, InstanceGroupChange.model_validate(op.change)
+    op, change = changes.operation_change(rt, p)
+    return op, InstanceGroupChange.model_validate(change)
 
 
 def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:
@@ -321,14 +296,13 @@ def _new_group_spec(
 
 
 def apply_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
-    """Apply the operation's change once (the operation RUNNING first). Idempotent: a redelivered task that finds
-    the change already made (target reached, group present or deleting) calls nothing.
+    """Apply the operation's change once. Idempotent: a redelivered task that finds the change already made
+    (target reached, group present or deleting) calls nothing.
 
     Raises:
         StageFailed: the HyperPod cluster is gone or Failed, or a batch call answered a per-node failure
             (its code and message verbatim); AWS errors leave named by their code (``clusters.steps``).
     """
-    records.mark_operation_running(rt, p.operation_id)
     op, change = _operation(rt, p)
     found = _describe_or_fail(rt, p.cluster_tag)
     groups = found.get("InstanceGroups", [])
@@ -388,47 +362,13 @@ def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:
     return PollResult(done=done, status=status)
 
 
-def _cluster_status(rt: Runtime, tag: str) -> ClusterStatus:
-    return records.cluster_record(rt, tag).status
-
-
-def complete_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
-    """The operation SUCCEEDED; the cluster keeps its status."""
-    return records.finish_operation(
-        rt,
-        operation_id=p.operation_id,
-        tag=p.cluster_tag,
-        status=OperationStatus.SUCCEEDED,
-        cluster_status=_cluster_status(rt, p.cluster_tag),
+CHANGES = {
+    op_type: changes.ClusterChange(apply=apply_instance_group_change, check=check_instance_group_change)
+    for op_type in (
+        OperationType.ADD_INSTANCE_GROUP,
+        OperationType.SCALE_INSTANCE_GROUP,
+        OperationType.UPDATE_INSTANCE_GROUP,
+        OperationType.DELETE_INSTANCE_GROUP,
     )
-
-
-def record_instance_group_failure(rt: Runtime, p: StepPayload) -> StepResult:
-    """The update workflow's failure path: the operation FAILED, error verbatim; the cluster keeps its status."""
-    return records.record_failure(
-        rt,
-        operation_id=p.operation_id,
-        tag=p.cluster_tag,
-        generation=p.generation,
-        stage=None,
-        error=p.error,
-        cluster_status=_cluster_status(rt, p.cluster_tag),
-    )
-
-
-def wake_running_change(rt: Runtime, cluster: ClusterRecord) -> bool:
-    """Wake the cluster's running day-2 operation's wait (a HyperPod event said something changed)."""
-    if not cluster.current_operation_id:
-        return False
-    from instantstart.clusters import waits
-
-    return waits.wake_operation(rt, cluster.current_operation_id, INSTANCE_GROUP)
-
-
-STEPS = {
-    "apply_instance_group_change": apply_instance_group_change,
-    "check_instance_group_change": check_instance_group_change,
-    "complete_instance_group_change": complete_instance_group_change,
-    "record_instance_group_failure": record_instance_group_failure,
 }
-"""The update workflow's steps, by task action name."""
+"""The update workflow's handlers of instance-group changes, by operation type."""

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from instantstart.clusters import records, waits
-from instantstart.clusters.instance_groups import wake_running_change
+from instantstart.clusters.changes import wake_running_change
 from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName

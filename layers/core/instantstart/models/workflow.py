@@ -35,7 +35,7 @@ class PollSeconds(WorkflowModel):
     verify: int = 15
     nodes: int = 60
     deletion: int = 30
-    instance_group: int = 60
+    cluster_change: int = 60
 
 
 class MaxPolls(WorkflowModel):
@@ -50,7 +50,7 @@ class MaxPolls(WorkflowModel):
     verify: int = 40
     nodes: int = 200
     deletion: int = 120
-    instance_group: int = 90
+    cluster_change: int = 90
 
 
 class LoopConfig(WorkflowModel):

@@ -1,0 +1,169 @@
+"""Day-2 changes of a running cluster: one operation, one workflow, a handler per kind of change.
+
+Every change that waits on AWS after the cluster exists (an instance group added, scaled, updated or
+deleted; and every later kind: autoscaling, node actions, software updates, health checks) is an
+operation of its own type that runs the update workflow (``statemachines/update_cluster.asl.json``):
+
+``Apply Change`` (:func:`apply_change`: make the change once) -> ``Check Change`` (:func:`check_change`,
+an event-or-poll wait on the operation's own record, :mod:`instantstart.clusters.waits`) -> ``Complete
+Operation`` (:func:`complete_change`) -> SUCCEEDED; any failure -> ``Record Change Failure``
+(:func:`record_change_failure`) -> FAILED with the AWS code and message verbatim. A day-2 operation
+never changes the cluster's status: the cluster stays usable while it changes.
+
+The workflow's steps dispatch on the operation's type to a :class:`ClusterChange` (apply, check and an
+optional finish), each defined in the module of that kind of change (e.g.
+:data:`instantstart.clusters.instance_groups.CHANGES`); :mod:`instantstart.clusters.steps` assembles
+the table and hands it to :func:`workflow_steps`. The API side starts an operation with
+:func:`start_change`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from instantstart.clusters import records, service, waits
+from instantstart.errors import StageFailed
+from instantstart.models.common import ClusterStatus, OperationStatus, OperationType
+from instantstart.models.operation import OperationView
+from instantstart.models.records import ClusterRecord, OperationRecord
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.runtime import Runtime
+
+CLUSTER_CHANGE = "clusterChange"
+"""The update workflow's wait: AWS reports the change done (``$.config.maxPolls.clusterChange``)."""
+
+
+@dataclass(frozen=True)
+class ClusterChange:
+    """How the update workflow carries out one kind of day-2 change.
+
+    Attributes:
+        apply: makes the change once (idempotent: a redelivered task that finds it made calls nothing);
+            returns a short status. Raises ``StageFailed`` (or an AWS ``ClientError``) to fail the operation.
+        check: one round of the wait: ``PollResult(done=True)`` when AWS reports the change done.
+        finish: optional, before the operation ends SUCCEEDED (e.g. refresh what the records say of the
+            cluster); returns nothing.
+    """
+
+    apply: Callable[[Runtime, StepPayload], StepResult]
+    check: Callable[[Runtime, StepPayload], PollResult]
+    finish: Callable[[Runtime, StepPayload], None] | None = None
+
+
+def start_change(
+    rt: Runtime,
+    cluster: ClusterRecord,
+    op_type: OperationType,
+    change: Mapping[str, Any],
+    *,
+    instance_group_name: str | None = None,
+) -> OperationView:
+    """Record a PENDING day-2 operation carrying ``change`` (camelCase JSON) and start the update workflow.
+
+    One operation per cluster at a time (:func:`instantstart.clusters.service.start_operation_on`); the
+    cluster keeps its status. Calls Step Functions ``StartExecution``.
+
+    Raises:
+        Conflict: another operation runs on the cluster.
+    """
+    now = records.now()
+    operation = OperationRecord(
+        operation_id=service.new_operation_id(),
+        type=op_type,
+        cluster_tag=cluster.cluster_tag,
+        generation=cluster.generation,
+        created_at=now,
+        updated_at=now,
+        instance_group_name=instance_group_name,
+        change=dict(change),
+        waits={},
+        wait_rounds={},
+        waits_satisfied={},
+    )
+    return service.start_operation_on(
+        rt,
+        cluster,
+        operation,
+        new_status=cluster.status,
+        state_machine_arn=rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN,
+    )
+
+
+def operation_change(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, dict[str, Any]]:
+    """The operation of a step and the change it carries (camelCase JSON).
+
+    Raises:
+        StageFailed: ``OperationNotFound`` when the operation or its change is missing.
+    """
+    op = rt.store.get_operation(p.operation_id)
+    if op is None or op.change is None:
+        raise StageFailed("OperationNotFound", f"operation {p.operation_id} carries no change")
+    return op, dict(op.change)
+
+
+def wake_running_change(rt: Runtime, cluster: ClusterRecord) -> bool:
+    """Wake the wait of the cluster's running day-2 operation (an event said something changed)."""
+    if not cluster.current_operation_id:
+        return False
+    return waits.wake_operation(rt, cluster.current_operation_id, CLUSTER_CHANGE)
+
+
+def _cluster_status(rt: Runtime, tag: str) -> ClusterStatus:
+    return records.cluster_record(rt, tag).status
+
+
+def workflow_steps(
+    handlers: Mapping[OperationType, ClusterChange],
+) -> dict[str, Callable[[Runtime, StepPayload], BaseModel]]:
+    """The update workflow's task actions, dispatching on the payload's operation type to ``handlers``.
+
+    Raises (from the steps):
+        StageFailed: ``UnsupportedChange`` for an operation type without a handler.
+    """
+
+    def handler(p: StepPayload) -> ClusterChange:
+        found = handlers.get(p.operation_type) if p.operation_type else None
+        if found is None:
+            raise StageFailed("UnsupportedChange", f"no day-2 change handles operation type {p.operation_type}")
+        return found
+
+    def apply_change(rt: Runtime, p: StepPayload) -> StepResult:
+        records.mark_operation_running(rt, p.operation_id)
+        return handler(p).apply(rt, p)
+
+    def check_change(rt: Runtime, p: StepPayload) -> PollResult:
+        return handler(p).check(rt, p)
+
+    def complete_change(rt: Runtime, p: StepPayload) -> StepResult:
+        finish = handler(p).finish
+        if finish is not None:
+            finish(rt, p)
+        return records.finish_operation(
+            rt,
+            operation_id=p.operation_id,
+            tag=p.cluster_tag,
+            status=OperationStatus.SUCCEEDED,
+            cluster_status=_cluster_status(rt, p.cluster_tag),
+        )
+
+    def record_change_failure(rt: Runtime, p: StepPayload) -> StepResult:
+        return records.record_failure(
+            rt,
+            operation_id=p.operation_id,
+            tag=p.cluster_tag,
+            generation=p.generation,
+            stage=None,
+            error=p.error,
+            cluster_status=_cluster_status(rt, p.cluster_tag),
+        )
+
+    return {
+        "apply_change": apply_change,
+        "check_change": check_change,
+        "complete_change": complete_change,
+        "record_change_failure": record_change_failure,
+    }
