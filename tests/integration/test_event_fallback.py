@@ -60,6 +60,7 @@ def test_given_no_state_change_events_when_creating_then_the_poll_completes_the_
     assert runs, "the hyperpod stage waited for its cluster"
     assert any(r["end"] == "TaskTimedOut" for r in runs), "with no event to wake it, the wait timed out: a poll"
     assert runs[-1]["end"] == "TaskSucceeded", "the last round saw InService and completed the wait"
-    # Simulated seconds: the poll interval, plus the task's own run time (slack: half an interval).
+    # Simulated seconds: the poll interval, plus the task's own run time and a loaded machine's scheduling
+    # (slack: two intervals); a blind window (the old 900 s wait for one event) is far beyond that.
     longest = max(r["seconds"] for r in runs) * sandbox.time_scale
-    assert longest <= 1.5 * interval, (f"a wait lasted {longest:.0f} simulated seconds: a blind window", runs)
+    assert longest <= 3 * interval, (f"a wait lasted {longest:.0f} simulated seconds: a blind window", runs)

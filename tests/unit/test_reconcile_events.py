@@ -164,11 +164,15 @@ def test_given_a_running_stage_waiting_on_a_token_when_the_event_arrives_then_th
 
 
 def test_given_a_poll_in_the_same_second_as_an_event_when_the_event_arrives_then_the_poll_stays(
-    demo: Runtime,
+    demo: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Event times have one-second resolution: a DescribeCluster read in that second may be newer."""
     from instantstart.clusters import records
     from instantstart.clusters.stages.hyperpod import observe
+
+    # the poll and the event in one second, even when a loaded machine crosses a second between the calls
+    frozen = records.now()
+    monkeypatch.setattr(records, "now", lambda: frozen)
 
     polled = {
         **detail("hp-cluster-demo", "InService"),
