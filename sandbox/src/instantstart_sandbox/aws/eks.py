@@ -285,6 +285,12 @@ class EksEmulator:
         except AwsError:
             return None
 
+    def addon_status(self, cluster: str, addon: str) -> str | None:
+        """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
+        with self._lock:
+            found = self._addons.get((cluster, addon))
+            return found.status if found is not None else None
+
     def authentication_mode(self, name: str) -> str | None:
         """The ``accessConfig.authenticationMode`` of cluster ``name``, or None when it does not exist."""
         try:

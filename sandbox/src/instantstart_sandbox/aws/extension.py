@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from instantstart_sandbox.aws import ec2, eventbridge
+from instantstart_sandbox.aws.calls import AwsCall, CallRecorder
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
@@ -40,6 +41,7 @@ from instantstart_sandbox.aws.protocol import (
     signing_scope,
 )
 from instantstart_sandbox.aws.service_quotas import ServiceQuotas
+from instantstart_sandbox.aws.task_governance import TaskGovernance
 from instantstart_sandbox.aws.training_plans import TrainingPlans
 from instantstart_sandbox.clock import SimClock
 
@@ -63,6 +65,8 @@ class AwsExtension:
         training_plans: SageMaker training plans and offerings (``seed_plan``, ``seed_offering``, ``reset``).
         service_quotas: SageMaker HyperPod cluster-usage quotas (``set_quota``, ``reset``).
         autoscaling: HyperPod managed Karpenter (AutoScaling) and its NodePool controller.
+        task_governance: SageMaker cluster scheduler configs and compute quotas (and their Kueue objects).
+        calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class AwsExtension:
         self.region = region
         self.account_id = account_id
         self.faults = FaultInjector(clock.now)
+        self.calls = CallRecorder()
         self.eks = EksEmulator(clock, kube, region, account_id, self.emit, self.faults)
         if hasattr(kube, "access_gate"):
             kube.access_gate = self.eks.kubernetes_access  # 401/403 while access entries propagate
@@ -107,6 +112,9 @@ class AwsExtension:
         for op, handler in self.service_quotas.handlers().items():
             self._handlers[("service-quotas", op)] = handler
         self.autoscaling = HyperPodAutoScaling(self.hyperpod, kube)
+        self.task_governance = TaskGovernance(self.hyperpod, self.eks.addon_status)
+        for op, handler in self.task_governance.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
             ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )
@@ -249,11 +257,12 @@ class AwsExtension:
                 return app(environ, start_response)
             region, signing_name = scope
             service = MODELS.service_name(signing_name)
-            if service not in self._services and not self.faults.has_faults_for(service):
-                return app(environ, start_response)
             body = read_body(environ)
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
+                return app(environ, start_response)
+            self.calls.record(AwsCall(service, operation, region, self.clock.now()))
+            if service not in self._services and not self.faults.has_faults_for(service):
                 return app(environ, start_response)
             model = MODELS.service_model(service)
             assert model is not None
