@@ -285,6 +285,21 @@ class EksEmulator:
         except AwsError:
             return None
 
+    def make_active(self, name: str) -> None:
+        """Test hook: finish the creation of CREATING cluster ``name`` now (ACTIVE, Kubernetes API attached)."""
+        meta = self._cluster_meta(name)
+        self._cluster_active(name, meta.generation)
+
+    def finish_addon(self, cluster: str, addon: str) -> None:
+        """Test hook: finish the creation/update of add-on ``addon`` now (objects installed; ACTIVE, or
+        DEGRADED with its health issues)."""
+        with self._lock:
+            found = self._addons.get((cluster, addon))
+            if found is None:
+                return
+            generation, phase = found.generation, "Creation" if found.status == "CREATING" else "Update"
+        self._addon_ready(cluster, addon, generation, phase)
+
     def addon_status(self, cluster: str, addon: str) -> str | None:
         """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
         with self._lock:

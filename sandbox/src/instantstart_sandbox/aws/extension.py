@@ -19,6 +19,8 @@ from instantstart_sandbox.aws import ec2, eventbridge
 from instantstart_sandbox.aws.calls import AwsCall, CallRecorder
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.foreign import ForeignClusters
+from instantstart_sandbox.aws.fsx import FsxLustre
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
 from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
 from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
@@ -66,6 +68,8 @@ class AwsExtension:
         service_quotas: SageMaker HyperPod cluster-usage quotas (``set_quota``, ``reset``).
         autoscaling: HyperPod managed Karpenter (AutoScaling) and its NodePool controller.
         task_governance: SageMaker cluster scheduler configs and compute quotas (and their Kueue objects).
+        fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces).
+        foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
     """
 
@@ -113,6 +117,11 @@ class AwsExtension:
             self._handlers[("service-quotas", op)] = handler
         self.autoscaling = HyperPodAutoScaling(self.hyperpod, kube)
         self.task_governance = TaskGovernance(self.hyperpod, self.eks.addon_status)
+        self.fsx = FsxLustre(clock, region, account_id)
+        self.endpoint_url: str | None = None  # set by AwsSandboxServer.start
+        self.foreign = ForeignClusters(self)
+        for op, handler in self.fsx.handlers().items():
+            self._handlers[("fsx", op)] = handler
         for op, handler in self.task_governance.handlers().items():
             self._handlers[("sagemaker", op)] = handler
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
