@@ -3,7 +3,9 @@
 For each signed request it takes the service from the SigV4 credential scope and the operation from
 ``X-Amz-Target`` / ``Action`` / method + URI (botocore model), then either answers an injected fault,
 answers the operation itself (EKS lifecycle, add-ons, access entries, pod identity; SageMaker
-HyperPod; EC2 instance type offerings), or passes the request to moto unchanged. A few moto
+HyperPod and task governance; FSx for Lustre; EC2 instance type offerings), or passes the request to
+moto unchanged. Every signed request is first recorded in :attr:`AwsExtension.calls` (service,
+operation) so tests can count AWS write calls. A few moto
 operations are wrapped for the real-account faults (:mod:`instantstart_sandbox.aws.faults`): IAM
 CreateRole (role age), S3 CreateBucket/DeleteBucket (name reuse), EC2 DeleteSubnet/
 DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster/DeleteCluster.
