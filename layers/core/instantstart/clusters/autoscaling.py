@@ -129,7 +129,7 @@ def update_autoscaling(rt: Runtime, tag: str, request: UpdateAutoScalingRequest)
     change = AutoScalingChange(
         enabled=True,
         instance_groups=names,
-        limits=request.limits,  # type: ignore[arg-type]  # the validator made every quantity a string
+        limits={k: str(v) for k, v in request.limits.items()} if request.limits else None,
         consolidate_after=request.consolidate_after or DEFAULT_CONSOLIDATE_AFTER,
     )
     return changes.start_change(rt, cluster, OperationType.UPDATE_AUTOSCALING, change.wire())
