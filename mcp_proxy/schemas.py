@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRequest
 from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
@@ -737,3 +738,43 @@ NODE_ACTION_SCHEMA = output_schema(NodeActionResult)
 HYPERPOD_ACTION_SCHEMA = output_schema(HyperPodActionResult)
 HYPERPOD_OPERATIONS_SCHEMA = output_schema(HyperPodOperationList)
 HYPERPOD_OPERATION_SCHEMA = output_schema(HyperPodOperationView)
+
+
+# -- managed Karpenter (PUT/GET /clusters/{clusterTag}/autoscaling) ----------------------------------------
+
+AutoScalingEnabledParam = Annotated[
+    bool,
+    Field(
+        description="true turns managed Karpenter on (instanceGroups required), false turns it off (no other "
+        "parameter: its NodePool, HyperpodNodeClass and ClusterRole are removed). Required, no default."
+    ),
+]
+
+AutoScalingGroupsParam = Annotated[
+    Annotated[list[str], advertised_constraints(api_constraints(UpdateAutoScalingRequest, "instanceGroups"))] | None,
+    Field(
+        default=None,
+        description="With enabled true (required then): the instance groups Karpenter scales, each at 0 instances, "
+        "On-Demand, without onStartDeepHealthChecks, all in one zone; at most 10 (default: none).",
+    ),
+]
+
+AutoScalingLimitsParam = Annotated[
+    dict[str, str | int] | None,
+    Field(
+        default=None,
+        description="With enabled true: NodePool limits, Kubernetes resource name -> quantity, e.g. "
+        '{"nvidia.com/gpu": 64, "cpu": "1000"} (default: none, no limit). The user decides: ask.',
+    ),
+]
+
+ConsolidateAfterParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(UpdateAutoScalingRequest, "consolidateAfter"))] | None,
+    Field(
+        default=None,
+        description="With enabled true: how long an empty or underutilised node stays before Karpenter removes it, "
+        "e.g. 30s or 5m (default: none, the API uses 30s).",
+    ),
+]
+
+AUTOSCALING_SCHEMA = output_schema(AutoScalingView)

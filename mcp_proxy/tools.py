@@ -35,8 +35,12 @@ from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationE
 from instantstart_client.shapes import InstanceGroupSpec
 from mcp_proxy import schemas
 from mcp_proxy.schemas import (
+    AutoScalingEnabledParam,
+    AutoScalingGroupsParam,
+    AutoScalingLimitsParam,
     AvailabilityZoneParam,
     ClusterTagParam,
+    ConsolidateAfterParam,
     DeleteNodeIdsParam,
     EventLevelParam,
     EventsInstanceGroupParam,
@@ -97,6 +101,8 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "StartClusterHealthCheck": "cluster_start_health_check",
     "ListHyperPodOperations": "hyperpod_operation_list",
     "GetHyperPodOperation": "hyperpod_operation_get",
+    "GetAutoScaling": "autoscaling_get",
+    "UpdateAutoScaling": "autoscaling_update",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -115,6 +121,7 @@ WRITE_TOOLS = frozenset(
         "node_delete",
         "cluster_update_software",
         "cluster_start_health_check",
+        "autoscaling_update",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -251,6 +258,14 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _read("hyperpod_operation_list", "List HyperPod operations", schemas.HYPERPOD_OPERATIONS_SCHEMA),
     _read("hyperpod_operation_get", "Get a HyperPod operation", schemas.HYPERPOD_OPERATION_SCHEMA),
+    _read("autoscaling_get", "Get a cluster's managed Karpenter", schemas.AUTOSCALING_SCHEMA),
+    _write(
+        "autoscaling_update",
+        "Turn managed Karpenter on or off",
+        schemas.OPERATION_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
 )
 """Every tool, in the order they are listed."""
@@ -593,6 +608,46 @@ class InstantStartTools:
             )
         return self._call(
             lambda client: client.delete_instance_group(clusterTag, instanceGroupName, idempotency_key=idempotencyKey)
+        )
+
+    # -- managed Karpenter --------------------------------------------------------------------------------
+
+    def autoscaling_get(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Show a cluster's managed Karpenter (GET /clusters/{clusterTag}/autoscaling): HyperPod's AutoScaling
+        mode, status and failure message now, its ClusterRole, and the NodePool / HyperpodNodeClass (groups,
+        limits, consolidateAfter) the last change applied. Read-only.
+        """
+        return self._call(lambda client: client.get_autoscaling(clusterTag))
+
+    def autoscaling_update(
+        self,
+        clusterTag: ClusterTagParam,
+        enabled: AutoScalingEnabledParam,
+        instanceGroups: AutoScalingGroupsParam = None,
+        limits: AutoScalingLimitsParam = None,
+        consolidateAfter: ConsolidateAfterParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Turn managed Karpenter on or off (PUT /clusters/{clusterTag}/autoscaling).
+
+        On: Karpenter adds nodes to instanceGroups for Pending pods and removes empty or underutilised ones. First
+        show the user instance_group_list: each group must be at 0 instances (scale it with instance_group_update),
+        On-Demand, without deep health checks, all in one zone, at most 10; a broken rule is a 4xx whose code
+        names it (e.g. KarpenterGroupNotAtZero) and whose details name the group. Ask the user for limits (e.g.
+        the most GPUs Karpenter may buy). Off: Karpenter's nodes are removed with its NodePool: confirm with the
+        user first. Returns the UPDATE_AUTOSCALING operation: poll it with operation_get and wait_seconds until
+        SUCCEEDED, FAILED or CANCELLED. Write tool: needs --allow-write.
+        """
+        self._require_write("autoscaling_update")
+        return self._call(
+            lambda client: client.update_autoscaling(
+                clusterTag,
+                enabled=enabled,
+                instance_groups=instanceGroups,
+                limits=limits,
+                consolidate_after=consolidateAfter,
+                idempotency_key=idempotencyKey,
+            )
         )
 
     # -- nodes and HyperPod operations (day 2) ----------------------------------------------------------

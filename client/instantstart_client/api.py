@@ -33,6 +33,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from instantstart_client import __version__
 from instantstart_client.shapes import (
+    AutoScaling,
     AvailabilityZone,
     Cluster,
     ClusterEventPage,
@@ -656,6 +657,57 @@ class InstantStartClient:
         """
         path = f"/clusters/{self._segment(cluster_tag)}/instance-groups/{self._segment(instance_group_name)}"
         op = self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
+    def get_autoscaling(self, cluster_tag: str) -> AutoScaling:
+        """``GET /clusters/{clusterTag}/autoscaling``: managed Karpenter of the cluster.
+
+        Returns:
+            ``{"clusterTag", "mode", "status", "failureMessage", "clusterRoleArn", "nodePool", "nodeClass",
+            "instanceGroups", "limits", "consolidateAfter", ...}``: HyperPod's AutoScaling now, and what the last
+            autoscaling operation applied.
+
+        Raises:
+            ApiError: 404 unknown cluster.
+        """
+        return cast(AutoScaling, self.request("GET", f"/clusters/{self._segment(cluster_tag)}/autoscaling"))
+
+    def update_autoscaling(
+        self,
+        cluster_tag: str,
+        *,
+        enabled: bool,
+        instance_groups: list[str] | None = None,
+        limits: Mapping[str, str | int] | None = None,
+        consolidate_after: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Operation:
+        """``PUT /clusters/{clusterTag}/autoscaling``: turn managed Karpenter on (with these groups) or off.
+
+        Args:
+            enabled: True for on (``instance_groups`` required), False for off (no other argument).
+            instance_groups: 1-10 groups Karpenter scales: each at 0 instances, On-Demand, no on-start deep health
+                checks, all in one zone.
+            limits: the NodePool's resource limits, e.g. ``{"nvidia.com/gpu": 64}``.
+            consolidate_after: Karpenter duration before an empty or underutilised node is removed (default 30s).
+
+        Returns:
+            The ``UPDATE_AUTOSCALING`` Operation from the 202 answer.
+
+        Raises:
+            ApiError: 404 unknown cluster or group; 409 a rule is broken (``code`` names it, e.g.
+                ``KarpenterGroupNotAtZero``, and ``details[0]["instanceGroupName"]`` the group) or an operation
+                runs; 422 a field breaks its rule.
+        """
+        body: dict[str, Any] = {"enabled": enabled}
+        if instance_groups is not None:
+            body["instanceGroups"] = list(instance_groups)
+        if limits is not None:
+            body["limits"] = dict(limits)
+        if consolidate_after is not None:
+            body["consolidateAfter"] = consolidate_after
+        path = f"/clusters/{self._segment(cluster_tag)}/autoscaling"
+        op = self.request("PUT", path, body=body, headers=self._idempotency_headers(idempotency_key))
         return cast(Operation, op)
 
     def list_availability_zones(self) -> list[AvailabilityZone]:

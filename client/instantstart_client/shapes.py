@@ -103,6 +103,25 @@ class InstanceGroupList(TypedDict):
     instanceGroups: list[InstanceGroupDetail]
 
 
+class AutoScaling(TypedDict):
+    """``GET /clusters/{clusterTag}/autoscaling``: HyperPod's AutoScaling now and the NodePool last applied."""
+
+    clusterTag: str
+    hyperPodClusterName: str
+    mode: str | None
+    autoScalerType: str | None
+    status: str | None
+    failureMessage: str | None
+    clusterRoleArn: str | None
+    nodePool: str | None
+    nodeClass: str | None
+    instanceGroups: list[str]
+    limits: dict[str, str] | None
+    consolidateAfter: str | None
+    updatedAt: str | None
+    operationId: str | None
+
+
 class OperationPage(TypedDict):
     """``GET /clusters/{clusterTag}/operations``: one page of the cluster's operations, newest first."""
 

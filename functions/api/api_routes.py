@@ -12,8 +12,17 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, Field
 
 from instantstart.capacity import training_plans
-from instantstart.clusters import catalog, events_feed, hyperpod_operations, instance_groups, nodes, service
+from instantstart.clusters import (
+    autoscaling,
+    catalog,
+    events_feed,
+    hyperpod_operations,
+    instance_groups,
+    nodes,
+    service,
+)
 from instantstart.clusters.catalog import AvailabilityZone
+from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRequest
 from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
     AVAILABILITY_ZONE_PATTERN,
@@ -480,6 +489,47 @@ def delete_instance_group(
         idempotency_key,
         {"clusterTag": cluster_tag, "instanceGroupName": instance_group_name},
         lambda: instance_groups.delete_instance_group(runtime(), cluster_tag, instance_group_name).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/autoscaling",
+    operation_id="GetAutoScaling",
+    summary="Managed Karpenter of a cluster: HyperPod's AutoScaling and the NodePool applied",
+    description="SageMaker DescribeCluster's AutoScaling (mode, status, failure message) and ClusterRole, now; "
+    "the NodePool / HyperpodNodeClass (groups, limits, consolidateAfter) the last successful PUT applied.",
+    responses={**_ok(AutoScalingView), **_errors(404, 422, 503)},
+    tags=["autoscaling"],
+)
+def get_autoscaling(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[AutoScalingView]:
+    """The cluster's managed Karpenter."""
+    return _json(autoscaling.get_autoscaling(runtime(), cluster_tag))
+
+
+@router.put(
+    "/clusters/<clusterTag>/autoscaling",
+    operation_id="UpdateAutoScaling",
+    summary="Turn managed Karpenter on or off (asynchronous)",
+    description="Starts an UPDATE_AUTOSCALING operation. On: the cluster's ClusterRole (IAM), UpdateCluster "
+    "AutoScaling {Mode: Enable, AutoScalerType: Karpenter}, then a HyperpodNodeClass of instanceGroups and a "
+    "NodePool (consolidation on, limits). The groups are checked first, each rule a 4xx naming it and the group: "
+    "they exist (404 InstanceGroupNotFound), are at 0 instances (409 KarpenterGroupNotAtZero), On-Demand (409 "
+    "KarpenterGroupNotOnDemand), without onStartDeepHealthChecks (409 KarpenterGroupHasDeepHealthChecks), in one "
+    "zone (409 KarpenterGroupsInSeveralZones), at most 10 (422). Off reverses exactly that.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["autoscaling"],
+)
+def update_autoscaling(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: UpdateAutoScalingRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Start turning managed Karpenter on or off."""
+    return _idempotent(
+        f"PUT /clusters/{cluster_tag}/autoscaling",
+        idempotency_key,
+        request.model_dump(mode="json", by_alias=True, exclude_none=True),
+        lambda: autoscaling.update_autoscaling(runtime(), cluster_tag, request).to_api(),
     )
 
 

@@ -48,6 +48,7 @@ SCHEMA_OF: dict[str, str] = {
     "HyperPodOperationSummary": "HyperPodOperationSummary",
     "HyperPodOperationPage": "HyperPodOperationList",
     "HyperPodOperation": "HyperPodOperationView",
+    "AutoScaling": "AutoScalingView",
 }
 """Each TypedDict of client/instantstart_client/shapes.py and the API schema it mirrors."""
 

@@ -30,8 +30,16 @@ SOFTWARE_UPDATE = "/clusters/{clusterTag}/software-update"
 HEALTH_CHECKS = "/clusters/{clusterTag}/health-checks"
 HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
 HP_OPERATION = "/clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}"
+AUTOSCALING = "/clusters/{clusterTag}/autoscaling"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
+    ("autoscaling_update", "clusterTag"): ("PUT", AUTOSCALING, "path", "clusterTag"),
+    ("autoscaling_update", "enabled"): ("PUT", AUTOSCALING, "body", "enabled"),
+    ("autoscaling_update", "instanceGroups"): ("PUT", AUTOSCALING, "body", "instanceGroups"),
+    ("autoscaling_update", "limits"): ("PUT", AUTOSCALING, "body", "limits"),
+    ("autoscaling_update", "consolidateAfter"): ("PUT", AUTOSCALING, "body", "consolidateAfter"),
+    ("autoscaling_update", "idempotencyKey"): ("PUT", AUTOSCALING, "header", "Idempotency-Key"),
     ("cluster_create", "clusterTag"): (*POST_CLUSTERS, "body", "clusterTag"),
     ("cluster_create", "availabilityZone"): (*POST_CLUSTERS, "body", "availabilityZone"),
     ("cluster_create", "instanceGroups"): (*POST_CLUSTERS, "body", "instanceGroups"),

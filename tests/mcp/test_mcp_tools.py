@@ -44,6 +44,8 @@ EXPECTED_TOOLS = {
     "cluster_start_health_check",
     "hyperpod_operation_list",
     "hyperpod_operation_get",
+    "autoscaling_get",
+    "autoscaling_update",
     "wait_seconds",
 }
 

@@ -72,6 +72,12 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "trainingPlanArn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p",
         "subnetId": "subnet-0123456789abcdef0",
     },
+    ("PUT", "/clusters/{clusterTag}/autoscaling"): {
+        "enabled": True,
+        "instanceGroups": ["auto"],
+        "limits": {"cpu": "1000", "nvidia.com/gpu": 64},
+        "consolidateAfter": "30s",
+    },
     ("POST", "/clusters/{clusterTag}/nodes/reboot"): NODE_IDS_BODY,
     ("POST", "/clusters/{clusterTag}/nodes/replace"): NODE_IDS_BODY,
     ("POST", "/clusters/{clusterTag}/nodes/delete"): NODE_IDS_BODY,

@@ -414,3 +414,85 @@ def test_operations_cancel_of_an_ended_operation_exits_2_naming_its_status(
 
     assert result.exit_code == 2
     assert "OperationAlreadyEnded" in result.output and "SUCCEEDED" in result.output
+
+
+# -- autoscaling --------------------------------------------------------------------------------------
+
+
+def test_autoscaling_enable_sends_groups_limits_and_consolidation_and_prints_the_operation(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given an API that accepts the change,
+    when `autoscaling enable` runs with two groups, two limits and --consolidate-after,
+    then one PUT carries them as the API names them and the UPDATE_AUTOSCALING operation is printed."""
+    sent: list[httpx2.Request] = []
+
+    def accept(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        op = {
+            "operationId": "op-0123456789abcdef0123456789abcdef",
+            "type": "UPDATE_AUTOSCALING",
+            "status": "PENDING",
+            "clusterTag": "demo",
+            "statusUrl": "/operations/op-0123456789abcdef0123456789abcdef",
+            "createdAt": "2025-01-01T00:00:00Z",
+            "updatedAt": "2025-01-01T00:00:00Z",
+        }
+        return httpx2.Response(202, json=op)
+
+    use_transport(monkeypatch, httpx2.MockTransport(accept))
+    result = run(
+        "autoscaling", "enable", "demo", "--instance-group", "auto", "--instance-group", "auto2",
+        "--limit", "nvidia.com/gpu=64", "--limit", "cpu=1000", "--consolidate-after", "5m",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    (request,) = sent
+    assert (request.method, request.url.path) == ("PUT", "/clusters/demo/autoscaling")
+    assert json.loads(request.content) == {
+        "enabled": True,
+        "instanceGroups": ["auto", "auto2"],
+        "limits": {"nvidia.com/gpu": "64", "cpu": "1000"},
+        "consolidateAfter": "5m",
+    }
+    assert "UPDATE_AUTOSCALING demo: operation op-0123456789abcdef0123456789abcdef PENDING" in result.stdout
+
+
+def test_autoscaling_enable_with_a_limit_without_a_quantity_exits_2_and_sends_nothing(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[httpx2.Request] = []
+    use_transport(monkeypatch, httpx2.MockTransport(lambda r: sent.append(r) or httpx2.Response(500)))
+
+    result = run("autoscaling", "enable", "demo", "--instance-group", "auto", "--limit", "nvidia.com/gpu")
+
+    assert result.exit_code == 2
+    assert "--limit takes RESOURCE=QUANTITY" in result.output
+    assert sent == []
+
+
+def test_autoscaling_disable_sends_enabled_false_only(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[httpx2.Request] = []
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        body = {"error": {"code": "Conflict", "message": "operation op-1 is RUNNING on cluster demo", "details": []}}
+        return httpx2.Response(409, json=body)
+
+    use_transport(monkeypatch, httpx2.MockTransport(refuse))
+    result = run("autoscaling", "disable", "demo")
+
+    assert result.exit_code == 2
+    assert json.loads(sent[0].content) == {"enabled": False}
+    assert "409 Conflict: operation op-1 is RUNNING on cluster demo" in result.stderr
+
+
+def test_autoscaling_get_and_enable_of_an_unknown_cluster_exit_2_naming_it(run: Run) -> None:
+    """Given no such cluster, the real API answers 404 naming the cluster (the CLI prints it and exits 2)."""
+    result = run("autoscaling", "get", "ghost")
+    assert result.exit_code == 2 and "404" in result.stderr and "ghost" in result.stderr
+
+    result = run("autoscaling", "enable", "ghost", "--instance-group", "auto")
+
+    assert result.exit_code == 2
+    assert "404" in result.stderr and "ghost" in result.stderr

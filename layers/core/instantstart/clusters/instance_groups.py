@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from instantstart.capacity import autoscaling as autoscaling_rules
 from instantstart.capacity import groups as rules
 from instantstart.clusters import changes, records, service
 from instantstart.clusters.stages import hyperpod
@@ -100,6 +101,10 @@ def _changeable(rt: Runtime, tag: str) -> tuple[ClusterRecord, dict[str, Any]]:
     return cluster, found
 
 
+changeable = _changeable
+"""The cluster and its HyperPod description when a day-2 change may start now (also used by autoscaling)."""
+
+
 def _group_or_404(found: dict[str, Any], name: str) -> dict[str, Any]:
     group = rules.find_group(found.get("InstanceGroups", []), name)
     if group is None:
@@ -175,11 +180,15 @@ def delete_instance_group(rt: Runtime, tag: str, name: str) -> OperationView:
 
     Raises:
         NotFound: no live cluster or no such group.
-        Conflict: an operation runs, the cluster or HyperPod is not ready, or it is the last group
-            (``LastInstanceGroup``: delete the cluster instead).
+        Conflict: an operation runs, the cluster or HyperPod is not ready, it is the last group
+            (``LastInstanceGroup``: delete the cluster instead), or managed Karpenter's node class lists it
+            (``InstanceGroupInNodeClass``).
     """
     cluster, found = _changeable(rt, tag)
     _group_or_404(found, name)
+    karpenter = records.stage_resources(rt, tag, cluster.generation, StageName.HYPERPOD, HyperPodResources).karpenter
+    if karpenter is not None and karpenter.enabled:
+        autoscaling_rules.check_not_in_node_class(name, karpenter.instance_groups, tag)
     if len(found.get("InstanceGroups", [])) <= 1:
         raise Conflict(
             f"instance group '{name}' is the cluster's last group; a HyperPod cluster needs one. Scale it to 0 with "

@@ -188,3 +188,55 @@ def s3_persistent_volume_claim() -> dict[str, Any]:
             "resources": {"requests": {"storage": STORAGE_CAPACITY}},
         },
     }
+
+
+KARPENTER_NODE_POOL = ("karpenter.sh/v1", "NodePool")
+"""apiVersion and kind of Karpenter's NodePool (cluster-scoped; HyperPod's managed Karpenter serves it)."""
+HYPERPOD_NODE_CLASS = ("karpenter.sagemaker.amazonaws.com/v1", "HyperpodNodeClass")
+"""apiVersion and kind of HyperPod's node class (cluster-scoped): the instance groups Karpenter scales."""
+KARPENTER_OBJECT_NAME = "instantstart"
+"""Name of the NodePool and of the HyperpodNodeClass this control plane applies (one of each per cluster)."""
+
+
+def hyperpod_node_class(instance_groups: list[str], name: str = KARPENTER_OBJECT_NAME) -> dict[str, Any]:
+    """The ``HyperpodNodeClass`` listing ``instance_groups`` (at most 10, checked by ``capacity.autoscaling``).
+
+    https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html
+    """
+    api_version, kind = HYPERPOD_NODE_CLASS
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": _meta(name, labels=MANAGED_LABELS),
+        "spec": {"instanceGroups": list(instance_groups)},
+    }
+
+
+def karpenter_node_pool(
+    *,
+    consolidate_after: str,
+    limits: dict[str, str] | None = None,
+    node_class: str = KARPENTER_OBJECT_NAME,
+    name: str = KARPENTER_OBJECT_NAME,
+) -> dict[str, Any]:
+    """The ``NodePool`` over ``node_class``: consolidation on (empty or underutilised nodes removed after
+    ``consolidate_after``), any instance type of the node class's groups, nodes never expire, ``limits``.
+
+    https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodepool.html
+    """
+    api_version, kind = KARPENTER_NODE_POOL
+    group, class_kind = HYPERPOD_NODE_CLASS[0].split("/")[0], HYPERPOD_NODE_CLASS[1]
+    spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": dict(MANAGED_LABELS)},
+            "spec": {
+                "nodeClassRef": {"group": group, "kind": class_kind, "name": node_class},
+                "expireAfter": "Never",
+                "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Exists"}],
+            },
+        },
+        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": consolidate_after},
+    }
+    if limits:
+        spec["limits"] = dict(limits)
+    return {"apiVersion": api_version, "kind": kind, "metadata": _meta(name, labels=MANAGED_LABELS), "spec": spec}

@@ -77,11 +77,12 @@ class OperationType(StrEnum):
     ADD_INSTANCE_GROUP = "ADD_INSTANCE_GROUP"
     UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
     DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
+    UPDATE_AUTOSCALING = "UPDATE_AUTOSCALING"
 
     @property
     def day2(self) -> bool:
-        """True for a change of one instance group of a running cluster (the update workflow)."""
-        return self.name.endswith("_INSTANCE_GROUP")
+        """True for a change of a running cluster (the update workflow): an instance group, autoscaling."""
+        return self.name.endswith("_INSTANCE_GROUP") or self is OperationType.UPDATE_AUTOSCALING
 
 
 class StageName(StrEnum):

@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
+from instantstart.models.autoscaling import KarpenterResources
+
 
 class StageResources(BaseModel):
     """Base of the per-stage resource models: camelCase keys, unknown keys ignored on read."""
@@ -97,6 +99,8 @@ class HyperPodResources(StageResources):
     compute_subnet_cidr: str | None = None
     compute_subnet_source: str | None = None
     hyper_pod_cluster_arn: str | None = None
+    karpenter: KarpenterResources | None = None
+    """Managed Karpenter as the last UPDATE_AUTOSCALING operation left it (written whole; disabled when off)."""
 
 
 class StorageResources(StageResources):

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.capacity.subnets import check_pinned_subnets
-from instantstart.clusters import records
+from instantstart.clusters import autoscaling_role, records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
@@ -358,6 +358,8 @@ def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the HyperPod cluster is gone; starts SageMaker ``DeleteCluster`` if needed (ownership checked).
 
+    Once it is gone, the managed-Karpenter ClusterRole of the cluster (ours only) is deleted with it.
+
     Raises:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
     """
@@ -365,7 +367,8 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     name = hyperpod_cluster_name(p.cluster_tag)
     found = describe(sm, name)
     if found is None:
-        return PollResult(done=True, status="deleted")
+        role_deleted = autoscaling_role.delete_cluster_role(rt.client("iam"), p.cluster_tag)
+        return PollResult(done=True, status="deleted" + ("; autoscaling ClusterRole deleted" if role_deleted else ""))
     if found["ClusterStatus"] != "Deleting":
         if not owned_by(sm.list_tags(ResourceArn=found["ClusterArn"]).get("Tags", []), p.cluster_tag):
             raise StageFailed("ClusterNotOwned", f"HyperPod cluster {name} is not managed by InstantStart")
