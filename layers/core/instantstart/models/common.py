@@ -77,11 +77,17 @@ class OperationType(StrEnum):
     ADD_INSTANCE_GROUP = "ADD_INSTANCE_GROUP"
     UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
     DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
+    REBOOT_CLUSTER_NODES = "REBOOT_CLUSTER_NODES"
+    REPLACE_CLUSTER_NODES = "REPLACE_CLUSTER_NODES"
+    DELETE_CLUSTER_NODES = "DELETE_CLUSTER_NODES"
+    UPDATE_CLUSTER_SOFTWARE = "UPDATE_CLUSTER_SOFTWARE"
+    START_CLUSTER_HEALTH_CHECK = "START_CLUSTER_HEALTH_CHECK"
 
     @property
     def day2(self) -> bool:
-        """True for a change of one instance group of a running cluster (the update workflow)."""
-        return self.name.endswith("_INSTANCE_GROUP")
+        """True for a day-2 change of a running cluster (the update workflow): an instance group, nodes, its
+        software or a deep health check; False for a create, retry or delete of the cluster."""
+        return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 
 
 class StageName(StrEnum):
