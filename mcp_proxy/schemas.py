@@ -49,7 +49,6 @@ from instantstart.models.hyperpod_operations import (
     HYPERPOD_OPERATION_ID_PATTERN,
     HealthCheckGroup,
     HealthCheckRequest,
-    HyperPodActionResult,
     HyperPodOperationList,
     HyperPodOperationStatus,
     HyperPodOperationType,
@@ -63,7 +62,6 @@ from instantstart.models.nodes import (
     NODES_TOKEN_MAX_LENGTH,
     ClusterNodeList,
     DeleteNodesRequest,
-    NodeActionResult,
     RebootOrReplaceNodesRequest,
 )
 from instantstart.models.operation import OperationId, OperationList, OperationView
@@ -734,8 +732,6 @@ InstanceGroupNamesParam = Annotated[
 ]
 
 NODES_SCHEMA = output_schema(ClusterNodeList)
-NODE_ACTION_SCHEMA = output_schema(NodeActionResult)
-HYPERPOD_ACTION_SCHEMA = output_schema(HyperPodActionResult)
 HYPERPOD_OPERATIONS_SCHEMA = output_schema(HyperPodOperationList)
 HYPERPOD_OPERATION_SCHEMA = output_schema(HyperPodOperationView)
 

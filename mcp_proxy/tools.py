@@ -239,20 +239,20 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         schemas.TRAINING_PLAN_OFFERINGS_SCHEMA,
     ),
     _read("node_list", "List a cluster's nodes", schemas.NODES_SCHEMA),
-    _write("node_reboot", "Reboot nodes", schemas.NODE_ACTION_SCHEMA, destructive=False, idempotent=False),
-    _write("node_replace", "Replace nodes", schemas.NODE_ACTION_SCHEMA, destructive=True, idempotent=False),
-    _write("node_delete", "Delete nodes", schemas.NODE_ACTION_SCHEMA, destructive=True, idempotent=False),
+    _write("node_reboot", "Reboot nodes", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False),
+    _write("node_replace", "Replace nodes", schemas.OPERATION_SCHEMA, destructive=True, idempotent=False),
+    _write("node_delete", "Delete nodes", schemas.OPERATION_SCHEMA, destructive=True, idempotent=False),
     _write(
         "cluster_update_software",
         "Update the nodes' software",
-        schemas.HYPERPOD_ACTION_SCHEMA,
+        schemas.OPERATION_SCHEMA,
         destructive=False,
         idempotent=False,
     ),
     _write(
         "cluster_start_health_check",
         "Run deep health checks",
-        schemas.HYPERPOD_ACTION_SCHEMA,
+        schemas.OPERATION_SCHEMA,
         destructive=False,
         idempotent=False,
     ),
@@ -679,8 +679,10 @@ class InstantStartTools:
 
         For a node that is hung or unresponsive but whose hardware is believed fine: same instance id, the node is
         NotReady/UnschedulablePendingReboot for a few minutes, then Schedulable. Running jobs on it are
-        interrupted: tell the user first. Returns HyperPod's per-node outcome (failed ids with its code and
-        message); follow with node_list. Write tool: needs --allow-write.
+        interrupted: tell the user first. Returns the REBOOT_CLUSTER_NODES operation: poll it with operation_get and
+        wait_seconds until SUCCEEDED (every node back Running, Ready and Schedulable), FAILED or CANCELLED; its
+        result.failed lists nodes HyperPod refused (code and message verbatim). One operation per cluster at a time
+        (409 names the running one). Write tool: needs --allow-write.
         """
         self._require_write("node_reboot")
         return self._call(
@@ -694,8 +696,9 @@ class InstantStartTools:
 
         For faulty hardware (failed deep health check, GPU/ECC errors, a reboot that did not help): the instance
         is terminated (its local data is lost) and a new instance with a new id joins the same group. Confirm with
-        the user first. Returns HyperPod's per-node outcome; follow with node_list. Write tool: needs
-        --allow-write.
+        the user first. Returns the REPLACE_CLUSTER_NODES operation: poll it with operation_get and wait_seconds
+        until SUCCEEDED (old ids gone, the group back at its target), FAILED or CANCELLED; result.failed lists
+        refused nodes. One operation per cluster at a time. Write tool: needs --allow-write.
         """
         self._require_write("node_replace")
         return self._call(
@@ -719,7 +722,9 @@ class InstantStartTools:
 
         Destructive: the instances are terminated and their group's count is lowered, so no replacement comes.
         Show the user the nodes (node_list) and ask them to confirm by typing the cluster tag; pass it as
-        confirmClusterTag. Write tool: needs --allow-write.
+        confirmClusterTag. Returns the DELETE_CLUSTER_NODES operation: poll it with operation_get and wait_seconds
+        until SUCCEEDED (the nodes gone, the group's target lowered), FAILED or CANCELLED. Write tool: needs
+        --allow-write.
         """
         self._require_write("node_delete")
         if confirmClusterTag != clusterTag:
@@ -742,8 +747,10 @@ class InstantStartTools:
         """Update the AMI of a cluster's nodes to the latest HyperPod release (POST /clusters/{clusterTag}/
         software-update, UpdateClusterSoftware). The cluster must be READY or DEGRADED.
 
-        Nodes are patched and restarted: running jobs are interrupted, so confirm with the user first. Follow it
-        with cluster_list_events. Write tool: needs --allow-write.
+        Nodes are patched and restarted: running jobs are interrupted, so confirm with the user first. Returns the
+        UPDATE_CLUSTER_SOFTWARE operation: poll it with operation_get and wait_seconds until SUCCEEDED (HyperPod
+        InService again with the update Succeeded), FAILED (HyperPod's words) or CANCELLED. One operation per
+        cluster at a time (409 names the running one). Write tool: needs --allow-write.
         """
         self._require_write("cluster_update_software")
         body: dict[str, Any] = {"instanceGroupNames": list(instanceGroupNames)} if instanceGroupNames else {}
@@ -761,8 +768,10 @@ class InstantStartTools:
         StartClusterHealthCheck): a DeepHealthCheck HyperPod operation.
 
         Checked nodes are unschedulable while the checks run (minutes to hours); a node that fails is replaced.
-        Confirm with the user first. Follow it with hyperpod_operation_get (hyperPodOperationId of the result) or
-        hyperpod_operation_list. Write tool: needs --allow-write.
+        Confirm with the user first. Returns the START_CLUSTER_HEALTH_CHECK operation: poll it with operation_get
+        and wait_seconds until SUCCEEDED (every node passed), FAILED (a node failed: the error is HyperPod's failure
+        message, result.failed lists the nodes) or CANCELLED; result.hyperPodOperationId is HyperPod's
+        DeepHealthCheck operation (hyperpod_operation_get shows its events). Write tool: needs --allow-write.
         """
         self._require_write("cluster_start_health_check")
         groups = [group.to_api() for group in instanceGroups]

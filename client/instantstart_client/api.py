@@ -40,12 +40,10 @@ from instantstart_client.shapes import (
     ClusterNodePage,
     ClusterPage,
     ClusterSummary,
-    HyperPodActionResult,
     HyperPodOperation,
     HyperPodOperationPage,
     InstanceGroupList,
     InstanceGroupSpec,
-    NodeActionResult,
     Operation,
     OperationPage,
     Stage,
@@ -785,29 +783,35 @@ class InstantStartClient:
         page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/nodes", params=params)
         return cast(ClusterNodePage, page)
 
-    def _node_action(self, cluster_tag: str, verb: str, node_ids: list[str], key: str | None) -> NodeActionResult:
+    def _node_action(self, cluster_tag: str, verb: str, node_ids: list[str], key: str | None) -> Operation:
         path = f"/clusters/{self._segment(cluster_tag)}/nodes/{verb}"
         answer = self.request("POST", path, body={"nodeIds": node_ids}, headers=self._idempotency_headers(key))
-        return cast(NodeActionResult, answer)
+        return cast(Operation, answer)
 
     def reboot_cluster_nodes(
         self, cluster_tag: str, node_ids: list[str], *, idempotency_key: str | None = None
-    ) -> NodeActionResult:
+    ) -> Operation:
         """``POST /clusters/{clusterTag}/nodes/reboot``: reboot 1-25 nodes (same instance ids).
 
         Returns:
-            HyperPod's outcome: ``successful`` ids and ``failed`` ``[{nodeId, code, message}]`` (verbatim).
+            The ``REBOOT_CLUSTER_NODES`` Operation from the 202 answer (follow it with :meth:`wait_for_operation`):
+            SUCCEEDED once every accepted node is Running and Ready/Schedulable again; ``result.failed`` lists the
+            nodes HyperPod refused (code and message verbatim), FAILED when it refused every node.
 
         Raises:
             ApiError: 422 naming ``nodeIds[i]`` for an id that is not a node of the cluster (nothing done); 409
-                when the cluster is not READY/DEGRADED (names the status) or HyperPod refused.
+                when the cluster is not READY/DEGRADED (names the status) or another operation runs (names it).
         """
         return self._node_action(cluster_tag, "reboot", node_ids, idempotency_key)
 
     def replace_cluster_nodes(
         self, cluster_tag: str, node_ids: list[str], *, idempotency_key: str | None = None
-    ) -> NodeActionResult:
+    ) -> Operation:
         """``POST /clusters/{clusterTag}/nodes/replace``: replace 1-25 nodes with new instances (new ids).
+
+        Returns:
+            The ``REPLACE_CLUSTER_NODES`` Operation: SUCCEEDED once the old ids are gone and the group is back at
+            its target with Running nodes.
 
         Raises:
             ApiError: as :meth:`reboot_cluster_nodes`.
@@ -816,8 +820,11 @@ class InstantStartClient:
 
     def delete_cluster_nodes(
         self, cluster_tag: str, node_ids: list[str], *, idempotency_key: str | None = None
-    ) -> NodeActionResult:
+    ) -> Operation:
         """``POST /clusters/{clusterTag}/nodes/delete``: delete nodes; their group's count is lowered (destructive).
+
+        Returns:
+            The ``DELETE_CLUSTER_NODES`` Operation: SUCCEEDED once the ids are gone and the targets lowered.
 
         Raises:
             ApiError: as :meth:`reboot_cluster_nodes`.
@@ -826,7 +833,7 @@ class InstantStartClient:
 
     def update_cluster_software(
         self, cluster_tag: str, body: Mapping[str, Any] | None = None, *, idempotency_key: str | None = None
-    ) -> HyperPodActionResult:
+    ) -> Operation:
         """``POST /clusters/{clusterTag}/software-update``: patch the nodes' AMI (``UpdateClusterSoftware``).
 
         Args:
@@ -834,12 +841,16 @@ class InstantStartClient:
             body: ``{"instanceGroupNames"?, "deploymentConfig"?, "imageId"?}`` (camelCase); None for every group.
             idempotency_key: optional ``Idempotency-Key``.
 
+        Returns:
+            The ``UPDATE_CLUSTER_SOFTWARE`` Operation: SUCCEEDED once HyperPod's cluster and groups are InService
+            with the update Succeeded; FAILED with HyperPod's words when it failed or rolled back.
+
         Raises:
-            ApiError: 409 cluster not READY/DEGRADED or HyperPod refused; 422 unknown group (names the field).
+            ApiError: 409 cluster not READY/DEGRADED or an operation runs; 422 unknown group (names the field).
         """
         path = f"/clusters/{self._segment(cluster_tag)}/software-update"
         answer = self.request("POST", path, body=dict(body or {}), headers=self._idempotency_headers(idempotency_key))
-        return cast(HyperPodActionResult, answer)
+        return cast(Operation, answer)
 
     def start_cluster_health_check(
         self,
@@ -847,7 +858,7 @@ class InstantStartClient:
         instance_groups: Sequence[Mapping[str, Any]],
         *,
         idempotency_key: str | None = None,
-    ) -> HyperPodActionResult:
+    ) -> Operation:
         """``POST /clusters/{clusterTag}/health-checks``: deep health checks (``StartClusterHealthCheck``).
 
         Args:
@@ -856,15 +867,17 @@ class InstantStartClient:
             idempotency_key: optional ``Idempotency-Key``.
 
         Returns:
-            HyperPod's answer with ``hyperPodOperationId`` of the DeepHealthCheck operation when listed already.
+            The ``START_CLUSTER_HEALTH_CHECK`` Operation (``result.hyperPodOperationId`` once started): SUCCEEDED
+            when HyperPod's DeepHealthCheck operation is Done with every node passed; FAILED with HyperPod's
+            failure message when a node failed (``result.failed`` lists them).
 
         Raises:
-            ApiError: 409 cluster not READY/DEGRADED or HyperPod refused; 422 unknown group or instance.
+            ApiError: 409 cluster not READY/DEGRADED or an operation runs; 422 unknown group or instance.
         """
         path = f"/clusters/{self._segment(cluster_tag)}/health-checks"
         body = {"instanceGroups": [dict(g) for g in instance_groups]}
         answer = self.request("POST", path, body=body, headers=self._idempotency_headers(idempotency_key))
-        return cast(HyperPodActionResult, answer)
+        return cast(Operation, answer)
 
     def list_hyperpod_operations(
         self,

@@ -32,6 +32,7 @@ from instantstart_client.api import (
 )
 from instantstart_client.progress import DEFAULT_POLL_INTERVAL, WatchResult, watch_operation
 from instantstart_client.render import (
+    change_result_table,
     cluster_overview_table,
     clusters_table,
     esc,
@@ -39,7 +40,6 @@ from instantstart_client.render import (
     failed_stage,
     hyperpod_operations_table,
     instance_types_table,
-    node_action_table,
     nodes_table,
     operation_table,
     operations_table,
@@ -54,7 +54,6 @@ from instantstart_client.shapes import (
     HYPERPOD_OPERATION_STATUSES,
     HYPERPOD_OPERATION_TYPES,
     InstanceGroupSpec,
-    NodeActionResult,
     Operation,
 )
 
@@ -296,6 +295,8 @@ def _print_outcome(state: CliState, result: WatchResult) -> None:
             highlight=False,
         )
         return
+    if operation.get("result"):
+        (state.console if result.succeeded else state.err_console).print(change_result_table(operation))
     if not result.succeeded:
         _print_failure(state.err_console, result)
         return
@@ -614,20 +615,6 @@ def operations_cancel(
 NodeIdsArgument = Annotated[list[str], typer.Argument(help="EC2 instance ids of nodes of the cluster (nodes list).")]
 
 
-def _print_node_action(state: CliState, result: NodeActionResult, as_json: bool) -> None:
-    if state.wants_json(as_json):
-        _echo_json(result)
-        return
-    state.console.print(node_action_table(result))
-    state.console.print(
-        f"Follow: instantstart nodes list {result.get('clusterTag')}  and  instantstart clusters events "
-        f"{result.get('clusterTag')}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
 @nodes_app.command("list")
 @handle_errors
 def nodes_list(
@@ -669,12 +656,16 @@ def nodes_reboot(
     tag: TagArgument,
     node_ids: NodeIdsArgument,
     idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Reboot nodes (same instances; NotReady for a few minutes, then Schedulable)."""
+    """Reboot nodes (same instances; NotReady for a few minutes, then Schedulable): a REBOOT_CLUSTER_NODES
+    operation that ends when the nodes are back."""
     state = _state(ctx)
-    result = state.client().reboot_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
-    _print_node_action(state, result, as_json)
+    operation = state.client().reboot_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @nodes_app.command("replace")
@@ -684,12 +675,16 @@ def nodes_replace(
     tag: TagArgument,
     node_ids: NodeIdsArgument,
     idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Replace nodes with new instances (new ids; the old instances and their local data are gone)."""
+    """Replace nodes with new instances (new ids; the old instances and their local data are gone): a
+    REPLACE_CLUSTER_NODES operation that ends when the group is back at its target."""
     state = _state(ctx)
-    result = state.client().replace_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
-    _print_node_action(state, result, as_json)
+    operation = state.client().replace_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @nodes_app.command("delete")
@@ -700,9 +695,13 @@ def nodes_delete(
     node_ids: NodeIdsArgument,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete nodes; their group's count is lowered so none is replaced (asks you to type the tag)."""
+    """Delete nodes; their group's count is lowered so none is replaced (asks you to type the tag): a
+    DELETE_CLUSTER_NODES operation that ends when the nodes are gone."""
     state = _state(ctx)
     if not yes:
         typed = typer.prompt(
@@ -711,8 +710,8 @@ def nodes_delete(
         if typed.strip() != tag:
             state.err_console.print("Aborted: the tag you typed does not match; no node was deleted.")
             raise typer.Exit(EXIT_OPERATION_FAILED)
-    result = state.client().delete_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
-    _print_node_action(state, result, as_json)
+    operation = state.client().delete_cluster_nodes(tag, node_ids, idempotency_key=idempotency_key)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @clusters_app.command("software-update")
@@ -731,9 +730,13 @@ def clusters_software_update(
     ] = None,
     image_id: Annotated[str | None, typer.Option("--image-id", help="AMI id, or 'default'.")] = None,
     idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Update the nodes' software (UpdateClusterSoftware), optionally rolling in batches."""
+    """Update the nodes' software (UpdateClusterSoftware), optionally rolling in batches: an UPDATE_CLUSTER_SOFTWARE
+    operation that ends when HyperPod reports the update done."""
     state = _state(ctx)
     body: dict[str, object] = {}
     if instance_groups:
@@ -747,17 +750,8 @@ def clusters_software_update(
         deployment["waitIntervalInSeconds"] = wait_interval
     if deployment:
         body["deploymentConfig"] = deployment
-    result = state.client().update_cluster_software(tag, body, idempotency_key=idempotency_key)
-    if state.wants_json(as_json):
-        _echo_json(result)
-        return
-    state.console.print(
-        f"Software update accepted for {result.get('hyperPodClusterName')}; follow it with: "
-        f"instantstart clusters events {tag}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    operation = state.client().update_cluster_software(tag, body, idempotency_key=idempotency_key)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @clusters_app.command("health-check")
@@ -775,19 +769,18 @@ def clusters_health_check(
         ),
     ] = None,
     idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run deep health checks on instance groups (a DeepHealthCheck HyperPod operation)."""
+    """Run deep health checks on instance groups: a START_CLUSTER_HEALTH_CHECK operation that ends with HyperPod's
+    DeepHealthCheck operation (FAILED when a node failed a check)."""
     state = _state(ctx)
     chosen = checks or ["InstanceStress", "InstanceConnectivity"]
     groups = [{"instanceGroupName": g, "deepHealthChecks": chosen} for g in instance_groups]
-    result = state.client().start_cluster_health_check(tag, groups, idempotency_key=idempotency_key)
-    if state.wants_json(as_json):
-        _echo_json(result)
-        return
-    operation = result.get("hyperPodOperationId")
-    follow = f"instantstart clusters hyperpod-operations {tag}" + (f" --operation {operation}" if operation else "")
-    state.console.print(f"Deep health check started; follow it with: {follow}", markup=False, highlight=False)
+    operation = state.client().start_cluster_health_check(tag, groups, idempotency_key=idempotency_key)
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
 @clusters_app.command("hyperpod-operations")

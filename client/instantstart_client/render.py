@@ -19,13 +19,13 @@ from rich.text import Text
 from instantstart_client.shapes import (
     TERMINAL_OPERATION_STATUSES,
     AvailabilityZone,
+    ChangeResult,
     Cluster,
     ClusterEvent,
     ClusterNode,
     ClusterSummary,
     HyperPodOperationSummary,
     InstanceGroupInfo,
-    NodeActionResult,
     NodeInfo,
     Operation,
     Stage,
@@ -414,6 +414,17 @@ def operation_table(operation: Operation) -> Table:
         rows.insert(3, ("Stage", str(operation.get("stage"))))
     if error:
         rows.append(("Error", Text(f"{error.get('code')}: {error.get('message')}", style="red")))
+    result = operation.get("result")
+    if result:
+        if result.get("hyperPodOperationId"):
+            rows.append(("HyperPod operation", str(result.get("hyperPodOperationId"))))
+        if result.get("nodeIds"):
+            rows.append(("Nodes", ", ".join(result.get("nodeIds") or [])))
+        if result.get("failed"):
+            failed = [f"{f.get('nodeId')} {f.get('code')}: {f.get('message')}" for f in result.get("failed") or []]
+            rows.append(("Failed nodes", Text("; ".join(failed), style="red")))
+        if result.get("observed"):
+            rows.append(("Last seen", str(result.get("observed"))))
     return _key_value_table(f"Operation {operation.get('operationId')}", rows)
 
 
@@ -477,16 +488,30 @@ def nodes_table(nodes: Sequence[ClusterNode], cluster_name: str) -> Table:
     return table
 
 
-def node_action_table(result: NodeActionResult) -> Table:
-    """The 202 answer of a node action: each node HyperPod accepted or refused (code and message verbatim)."""
-    table = Table(title=f"{result.get('action')} on {result.get('hyperPodClusterName')}")
+def change_result_table(operation: Operation) -> Table:
+    """The ``result`` of a node action, software update or health check operation: each node accepted or refused
+    (or failed its check), with SageMaker's code and message verbatim."""
+    result: ChangeResult = operation.get("result") or {
+        "nodeIds": None,
+        "successful": None,
+        "failed": None,
+        "hyperPodOperationId": None,
+        "observed": None,
+    }
+    table = Table(title=f"{operation.get('type')} on {operation.get('clusterTag')}")
     for column in ("Instance", "Outcome", "Code"):
         table.add_column(column, no_wrap=True)
     table.add_column("Message", overflow="fold")
+    failed = result.get("failed") or []
+    done = {f.get("nodeId") for f in failed}
     for node_id in result.get("successful") or []:
-        add_row(table, node_id, Text("accepted", style="green"), MISSING, MISSING)
-    for failure in result.get("failed") or []:
-        add_row(table, failure.get("nodeId"), Text("refused", style="red"), failure.get("code"), failure.get("message"))
+        if node_id not in done:
+            add_row(table, node_id, Text("accepted", style="green"), MISSING, MISSING)
+    for failure in failed:
+        add_row(table, failure.get("nodeId"), Text("failed", style="red"), failure.get("code"), failure.get("message"))
+    if result.get("successful") is None:
+        for node_id in result.get("nodeIds") or []:
+            add_row(table, node_id, Text("pending"), MISSING, MISSING)
     return table
 
 

@@ -78,6 +78,7 @@ class Operation(TypedDict):
     error: ErrorInfo | None
     stage: NotRequired[str | None]
     instanceGroupName: NotRequired[str | None]
+    result: NotRequired[ChangeResult | None]
 
 
 class InstanceGroupDetail(TypedDict):
@@ -333,28 +334,14 @@ class NodeFailure(TypedDict):
     message: str
 
 
-class NodeActionResult(TypedDict):
-    """202 answer of ``POST /clusters/{clusterTag}/nodes/reboot|replace|delete``."""
+class ChangeResult(TypedDict):
+    """``result`` of a node action, software update or deep health check operation: what AWS answered."""
 
-    clusterTag: str
-    hyperPodClusterName: str
-    action: str
-    successful: list[str]
-    failed: list[NodeFailure]
-    nodesUrl: str
-    eventsUrl: str
-    hyperPodOperationsUrl: str
-
-
-class HyperPodActionResult(TypedDict):
-    """202 answer of ``POST /clusters/{clusterTag}/software-update`` and ``/health-checks``."""
-
-    clusterTag: str
-    hyperPodClusterName: str
-    clusterArn: str
+    nodeIds: list[str] | None
+    successful: list[str] | None
+    failed: list[NodeFailure] | None
     hyperPodOperationId: str | None
-    hyperPodOperationsUrl: str
-    eventsUrl: str
+    observed: str | None
 
 
 class HyperPodOperationSummary(TypedDict):

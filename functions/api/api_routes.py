@@ -52,7 +52,6 @@ from instantstart.models.hyperpod_operations import (
     OPERATIONS_DEFAULT_PAGE_SIZE,
     OPERATIONS_MAX_PAGE_SIZE,
     HealthCheckRequest,
-    HyperPodActionResult,
     HyperPodOperationList,
     HyperPodOperationStatus,
     HyperPodOperationType,
@@ -67,7 +66,6 @@ from instantstart.models.nodes import (
     ClusterNodeList,
     DeleteNodesRequest,
     NodeAction,
-    NodeActionResult,
     RebootOrReplaceNodesRequest,
 )
 from instantstart.models.operation import OperationId, OperationList, OperationView
@@ -635,28 +633,12 @@ def search_training_plan_offerings(
 
 
 # ---------------------------------------------------------------- nodes and HyperPod operations (day 2)
-def _idempotent_202(route: str, key: str | None, body: Any, model: type[BaseModel], call: Any) -> Response[Any]:
-    """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer)."""
-    from api_idempotency import run_idempotent
-
-    answer = run_idempotent(router.context["idempotency"], route=route, key=key, body=body, call=call)
-    return _json(model.model_validate(answer), 202)
-
-
-_NODE_ACTION_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {
-        "description": "HyperPod accepted the batch call: per-node outcome (failed ids with SageMaker's code and "
-        "message verbatim)",
-        "content": {"application/json": {"model": NodeActionResult}},
-    }
-}
-_HYPERPOD_ACTION_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "HyperPod accepted the call", "content": {"application/json": {"model": HyperPodActionResult}}}
-}
 _NODE_ACTION_DESCRIPTION = (
     "Every id must be a node of this cluster (GET /clusters/{clusterTag}/nodes); a foreign or unknown id is a 422 "
-    "naming nodeIds[i] and nothing is done. The cluster must be READY or DEGRADED (409 names its status). HyperPod "
-    "answers at once and works afterwards: follow the nodes and the cluster's events. "
+    "naming nodeIds[i] and nothing is done. The cluster must be READY or DEGRADED (409 names its status); one "
+    "operation per cluster at a time (409 names the running one). Answers 202 with the operation; its workflow makes "
+    "the batch call, records HyperPod's per-node answer (result.successful / result.failed, SageMaker's code and "
+    "message verbatim; FAILED with the first one when every node was refused) and waits. "
 )
 
 NodeListPageToken = Annotated[
@@ -720,23 +702,23 @@ def list_cluster_nodes(
 @router.post(
     "/clusters/<clusterTag>/nodes/reboot",
     operation_id="RebootClusterNodes",
-    summary="Reboot nodes of a cluster (BatchRebootClusterNodes)",
-    description=_NODE_ACTION_DESCRIPTION + "A rebooted node keeps its instance id: it is "
-    "UnschedulablePendingReboot and NotReady, then Schedulable again.",
-    responses={**_NODE_ACTION_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    summary="Reboot nodes of a cluster (BatchRebootClusterNodes; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "REBOOT_CLUSTER_NODES: a rebooted node keeps its instance id: it is "
+    "UnschedulablePendingReboot and NotReady, then Schedulable again; the operation SUCCEEDS once every accepted node "
+    "is Running and its Kubernetes node Ready and Schedulable.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
 )
 def reboot_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     request: RebootOrReplaceNodesRequest,
     idempotency_key: IdempotencyKey = None,
-) -> Response[NodeActionResult]:
+) -> Response[OperationView]:
     """Reboot nodes."""
-    return _idempotent_202(
+    return _idempotent(
         f"POST /clusters/{cluster_tag}/nodes/reboot",
         idempotency_key,
         request.to_api(),
-        NodeActionResult,
         lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REBOOT, request.node_ids).to_api(),
     )
 
@@ -744,23 +726,23 @@ def reboot_cluster_nodes(
 @router.post(
     "/clusters/<clusterTag>/nodes/replace",
     operation_id="ReplaceClusterNodes",
-    summary="Replace nodes of a cluster (BatchReplaceClusterNodes)",
-    description=_NODE_ACTION_DESCRIPTION + "A replaced node's instance is terminated and a new instance (new id, "
-    "new Kubernetes node) takes its place in the same group.",
-    responses={**_NODE_ACTION_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    summary="Replace nodes of a cluster (BatchReplaceClusterNodes; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "REPLACE_CLUSTER_NODES: a replaced node's instance is terminated and a "
+    "new instance (new id, new Kubernetes node) takes its place in the same group; the operation SUCCEEDS once the "
+    "old ids are gone and the group is back at its target with Running nodes.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
 )
 def replace_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     request: RebootOrReplaceNodesRequest,
     idempotency_key: IdempotencyKey = None,
-) -> Response[NodeActionResult]:
+) -> Response[OperationView]:
     """Replace nodes."""
-    return _idempotent_202(
+    return _idempotent(
         f"POST /clusters/{cluster_tag}/nodes/replace",
         idempotency_key,
         request.to_api(),
-        NodeActionResult,
         lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REPLACE, request.node_ids).to_api(),
     )
 
@@ -768,23 +750,23 @@ def replace_cluster_nodes(
 @router.post(
     "/clusters/<clusterTag>/nodes/delete",
     operation_id="DeleteClusterNodes",
-    summary="Delete nodes of a cluster (BatchDeleteClusterNodes; lowers the group's count)",
-    description=_NODE_ACTION_DESCRIPTION + "Destructive: the instances are terminated and each group's target "
-    "count is lowered by the nodes deleted, so HyperPod launches no replacement.",
-    responses={**_NODE_ACTION_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    summary="Delete nodes of a cluster (BatchDeleteClusterNodes; lowers the group's count; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "DELETE_CLUSTER_NODES, destructive: the instances are terminated and each "
+    "group's target count is lowered by the nodes deleted, so HyperPod launches no replacement; the operation "
+    "SUCCEEDS once the ids are gone and the targets lowered.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
 )
 def delete_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     request: DeleteNodesRequest,
     idempotency_key: IdempotencyKey = None,
-) -> Response[NodeActionResult]:
+) -> Response[OperationView]:
     """Delete nodes."""
-    return _idempotent_202(
+    return _idempotent(
         f"POST /clusters/{cluster_tag}/nodes/delete",
         idempotency_key,
         request.to_api(),
-        NodeActionResult,
         lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.DELETE, request.node_ids).to_api(),
     )
 
@@ -792,24 +774,25 @@ def delete_cluster_nodes(
 @router.post(
     "/clusters/<clusterTag>/software-update",
     operation_id="UpdateClusterSoftware",
-    summary="Update the nodes' software (UpdateClusterSoftware), optionally rolling",
-    description="Patches the AMI of every node of the chosen instance groups (all groups when none are named). "
-    "The cluster must be READY or DEGRADED (409 names its status); each group must be a group of the cluster (422 "
-    "names the field). HyperPod's cluster turns SystemUpdating until the update ends.",
-    responses={**_HYPERPOD_ACTION_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    summary="Update the nodes' software (UpdateClusterSoftware), optionally rolling (asynchronous)",
+    description="Starts an UPDATE_CLUSTER_SOFTWARE operation: UpdateClusterSoftware patches the AMI of every node of "
+    "the chosen instance groups (all groups when none are named), then the operation waits until HyperPod's cluster "
+    "and groups are InService again with the update Succeeded (FAILED with HyperPod's words when it failed or rolled "
+    "back). The cluster must be READY or DEGRADED (409 names its status), one operation per cluster at a time (409 "
+    "names the running one); each group must be a group of the cluster (422 names the field).",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["hyperpod-operations"],
 )
 def update_cluster_software(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     request: SoftwareUpdateRequest,
     idempotency_key: IdempotencyKey = None,
-) -> Response[HyperPodActionResult]:
+) -> Response[OperationView]:
     """Start a software update."""
-    return _idempotent_202(
+    return _idempotent(
         f"POST /clusters/{cluster_tag}/software-update",
         idempotency_key,
         request.to_api(),
-        HyperPodActionResult,
         lambda: hyperpod_operations.update_software(runtime(), cluster_tag, request).to_api(),
     )
 
@@ -817,24 +800,26 @@ def update_cluster_software(
 @router.post(
     "/clusters/<clusterTag>/health-checks",
     operation_id="StartClusterHealthCheck",
-    summary="Run deep health checks on instance groups (StartClusterHealthCheck)",
-    description="Starts a DeepHealthCheck HyperPod operation: the nodes are unschedulable while checked, a node "
-    "that fails is replaced. The cluster must be READY or DEGRADED (409 names its status); groups and instance ids "
-    "must be the cluster's (422 names the field).",
-    responses={**_HYPERPOD_ACTION_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    summary="Run deep health checks on instance groups (StartClusterHealthCheck; asynchronous)",
+    description="Starts a START_CLUSTER_HEALTH_CHECK operation: StartClusterHealthCheck runs a DeepHealthCheck "
+    "HyperPod operation (result.hyperPodOperationId); the nodes are unschedulable while checked, a node that fails is "
+    "replaced. The operation SUCCEEDS when HyperPod's operation is Done with every node passed, and FAILS with "
+    "HyperPod's failure message when a node failed (result.failed lists them). The cluster must be READY or DEGRADED "
+    "(409 names its status), one operation per cluster at a time (409); groups and instance ids must be the "
+    "cluster's (422 names the field).",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["hyperpod-operations"],
 )
 def start_cluster_health_check(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     request: HealthCheckRequest,
     idempotency_key: IdempotencyKey = None,
-) -> Response[HyperPodActionResult]:
+) -> Response[OperationView]:
     """Start deep health checks."""
-    return _idempotent_202(
+    return _idempotent(
         f"POST /clusters/{cluster_tag}/health-checks",
         idempotency_key,
         request.to_api(),
-        HyperPodActionResult,
         lambda: hyperpod_operations.start_health_check(runtime(), cluster_tag, request).to_api(),
     )
 

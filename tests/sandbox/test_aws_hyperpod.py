@@ -403,7 +403,13 @@ def test_given_an_in_service_cluster_when_its_software_is_updated_then_system_up
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceCount": 1})
     arn = sm.create_cluster(**request)["ClusterArn"]
     wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
-    assert sm.update_cluster_software(ClusterName=arn)["ClusterArn"] == arn
-    assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "SystemUpdating"
+    assert sm.update_cluster_software(ClusterName=arn, ImageId="ami-0123456789abcdef0")["ClusterArn"] == arn
+    updating = sm.describe_cluster(ClusterName=arn)
+    assert updating["ClusterStatus"] == "SystemUpdating"
+    group = updating["InstanceGroups"][0]
+    assert (group["Status"], group["SoftwareUpdateStatus"]) == ("SystemUpdating", "InProgress")
+    assert group["DesiredImageId"] == "ami-0123456789abcdef0" and "CurrentImageId" not in group
     wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService")
-    assert sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]["Status"] == "InService"
+    group = sm.describe_cluster(ClusterName=arn)["InstanceGroups"][0]
+    assert (group["Status"], group["SoftwareUpdateStatus"]) == ("InService", "Succeeded")
+    assert group["CurrentImageId"] == group["DesiredImageId"] == "ami-0123456789abcdef0"

@@ -7,8 +7,11 @@ written by the verify stage and the node-health reconciler). The actions call Sa
 ``BatchRebootClusterNodes``, ``BatchReplaceClusterNodes`` and ``BatchDeleteClusterNodes`` after checking that
 every id is a node of this cluster, so a foreign or mistyped id is refused before anything is written.
 
-These calls answer at once; HyperPod does the work afterwards. A control-plane operation record and a
-Step Functions wait for them are not part of this module.
+Each action is a day-2 operation (``REBOOT_CLUSTER_NODES``, ``REPLACE_CLUSTER_NODES``, ``DELETE_CLUSTER_NODES``)
+of the update workflow (:mod:`instantstart.clusters.changes`): the API side (:func:`act_on_nodes`) checks the
+request and starts it (202 + operation, one operation per cluster at a time); the workflow makes the batch call
+once (:func:`apply_node_action`), records HyperPod's per-node answer on the operation, and waits
+(:func:`check_node_action`) until the nodes are back (reboot), replaced (replace) or gone (delete).
 """
 
 from __future__ import annotations
@@ -20,21 +23,23 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import page_tokens
+from instantstart.capacity import groups as group_rules
+from instantstart.clusters import changes, page_tokens, records, service
 from instantstart.clusters.records import live_cluster
-from instantstart.errors import Conflict, InvalidRequest, UpstreamUnavailable, ValidationFailed
+from instantstart.errors import Conflict, InvalidRequest, StageFailed, UpstreamUnavailable, ValidationFailed
 from instantstart.models.cluster import NodeView
-from instantstart.models.common import ClusterStatus, iso
+from instantstart.models.common import ClusterStatus, OperationType, iso
 from instantstart.models.nodes import (
     NODES_MAX_PAGE_SIZE,
     ClusterNodeList,
     ClusterNodeView,
     NodeAction,
-    NodeActionResult,
     NodeFailure,
 )
-from instantstart.models.records import ClusterRecord
-from instantstart.naming import hyperpod_cluster_name
+from instantstart.models.operation import OperationView
+from instantstart.models.records import ClusterRecord, OperationRecord
+from instantstart.models.workflow import PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 TOKEN_PURPOSE = "cluster-nodes"
@@ -49,6 +54,15 @@ _BATCH_CALLS = {
     NodeAction.REPLACE: ("BatchReplaceClusterNodes", "batch_replace_cluster_nodes"),
     NodeAction.DELETE: ("BatchDeleteClusterNodes", "batch_delete_cluster_nodes"),
 }
+OPERATION_TYPES = {
+    NodeAction.REBOOT: OperationType.REBOOT_CLUSTER_NODES,
+    NodeAction.REPLACE: OperationType.REPLACE_CLUSTER_NODES,
+    NodeAction.DELETE: OperationType.DELETE_CLUSTER_NODES,
+}
+"""The day-2 operation type of each node action."""
+ACTIONS = {op_type: action for action, op_type in OPERATION_TYPES.items()}
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+"""The Kubernetes label HyperPod's health monitoring puts on every node (``Schedulable`` when usable)."""
 
 
 class NoHyperPodCluster(Exception):
@@ -260,64 +274,302 @@ def list_cluster_nodes(
     )
 
 
-def _failures(out: Mapping[str, Any]) -> list[NodeFailure]:
-    """``Failed`` of a batch answer: reboot/replace name the code ``ErrorCode``, delete ``Code``; kept verbatim."""
-    return [
-        NodeFailure(
-            node_id=str(f.get("NodeId")),
-            code=str(f.get("ErrorCode") or f.get("Code") or "Unknown"),
-            message=str(f.get("Message") or ""),
-        )
-        for f in out.get("Failed") or []
-    ]
+# -- API side -------------------------------------------------------------------------------------
+def act_on_nodes(rt: Runtime, tag: str, action: NodeAction, node_ids: list[str]) -> OperationView:
+    """Start rebooting, replacing or deleting nodes of cluster ``tag``: a day-2 operation, after checking ownership.
 
-
-def act_on_nodes(rt: Runtime, tag: str, action: NodeAction, node_ids: list[str]) -> NodeActionResult:
-    """Reboot, replace or delete nodes of cluster ``tag`` (one SageMaker batch call), after checking ownership.
-
-    Every id must be a node SageMaker lists for ``hp-cluster-<tag>`` (``ListClusterNodes``); otherwise nothing
-    is called. Then:
-
-    - ``BatchRebootClusterNodes``: the same instance reboots (node ``UnschedulablePendingReboot``, NotReady, then
-      ``Schedulable``).
-    - ``BatchReplaceClusterNodes``: the instance is terminated and a new one (new instance id) takes its place.
-    - ``BatchDeleteClusterNodes``: the instances are removed and, under continuous provisioning, their group's
-      target count is lowered by one per node, so HyperPod does not launch replacements and the count does not
-      drift back (the sandbox models it so; AWS documents the deletion, the lowered target is the reading we
-      rely on and show in ``GET /clusters/{tag}`` as the group's count).
-
-    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_BatchRebootClusterNodes.html,
-    API_BatchReplaceClusterNodes.html, API_BatchDeleteClusterNodes.html
+    Every id must be a node SageMaker lists for ``hp-cluster-<tag>`` (``ListClusterNodes``); otherwise nothing is
+    written. The operation (``REBOOT_CLUSTER_NODES`` | ``REPLACE_CLUSTER_NODES`` | ``DELETE_CLUSTER_NODES``) runs
+    the update workflow: :func:`apply_node_action` makes the batch call, :func:`check_node_action` waits.
 
     Returns:
-        HyperPod's per-node outcome: ids it accepted, and ids it refused with its code and message verbatim.
+        The PENDING operation (its ``result.nodeIds`` are the ids asked for).
 
     Raises:
         NotFound: ``ClusterNotFound``.
-        Conflict: ``ClusterNotReady`` (not READY/DEGRADED, names the status), ``HyperPodRefused`` (SageMaker refused
-            the call, e.g. the HyperPod cluster is not InService), or no HyperPod cluster exists.
+        Conflict: ``ClusterNotReady`` (not READY/DEGRADED, names the status), ``OperationInProgress`` (another
+            operation runs: names it), ``HyperPodClusterNotFound``.
         ValidationFailed: an id is not a node of this cluster (names ``nodeIds[i]``); nothing was done.
         UpstreamUnavailable: SageMaker failed.
     """
-    writable_cluster(rt, tag)
+    cluster = writable_cluster(rt, tag)
+    service.refuse_while_running(rt, cluster)
     name = hyperpod_cluster_name(tag)
-    operation, method = _BATCH_CALLS[action]
     try:
         check_own_nodes(node_ids, (str(n["InstanceId"]) for n in all_nodes(rt, name)))
-        out = call_sagemaker(rt, operation, method, ClusterName=name, NodeIds=node_ids)
     except NoHyperPodCluster as exc:
         raise Conflict(
             f"HyperPod cluster {name} does not exist; nothing was done",
             code="HyperPodClusterNotFound",
             details=[{"field": "clusterTag"}],
         ) from exc
-    return NodeActionResult(
-        cluster_tag=tag,
-        hyper_pod_cluster_name=name,
-        action=action,
-        successful=[str(i) for i in out.get("Successful") or []],
-        failed=_failures(out),
-        nodes_url=f"/clusters/{tag}/nodes",
-        events_url=f"/clusters/{tag}/events",
-        hyper_pod_operations_url=f"/clusters/{tag}/hyperpod-operations",
-    )
+    return changes.start_change(rt, cluster, OPERATION_TYPES[action], {"action": action.value, "nodeIds": node_ids})
+
+
+# -- workflow steps -------------------------------------------------------------------------------
+def record_result(rt: Runtime, op: OperationRecord, **updates: Any) -> dict[str, Any]:
+    """Merge ``updates`` into the operation's ``result`` and write it (only when it changes); the new result.
+
+    Keys that are :class:`~instantstart.models.operation.ChangeResult` fields (snake_case) are shown by the API;
+    others are the handler's bookkeeping.
+    """
+    current = dict(op.result or {})
+    merged = {**current, **updates}
+    if merged != current:
+        op.result = rt.store.record_operation_result(op.operation_id, merged, records.now()).result
+    return merged
+
+
+def failures_of(out: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``Failed`` (and ``FailedNodeLogicalIds``) of a batch answer as ``{node_id, code, message}``, verbatim.
+
+    Reboot and replace name the code ``ErrorCode``, delete ``Code``.
+    """
+    found = list(out.get("Failed") or []) + list(out.get("FailedNodeLogicalIds") or [])
+    return [
+        NodeFailure(
+            node_id=str(f.get("NodeId") or f.get("NodeLogicalId")),
+            code=str(f.get("ErrorCode") or f.get("Code") or "Unknown"),
+            message=str(f.get("Message") or ""),
+        ).model_dump()
+        for f in found
+    ]
+
+
+def listed_nodes(sm: Any, name: str) -> dict[str, dict[str, Any]]:
+    """Every ``ClusterNodeSummary`` of HyperPod cluster ``name`` by instance id (all pages of ``ListClusterNodes``).
+
+    AWS errors propagate (the workflow names them by their code).
+    """
+    found: dict[str, dict[str, Any]] = {}
+    params: dict[str, Any] = {"ClusterName": name, "MaxResults": NODES_MAX_PAGE_SIZE}
+    while True:
+        out = sm.list_cluster_nodes(**params)
+        for node in out.get("ClusterNodeSummaries") or []:
+            found[str(node["InstanceId"])] = dict(node)
+        if not out.get("NextToken"):
+            return found
+        params["NextToken"] = out["NextToken"]
+
+
+_ACTED_BEFORE = {
+    NodeAction.REBOOT: ("InstanceIdInUse", "InvalidInstanceStatus", "NodeIdInUse", "InvalidNodeStatus"),
+    NodeAction.REPLACE: (
+        "InstanceIdInUse",
+        "InvalidInstanceStatus",
+        "NodeIdInUse",
+        "InvalidNodeStatus",
+        "InstanceIdNotFound",
+        "NodeIdNotFound",
+    ),
+    NodeAction.DELETE: ("NodeIdNotFound", "InstanceIdNotFound"),
+}
+"""Per-node codes a repeated batch call answers for nodes an earlier, unrecorded call already acted on."""
+
+
+def _describe(sm: Any, name: str) -> dict[str, Any]:
+    found = dict(sm.describe_cluster(ClusterName=name))
+    if found.get("ClusterStatus") == "Failed":
+        raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
+    return found
+
+
+def _fail_if_all_failed(result: Mapping[str, Any], operation: str) -> None:
+    if not result.get("successful") and result.get("failed"):
+        first = result["failed"][0]
+        raise StageFailed(str(first["code"]), str(first["message"]))
+    if not result.get("successful"):
+        raise StageFailed("NoNodeAccepted", f"{operation} accepted none of the nodes")
+
+
+def apply_node_action(rt: Runtime, p: StepPayload) -> StepResult:
+    """Make the operation's batch call once and record HyperPod's per-node answer on the operation.
+
+    ``BatchRebootClusterNodes`` / ``BatchReplaceClusterNodes`` / ``BatchDeleteClusterNodes`` have no ClientToken,
+    so the step records that it is calling (and, for a delete, each node's group and the groups' targets) before
+    the call and the answer after it. A redelivered task that finds the answer recorded calls nothing; one that
+    finds only the mark calls again and counts the per-node "in use" / "not found" refusals of nodes the earlier
+    call already acted on (:data:`_ACTED_BEFORE`) as accepted.
+
+    Raises:
+        StageFailed: HyperPod refused every node (the first node's code and message verbatim); the HyperPod cluster
+            is Failed. AWS errors leave named by their code (``clusters.steps``).
+    """
+    op, change = changes.operation_change(rt, p)
+    action = ACTIONS[op.type]
+    operation, method = _BATCH_CALLS[action]
+    node_ids = [str(i) for i in change["nodeIds"]]
+    result = dict(op.result or {})
+    if "successful" in result:
+        _fail_if_all_failed(result, operation)
+        return StepResult(status=f"{operation} already called")
+    sm = rt.client("sagemaker")
+    name = hyperpod_cluster_name(p.cluster_tag)
+    retried = bool(result.get("calling"))
+    if not retried:
+        listed = listed_nodes(sm, name)
+        groups_of = {i: str(listed[i]["InstanceGroupName"]) for i in node_ids if i in listed}
+        found = _describe(sm, name)
+        targets = {str(g["InstanceGroupName"]): int(g.get("TargetCount") or 0) for g in found["InstanceGroups"]}
+        result = record_result(
+            rt,
+            op,
+            node_ids=node_ids,
+            calling=True,
+            groups_of=groups_of,
+            targets_before={g: targets[g] for g in set(groups_of.values()) if g in targets},
+        )
+    out = getattr(sm, method)(ClusterName=name, NodeIds=node_ids)
+    successful = [str(i) for i in out.get("Successful") or []]
+    failed = failures_of(out)
+    if retried:
+        acted = [f for f in failed if f["code"] in _ACTED_BEFORE[action]]
+        successful += [f["node_id"] for f in acted]
+        failed = [f for f in failed if f not in acted]
+    result = record_result(rt, op, successful=successful, failed=failed)
+    _fail_if_all_failed(result, operation)
+    return StepResult(status=f"{operation}: {len(successful)} accepted, {len(failed)} refused")
+
+
+def _kube_node(dyn: Any, instance_id: str) -> tuple[bool, str | None, bool] | None:
+    """``(Ready, health label, spec.unschedulable)`` of the node's Kubernetes object, or None when it has none."""
+    from instantstart.kube.client import get
+
+    node = get(dyn, "v1", "Node", f"hyperpod-{instance_id}")
+    if node is None:
+        return None
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return ready, labels.get(HEALTH_LABEL), bool((node.get("spec") or {}).get("unschedulable"))
+
+
+def _status_of(node: Mapping[str, Any]) -> tuple[str, str]:
+    status = node.get("InstanceStatus") or {}
+    return str(status.get("Status") or "NotFound"), str(status.get("Message") or "")
+
+
+def _check_reboot(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """What still keeps the rebooted nodes from being back: Running, Kubernetes Ready and ``Schedulable``.
+
+    AWS does not document how soon after ``BatchRebootClusterNodes`` the node leaves Running, so a node that
+    still looks Running and Ready is not taken as rebooted until it was seen rebooting once (not Running, a
+    status message, NotReady, not ``Schedulable`` or cordoned): the harsher reading. A node that disappears
+    (HyperPod replaced it) or reports ``Failure`` fails the operation with SageMaker's words.
+    """
+    from instantstart.kube.client import connect
+
+    result = dict(op.result or {})
+    seen = set(result.get("rebooting") or [])
+    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    waiting: list[str] = []
+    for node_id in result.get("successful") or []:
+        node = nodes.get(node_id)
+        if node is None:
+            raise StageFailed(
+                "NodeNotFound",
+                f"node {node_id} is no longer a node of {hyperpod_cluster_name(p.cluster_tag)} (HyperPod replaced or "
+                "removed it during the reboot)",
+            )
+        status, message = _status_of(node)
+        if status == "Failure":
+            raise StageFailed("InstanceFailure", message or f"node {node_id} is in Failure")
+        kube = _kube_node(dyn, node_id)
+        ready, label, cordoned = kube if kube is not None else (False, None, False)
+        if status == "Running" and not message and ready and label == "Schedulable" and not cordoned:
+            if node_id not in seen:
+                waiting.append(f"{node_id} not seen rebooting yet")
+            continue
+        seen.add(node_id)
+        waiting.append(
+            f"{node_id} {status}{f' ({message})' if message else ''}, Kubernetes "
+            f"{'Ready' if ready else 'NotReady'}, {label or 'no health label'}"
+        )
+    record_result(rt, op, rebooting=sorted(seen))
+    return waiting
+
+
+def _check_replace(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """What still keeps a replacement from done: the old ids still listed, or a group not back at its target with
+    Running nodes (``DescribeCluster`` ``TargetCount``, the group InService)."""
+    result = dict(op.result or {})
+    name = hyperpod_cluster_name(p.cluster_tag)
+    waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in result.get("successful") or [] if i in nodes]
+    found = _describe(rt.client("sagemaker"), name)
+    groups_of: dict[str, str] = result.get("groups_of") or {}
+    for group_name in sorted({groups_of[i] for i in result.get("successful") or [] if i in groups_of}):
+        group = group_rules.find_group(found.get("InstanceGroups", []), group_name)
+        if group is None:
+            raise StageFailed("InstanceGroupNotFound", f"instance group {group_name} no longer exists in {name}")
+        if group.get("Status") == "Failed":
+            raise StageFailed("InstanceGroupFailed", str(found.get("FailureMessage") or f"{group_name} is Failed"))
+        target = int(group.get("TargetCount") or 0)
+        running = [
+            n for n in nodes.values() if n.get("InstanceGroupName") == group_name and _status_of(n) == ("Running", "")
+        ]
+        if group.get("Status") != "InService" or len(running) < target:
+            waiting.append(f"{group_name} {group.get('Status')}: {len(running)} of {target} Running")
+    return waiting
+
+
+def _check_delete(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """What still keeps a delete from done: an id still listed, or a group's target not lowered by its deleted nodes.
+
+    AWS documents that the nodes are deleted; that HyperPod lowers the group's target count with them is the
+    reading the sandbox models. Harsher reading: when the ids are gone and a group still targets more than before
+    minus its deleted nodes, the step lowers the target itself (UpdateCluster with the group's whole
+    specification, once, while the cluster is InService) so HyperPod launches no replacement.
+    """
+    result = dict(op.result or {})
+    deleted = list(result.get("successful") or [])
+    waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in deleted if i in nodes]
+    ids_gone = not waiting
+    name = hyperpod_cluster_name(p.cluster_tag)
+    sm = rt.client("sagemaker")
+    found = _describe(sm, name)
+    groups_of: dict[str, str] = result.get("groups_of") or {}
+    before: dict[str, int] = result.get("targets_before") or {}
+    lowered = list(result.get("lowered") or [])
+    for group_name, target_before in sorted(before.items()):
+        group = group_rules.find_group(found.get("InstanceGroups", []), group_name)
+        if group is None:
+            continue  # the group itself was removed: nothing can drift back
+        expected = max(0, target_before - sum(1 for i in deleted if groups_of.get(i) == group_name))
+        target = int(group.get("TargetCount") or 0)
+        if target <= expected:
+            continue
+        waiting.append(f"{group_name} targets {target}, expected {expected}")
+        if ids_gone and group_name not in lowered and found.get("ClusterStatus") == "InService":
+            specs = group_rules.specs_after_change(found["InstanceGroups"], group_name, instance_count=expected)
+            sm.update_cluster(
+                ClusterName=name, InstanceGroups=[s for s in specs if s["InstanceGroupName"] == group_name]
+            )
+            lowered.append(group_name)
+    if lowered != list(result.get("lowered") or []):
+        record_result(rt, op, lowered=lowered)
+    return waiting
+
+
+def check_node_action(rt: Runtime, p: StepPayload) -> PollResult:
+    """One round of the wait of a node action (``ListClusterNodes``, ``DescribeCluster``, the Kubernetes nodes).
+
+    Done: reboot, every accepted node Running with its Kubernetes node Ready and ``Schedulable`` again
+    (:func:`_check_reboot`); replace, the old ids gone and each group back at its target with Running nodes
+    (:func:`_check_replace`); delete, the ids gone and each group's target lowered (:func:`_check_delete`).
+    Records what it saw as the operation's ``result.observed``.
+
+    Raises:
+        StageFailed: a rebooted node disappeared or failed, a group failed or vanished, the cluster Failed.
+    """
+    op, _ = changes.operation_change(rt, p)
+    action = ACTIONS[op.type]
+    nodes = listed_nodes(rt.client("sagemaker"), hyperpod_cluster_name(p.cluster_tag))
+    check = {NodeAction.REBOOT: _check_reboot, NodeAction.REPLACE: _check_replace, NodeAction.DELETE: _check_delete}
+    waiting = check[action](rt, p, op, nodes)
+    observed = "; ".join(waiting) if waiting else f"{action.value} done"
+    record_result(rt, op, observed=observed[:1024])
+    return PollResult(done=not waiting, status=observed[:256])
+
+
+CHANGES = {op_type: changes.ClusterChange(apply=apply_node_action, check=check_node_action) for op_type in ACTIONS}
+"""The update workflow's handlers of node actions, by operation type."""

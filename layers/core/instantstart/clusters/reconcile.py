@@ -198,7 +198,8 @@ def on_node_health_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
 
     The cluster's ``nodes`` view gets the finding (``healthStatus``, ``healthStatusReason``,
     ``repairAction``) for the node of ``detail.InstanceId``, so the API shows node recovery as it
-    happens, and the ``verify`` stage's wait is woken. The write is conditional on the record's
+    happens, and the ``verify`` stage's wait is woken, as is the wait of a running day-2 operation (a node
+    reboot, replacement or health check it waits on). The write is conditional on the record's
     ``updatedAt`` and retried, so concurrent findings for different nodes are all kept.
     """
     tag, cluster = _our_cluster(rt, detail)
@@ -208,6 +209,7 @@ def on_node_health_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
         if not tag or not cluster:
             return Reconciled(action="ignored", cluster_tag=tag, instance_id=instance_id)
         waits.wake(rt, tag, cluster.generation, StageName.VERIFY, waits.NODES)
+        wake_running_change(rt, cluster)
         nodes = list(cluster.nodes)
         index = next((i for i, n in enumerate(nodes) if n.instance_id == instance_id), None)
         if index is None:

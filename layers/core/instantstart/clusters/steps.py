@@ -17,7 +17,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import autoscaling, changes, instance_groups, records, waits
+from instantstart.clusters import autoscaling, changes, hyperpod_operations, instance_groups, nodes, records, waits
 from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
@@ -113,7 +113,12 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
-CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {**instance_groups.CHANGES, **autoscaling.CHANGES}
+CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {
+    **instance_groups.CHANGES,
+    **autoscaling.CHANGES,
+    **nodes.CHANGES,
+    **hyperpod_operations.CHANGES,
+}
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
 
 ACTIONS: dict[str, Step] = {**BOOKKEEPING_STEPS, **stage_steps(), **changes.workflow_steps(CHANGE_HANDLERS)}

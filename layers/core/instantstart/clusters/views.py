@@ -10,7 +10,7 @@ from instantstart.models.cluster import (
     InstanceGroupView,
     StageView,
 )
-from instantstart.models.operation import OperationView
+from instantstart.models.operation import ChangeResult, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 
@@ -31,7 +31,20 @@ def operation_view(record: OperationRecord) -> OperationView:
         instance_group_name=record.instance_group_name,
         execution_arn=record.execution_arn,
         error=record.error,
+        result=change_result(record),
     )
+
+
+def change_result(record: OperationRecord) -> ChangeResult | None:
+    """The public part of a day-2 operation's ``result`` (the handlers' bookkeeping stays internal); for a node
+    action that has not run yet, the ids it was asked for."""
+    asked = (record.change or {}).get("nodeIds")
+    if not record.result and not asked:
+        return None
+    public = {k: v for k, v in (record.result or {}).items() if k in ChangeResult.model_fields}
+    if asked and not public.get("node_ids"):
+        public["node_ids"] = list(asked)
+    return ChangeResult.model_validate(public)
 
 
 def stage_view(record: StageRecord) -> StageView:

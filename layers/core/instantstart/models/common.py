@@ -78,11 +78,17 @@ class OperationType(StrEnum):
     UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
     DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
     UPDATE_AUTOSCALING = "UPDATE_AUTOSCALING"
+    REBOOT_CLUSTER_NODES = "REBOOT_CLUSTER_NODES"
+    REPLACE_CLUSTER_NODES = "REPLACE_CLUSTER_NODES"
+    DELETE_CLUSTER_NODES = "DELETE_CLUSTER_NODES"
+    UPDATE_CLUSTER_SOFTWARE = "UPDATE_CLUSTER_SOFTWARE"
+    START_CLUSTER_HEALTH_CHECK = "START_CLUSTER_HEALTH_CHECK"
 
     @property
     def day2(self) -> bool:
-        """True for a change of a running cluster (the update workflow): an instance group, autoscaling."""
-        return self.name.endswith("_INSTANCE_GROUP") or self is OperationType.UPDATE_AUTOSCALING
+        """True for a day-2 change of a running cluster (the update workflow): an instance group, autoscaling,
+        nodes, its software or a deep health check; False for a create, retry or delete of the cluster."""
+        return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 
 
 class StageName(StrEnum):

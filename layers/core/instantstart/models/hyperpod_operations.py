@@ -183,28 +183,6 @@ class HealthCheckRequest(ApiModel):
         return value
 
 
-class HyperPodActionResult(ApiModel):
-    """202 body of ``POST /clusters/{clusterTag}/software-update`` and ``/health-checks``: HyperPod's answer."""
-
-    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
-    hyper_pod_cluster_name: str = Field(description="The HyperPod cluster.", examples=["hp-cluster-demo"])
-    cluster_arn: str = Field(
-        description="The HyperPod cluster's ARN, as SageMaker answered.",
-        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/abcd1234efgh"],
-    )
-    hyper_pod_operation_id: str | None = Field(
-        default=None,
-        description="For a health check: the DeepHealthCheck operation it started, found with ListClusterOperations "
-        "right after; null when SageMaker did not list it yet (look in hyperPodOperationsUrl) and for a software "
-        "update (not a cluster operation: follow the cluster's status and events).",
-        examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
-    )
-    hyper_pod_operations_url: str = Field(
-        description="Where to follow HyperPod's operations.", examples=["/clusters/demo/hyperpod-operations"]
-    )
-    events_url: str = Field(description="Where to follow HyperPod's events.", examples=["/clusters/demo/events"])
-
-
 class HyperPodOperationSummary(ApiModel):
     """One SageMaker ``ClusterOperationSummary``."""
 

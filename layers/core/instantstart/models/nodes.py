@@ -158,24 +158,3 @@ class NodeFailure(ApiModel):
         examples=["InstanceIdInUse"],
     )
     message: str = Field(description="SageMaker's message, verbatim.", examples=["Node i-0123456789abcdef0 is busy"])
-
-
-class NodeActionResult(ApiModel):
-    """202 body of ``POST /clusters/{clusterTag}/nodes/reboot|replace|delete``: what HyperPod accepted."""
-
-    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
-    hyper_pod_cluster_name: str = Field(description="The HyperPod cluster.", examples=["hp-cluster-demo"])
-    action: NodeAction = Field(description="The batch operation called.", examples=["Reboot"])
-    successful: list[str] = Field(description="Instance ids HyperPod accepted.", examples=[["i-0123456789abcdef0"]])
-    failed: list[NodeFailure] = Field(description="Instance ids HyperPod refused, with its code and message.")
-    nodes_url: str = Field(
-        description="Where to follow the nodes (instance status, health label).", examples=["/clusters/demo/nodes"]
-    )
-    events_url: str = Field(
-        description="Where to follow HyperPod's events about them (newest first).", examples=["/clusters/demo/events"]
-    )
-    hyper_pod_operations_url: str = Field(
-        description="HyperPod's cluster operations (Scaling, DeepHealthCheck). Reboot and replace start none: "
-        "follow them on the nodes and events.",
-        examples=["/clusters/demo/hyperpod-operations"],
-    )

@@ -10,6 +10,7 @@ from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
+from instantstart.models.nodes import NodeFailure
 
 OPERATION_ID_PATTERN = r"^op-[0-9a-f]{32}$"
 """An operation id: ``op-`` and 32 lowercase hex digits (also the Step Functions execution name)."""
@@ -30,6 +31,37 @@ OperationId = Annotated[
         json_schema_extra=pattern_rule(OPERATION_ID_RULE),
     ),
 ]
+
+
+class ChangeResult(ApiModel):
+    """What AWS answered to a day-2 change of nodes, software or health checks (null fields: not applicable)."""
+
+    node_ids: list[str] | None = Field(
+        default=None,
+        description="REBOOT_, REPLACE_ and DELETE_CLUSTER_NODES: the instance ids requested.",
+        examples=[["i-0123456789abcdef0"]],
+    )
+    successful: list[str] | None = Field(
+        default=None,
+        description="Node actions: the instance ids HyperPod accepted (null until the batch call was made).",
+        examples=[["i-0123456789abcdef0"]],
+    )
+    failed: list[NodeFailure] | None = Field(
+        default=None,
+        description="Nodes HyperPod refused or that failed (a failed deep health check), each with SageMaker's code "
+        "and message verbatim. When every node failed the operation is FAILED with the first one's code and message.",
+    )
+    hyper_pod_operation_id: str | None = Field(
+        default=None,
+        description="START_CLUSTER_HEALTH_CHECK: the DeepHealthCheck HyperPod operation it started (GET "
+        "/clusters/{clusterTag}/hyperpod-operations/{operationId}); null until SageMaker lists it.",
+        examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
+    )
+    observed: str | None = Field(
+        default=None,
+        description="What the operation's last check saw (e.g. 'i-0123456789abcdef0 Pending (Rebooting)').",
+        examples=["hp-cluster-demo SystemUpdating"],
+    )
 
 
 class OperationView(ApiModel):
@@ -71,6 +103,11 @@ class OperationView(ApiModel):
         ],
     )
     error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")
+    result: ChangeResult | None = Field(
+        default=None,
+        description="For node actions, software updates and deep health checks: what AWS answered (accepted and "
+        "failed nodes, HyperPod's operation id) and what the wait last saw; null for other operations.",
+    )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,
         description="Only in the 202 answer of POST /clusters: set when the cluster was moved from the requested "

@@ -118,6 +118,11 @@ class OperationRecord(Record):
     change: dict[str, Any] | None = Field(
         default=None, description="For a day-2 change: what changes (``models.instance_groups.InstanceGroupChange``)."
     )
+    result: dict[str, Any] | None = Field(
+        default=None,
+        description="For a day-2 change: what its steps recorded of AWS's answers (``models.operation.ChangeResult`` "
+        "fields, plus the handler's own bookkeeping).",
+    )
     waits: dict[str, str] | None = Field(
         default=None, description="Day-2 operations (no stages): task token of each wait, by wait name."
     )

@@ -495,6 +495,22 @@ class Store:
         item = self._update(_Write(keys.operation_pk(operation_id), keys.META, {"executionArn": execution_arn}))
         return OperationRecord.model_validate(item)
 
+    def record_operation_result(self, operation_id: str, result: Mapping[str, Any], now: str) -> OperationRecord:
+        """Replace the ``result`` of a PENDING or RUNNING day-2 operation (what its steps recorded of AWS's answers).
+
+        Raises:
+            ConditionFailed: the operation does not exist or already ended.
+        """
+        item = self._update(
+            _Write(
+                keys.operation_pk(operation_id),
+                keys.META,
+                {"result": dict(result), "updatedAt": now},
+                expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
+            )
+        )
+        return OperationRecord.model_validate(item)
+
     def mark_operation_running(self, operation_id: str, now: str) -> OperationRecord:
         """PENDING -> RUNNING for the operation.
 

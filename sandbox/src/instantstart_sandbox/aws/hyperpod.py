@@ -147,6 +147,14 @@ class HpNode:
         return f"ip-{self.ip.replace('.', '-')}.{self.zone[:-1]}.compute.internal"
 
 
+def _finish_software_update(group: HpGroup) -> None:
+    """The group's software update ended: Succeeded, its AMI the desired one."""
+    group.software_update = "Succeeded"
+    if group.desired_image:
+        group.spec["ImageId"] = group.desired_image
+        group.desired_image = None
+
+
 @dataclass
 class HpGroup:
     """One instance group: its specification and observed state."""
@@ -156,6 +164,8 @@ class HpGroup:
     nodes: list[HpNode] = field(default_factory=list)
     launching: bool = False  # continuous mode: a launch loop is scheduled
     logical_ids: list[str] = field(default_factory=list)  # NodeLogicalIds promised by BatchAddClusterNodes
+    software_update: str | None = None  # SoftwareUpdateStatus of the last UpdateClusterSoftware (None: never)
+    desired_image: str | None = None  # the ImageId an update in progress moves to (DesiredImageId)
 
     @property
     def name(self) -> str:
@@ -872,6 +882,9 @@ class HyperPodEmulator:
                 return
             if cluster.status not in ("Creating", "Updating", "SystemUpdating"):
                 return
+            for group in cluster.groups.values():
+                if group.status == "SystemUpdating":
+                    _finish_software_update(group)
             if cluster.continuous:  # after a software update: launches go on through the launch loops
                 for group in cluster.groups.values():
                     if group.status == "SystemUpdating":
@@ -1084,7 +1097,11 @@ class HyperPodEmulator:
             if spec.get(key) is not None:
                 out[key] = spec[key]
         if spec.get("ImageId"):
-            out["CurrentImageId"] = out["DesiredImageId"] = spec["ImageId"]
+            out["CurrentImageId"] = spec["ImageId"]
+        if spec.get("ImageId") or group.desired_image:
+            out["DesiredImageId"] = group.desired_image or spec["ImageId"]
+        if group.software_update is not None:
+            out["SoftwareUpdateStatus"] = group.software_update
         if spec.get("TrainingPlanArn"):
             out["TrainingPlanStatus"] = "Active"
         if spec.get("InstanceRequirements"):
@@ -1262,7 +1279,11 @@ class HyperPodEmulator:
         return {"ClusterArn": cluster.arn}
 
     def update_cluster_software(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
-        """UpdateClusterSoftware: SystemUpdating for ~15 minutes, then InService (``ImageId`` recorded)."""
+        """UpdateClusterSoftware: SystemUpdating for ~15 minutes, then InService.
+
+        Each updated group reports ``SoftwareUpdateStatus`` InProgress, then Succeeded, and, when ``ImageId``
+        names an AMI, ``DesiredImageId`` at once and ``CurrentImageId`` once the update ends.
+        """
         params = req.params
         cluster = self._find(params["ClusterName"])
         with self._lock:
@@ -1279,8 +1300,9 @@ class HyperPodEmulator:
             for name in names:
                 group = cluster.groups[name]
                 group.status = "SystemUpdating"
-                if params.get("ImageId"):
-                    group.spec["ImageId"] = params["ImageId"]
+                group.software_update = "InProgress"
+                if params.get("ImageId") and params["ImageId"] != "default":
+                    group.desired_image = params["ImageId"]
             cluster.status = "SystemUpdating"
             cluster.generation += 1
             generation = cluster.generation
