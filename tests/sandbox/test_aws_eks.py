@@ -143,7 +143,11 @@ def test_given_an_active_cluster_when_cert_manager_is_added_then_creating_then_a
     assert addon["addonArn"].startswith(f"arn:aws:eks:us-west-2:123456789012:addon/{eks_cluster}/cert-manager/")
     assert "cert-manager" in eks.list_addons(clusterName=eks_cluster)["addons"]
     objects = kube.cluster(eks_cluster)
-    assert objects.get("apps/v1", "Deployment", "cert-manager", "cert-manager") is None
+    # objects read first, status second: a status still CREATING after the read means the read saw CREATING
+    # (a loaded machine may already be past the simulated creation time, then the objects may exist)
+    installed_early = objects.get("apps/v1", "Deployment", "cert-manager", "cert-manager") is not None
+    still_creating = eks.describe_addon(clusterName=eks_cluster, addonName="cert-manager")["addon"]["status"]
+    assert not (installed_early and still_creating == "CREATING"), "no objects while the add-on is CREATING"
 
     active = wait_for(
         lambda: (
