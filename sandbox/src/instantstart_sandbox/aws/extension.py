@@ -14,6 +14,7 @@ DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -88,6 +89,7 @@ class AwsExtension:
         self.account_id = account_id
         self.faults = FaultInjector(clock.now)
         self.calls = CallRecorder()
+        self._dynamodb_turn = threading.Lock()
         self.eks = EksEmulator(clock, kube, region, account_id, self.emit, self.faults)
         if hasattr(kube, "access_gate"):
             kube.access_gate = self.eks.kubernetes_access  # 401/403 while access entries propagate
@@ -273,6 +275,16 @@ class AwsExtension:
             if operation is None:
                 return app(environ, start_response)
             self.calls.record(AwsCall(service, operation, region, self.clock.now()))
+            if service == "dynamodb":
+                # DynamoDB's conditional writes and transactions are atomic; moto's check, then write. The
+                # server is threaded, so DynamoDB requests take turns (a condition cannot go stale mid-write).
+                with self._dynamodb_turn:
+                    return list(dispatch(environ, start_response, service, operation, region, body))
+            return dispatch(environ, start_response, service, operation, region, body)
+
+        def dispatch(
+            environ: WSGIEnviron, start_response: StartResponse, service: str, operation: str, region: str, body: bytes
+        ) -> Iterable[bytes]:
             if service not in self._services and not self.faults.has_faults_for(service):
                 return app(environ, start_response)
             model = MODELS.service_model(service)
