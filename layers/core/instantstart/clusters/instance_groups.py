@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from instantstart.capacity import groups as rules
+from instantstart.capacity.subnets import ensure_group_subnet
 from instantstart.clusters import changes, records, service
 from instantstart.clusters.stages import hyperpod
 from instantstart.errors import Conflict, InvalidRequest, NotFound, StageFailed
@@ -33,7 +34,6 @@ from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name
-from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
 MAX_INSTANCE_GROUPS = 20
@@ -119,7 +119,8 @@ def _start(rt: Runtime, cluster: ClusterRecord, op_type: OperationType, change: 
 def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> OperationView:
     """Add an instance group (``ADD_INSTANCE_GROUP``): UpdateCluster with the new group's specification.
 
-    The group gets the cluster zone's compute subnet (:func:`instantstart.network.vpc.ensure_compute_subnet`),
+    The group gets the cluster zone's compute subnet, or with ``dedicatedSubnet`` its own (found again when a
+    group of that name had one; :func:`instantstart.capacity.subnets.ensure_group_subnet`),
     the control plane's execution role and the lifecycle script of the existing groups.
 
     Raises:
@@ -266,21 +267,24 @@ def _new_group_spec(
 ) -> dict[str, Any]:
     cluster = records.cluster_record(rt, tag)
     net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
-    subnet = vpc.ensure_compute_subnet(
+    subnet = ensure_group_subnet(
+        rt.store,
         rt.client("ec2"),
         tag=tag,
         vpc_id=str(net.vpc_id),
         availability_zone=cluster.availability_zone,
         nat_gateway_id=str(net.nat_gateway_id),
         s3_endpoint_id=str(net.s3_endpoint_id),
+        dedicated_group=request.instance_group_name if request.dedicated_subnet else None,
     )
-    records.update_stage_resources(
-        rt,
-        tag=tag,
-        generation=generation,
-        stage=StageName.HYPERPOD,
-        resources=HyperPodResources(compute_subnet_id=subnet.subnet_id),
-    )
+    if request.dedicated_subnet:
+        hp = records.stage_resources(rt, tag, generation, StageName.HYPERPOD, HyperPodResources)
+        resources = HyperPodResources(
+            dedicated_subnet_ids={**(hp.dedicated_subnet_ids or {}), request.instance_group_name: subnet.subnet_id}
+        )
+    else:
+        resources = HyperPodResources(compute_subnet_id=subnet.subnet_id)
+    records.update_stage_resources(rt, tag=tag, generation=generation, stage=StageName.HYPERPOD, resources=resources)
     lifecycle = next((g["LifeCycleConfig"] for g in found.get("InstanceGroups", []) if g.get("LifeCycleConfig")), None)
     if lifecycle is None:
         raise StageFailed("LifeCycleConfigNotFound", "no instance group of the cluster has a LifeCycleConfig to reuse")
