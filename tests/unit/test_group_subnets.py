@@ -252,3 +252,90 @@ def test_given_dedicated_subnet_and_subnet_id_when_validating_a_group_then_422_n
         {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "dedicatedSubnet": True}
     )
     assert ok.dedicated_subnet is True and ok.subnet_id is None
+
+
+# -- a scale-up HyperPod cannot complete; the record after a change ---------------------------------
+CAPACITY = (
+    "We currently do not have sufficient ml.g6.4xlarge capacity in the Availability Zone you requested (us-west-2c)."
+)
+SUMMARY = "InstanceGroup accel in Cluster hp-cluster-demo failed to launch 1 instances; retrying"
+
+
+def test_given_an_ec2_capacity_message_when_classifying_then_insufficient_capacity_not_final_and_verbatim() -> None:
+    from instantstart.clusters.instance_groups import classify_launch_failure
+
+    failure = classify_launch_failure(SUMMARY, CAPACITY)
+
+    assert (failure.code, failure.final) == ("InsufficientCapacity", False)
+    assert failure.message == f"{SUMMARY}: {CAPACITY}"
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [
+        "ResourceLimitExceeded: The account-level service limit 'ml.g6.4xlarge for cluster usage' is 1",
+        "Unsupported: Your requested instance type (g6.4xlarge) is not supported in your requested zone.",
+    ],
+)
+def test_given_a_quota_or_unsupported_type_when_classifying_then_final_with_its_own_code(detail: str) -> None:
+    from instantstart.clusters.instance_groups import classify_launch_failure
+
+    failure = classify_launch_failure(SUMMARY, detail)
+
+    assert failure.final is True
+    assert failure.code == detail.split(":")[0]
+    assert SUMMARY in failure.message and detail in failure.message
+
+
+def test_given_an_unknown_failure_when_classifying_then_instance_launch_failed_and_the_summary_alone() -> None:
+    from instantstart.clusters.instance_groups import classify_launch_failure
+
+    failure = classify_launch_failure(SUMMARY, None)
+
+    assert (failure.code, failure.final, failure.message) == ("InstanceLaunchFailed", False, SUMMARY)
+
+
+def _group(name: str, count: int, **extra: Any) -> InstanceGroupRequest:
+    return InstanceGroupRequest.model_validate(
+        {"instanceGroupName": name, "instanceType": "ml.g6.4xlarge", "instanceCount": count, **extra}
+    )
+
+
+def test_given_a_scale_and_an_add_when_rebuilding_the_request_then_counts_follow_targets_and_the_add_is_kept() -> None:
+    from instantstart.clusters.instance_groups import groups_after_change
+    from instantstart.models.instance_groups import InstanceGroupChange
+
+    requested = [_group("accel", 1, labels={"team": "a"}), _group("gone", 1)]
+    workers = _group("workers", 2, dedicatedSubnet=True)
+    described = [
+        {"InstanceGroupName": "accel", "TargetCount": 3, "Status": "InService"},
+        {"InstanceGroupName": "workers", "TargetCount": 2, "Status": "InService"},
+    ]
+
+    after = groups_after_change(requested, described, InstanceGroupChange(instance_group_name="workers", group=workers))
+
+    assert [(g.instance_group_name, g.instance_count) for g in after] == [("accel", 3), ("workers", 2)]
+    assert after[0].labels == {"team": "a"} and after[1].dedicated_subnet is True
+
+
+def test_given_a_scale_to_0_below_a_minimum_when_rebuilding_then_the_request_stays_valid() -> None:
+    from instantstart.clusters.instance_groups import groups_after_change
+    from instantstart.models.instance_groups import InstanceGroupChange
+
+    requested = [_group("accel", 3, minInstanceCount=3)]
+
+    down = groups_after_change(
+        requested,
+        [{"InstanceGroupName": "accel", "TargetCount": 2, "Status": "InService"}],
+        InstanceGroupChange(instance_group_name="accel", instance_count=2),
+    )
+    zero = groups_after_change(
+        requested,
+        [{"InstanceGroupName": "accel", "TargetCount": 0, "Status": "InService"}],
+        InstanceGroupChange(instance_group_name="accel", instance_count=0),
+    )
+
+    assert (down[0].instance_count, down[0].min_instance_count) == (2, 2)
+    assert zero[0].instance_count == 3  # a request has at least one instance; targetCount 0 is on hyperPod
+    for group in (*down, *zero):
+        InstanceGroupRequest.model_validate(group.model_dump(by_alias=True))  # what a read of the record does
