@@ -100,9 +100,7 @@ def test_when_two_clusters_add_a_group_at_once_then_each_zone_keeps_one_compute_
         assert node_groups == ["accel", "workers"], cluster["nodes"]
 
 
-def test_when_scaling_1_to_2_after_an_add_then_get_cluster_shows_both(
-    clusters: Any, api: InstantStartClient
-) -> None:
+def test_when_scaling_1_to_2_after_an_add_then_get_cluster_shows_both(clusters: Any, api: InstantStartClient) -> None:
     done = finished(api, api.update_instance_group(A, "accel", {"instanceCount": 2}))
 
     assert done["status"] == "SUCCEEDED", done
@@ -117,7 +115,8 @@ def test_when_scaling_1_to_2_after_an_add_then_get_cluster_shows_both(
 def test_when_a_dedicated_group_is_deleted_and_added_again_then_it_gets_the_same_own_subnet(
     clusters: Any, api: InstantStartClient, ec2: Any
 ) -> None:
-    dedicated = {"instanceGroupName": "solo", "instanceType": INSTANCE_TYPE, "instanceCount": 1, "dedicatedSubnet": True}
+    dedicated: dict[str, Any] = {"instanceGroupName": "solo", "instanceType": INSTANCE_TYPE, "instanceCount": 1}
+    dedicated["dedicatedSubnet"] = True
 
     first = finished(api, api.add_instance_group(A, dedicated))
     own = group_subnet(api, A, "solo")
