@@ -293,6 +293,12 @@ class InstanceGroupInput(BaseModel):
         api_constraints(InstanceGroupRequest, "subnetId"),
         default=None,
     )
+    dedicatedSubnet: bool = advertised(
+        "True: the group gets its own compute subnet (kept after the group is deleted, reused by a later group "
+        "of the same name, deleted with the cluster). Not with subnetId. Only when asked.",
+        {},
+        default=False,
+    )
     autoPatch: AutoPatch | None = advertised(
         'Automatic security patching, e.g. {"patchingStrategy": "WhenIdle"}. Only when asked.',
         {},

@@ -14,19 +14,7 @@ from botocore.exceptions import ClientError
 
 try:
     from tests.sandbox.conftest_aws import aws, client, clock, kube, lifecycle, network, role, unique, wait_for
-    from tests.sandbox.test_aws_hyperpod_continuous import (
-        TIMEOUT,
-        Client,
-        _all_events,
-        _create,
-        _group,
-        _ready_nodes,
-        _reset,
-        core,
-        eks,
-        sb,
-        slow_aws,
-    )
+    from tests.sandbox.hyperpod_helpers import TIMEOUT, Client, _all_events, _create, _group, _ready_nodes
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import (  # type: ignore[no-redef]
         aws,
@@ -39,18 +27,13 @@ except ImportError:  # rootdir not on sys.path
         unique,
         wait_for,
     )
-    from test_aws_hyperpod_continuous import (  # type: ignore[no-redef]
+    from hyperpod_helpers import (  # type: ignore[no-redef]
         TIMEOUT,
         Client,
         _all_events,
         _create,
         _group,
         _ready_nodes,
-        _reset,
-        core,
-        eks,
-        sb,
-        slow_aws,
     )
 
 from instantstart_sandbox.aws.server import AwsSandboxServer
@@ -58,7 +41,7 @@ from instantstart_sandbox.kube import karpenter
 
 kubernetes = pytest.importorskip("kubernetes")
 
-__all__ = ["_reset", "aws", "client", "clock", "core", "eks", "kube", "lifecycle", "network", "role", "sb", "slow_aws"]
+__all__ = ["aws", "client", "clock", "kube", "lifecycle", "network", "role"]
 
 
 @pytest.fixture(autouse=True)

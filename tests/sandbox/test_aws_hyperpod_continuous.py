@@ -10,15 +10,11 @@ These tests run their own AWS sandbox on a slower simulated clock (600x: an inst
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -39,129 +35,23 @@ except ImportError:  # rootdir not on sys.path
         wait_for,
     )
 
+try:
+    from tests.sandbox.hyperpod_helpers import TIMEOUT, Client, _all_events, _create, _group, _ready_nodes
+except ImportError:  # rootdir not on sys.path
+    from hyperpod_helpers import (  # type: ignore[no-redef]
+        TIMEOUT,
+        Client,
+        _all_events,
+        _create,
+        _group,
+        _ready_nodes,
+    )
+
 from instantstart_sandbox.aws import hyperpod
 from instantstart_sandbox.aws.server import AwsSandboxServer
-from instantstart_sandbox.clock import SimClock
 
 kube_server = pytest.importorskip("instantstart_sandbox.kube.server")
 kubernetes = pytest.importorskip("kubernetes")
-
-Client = Callable[[str], Any]
-SCALE = 600.0
-TIMEOUT = 30.0  # wall seconds
-
-
-@pytest.fixture(scope="module")
-def slow_aws() -> Iterator[AwsSandboxServer]:
-    """An AwsSandboxServer on a 600x clock in front of the real sandbox KubeApiServer."""
-    sim = SimClock(scale=SCALE)
-    api = kube_server.KubeApiServer(clock=sim)
-    api.start()
-    server = AwsSandboxServer(sim, api)
-    server.start()
-    yield server
-    server.stop()
-    api.stop()
-    sim.stop()
-
-
-@pytest.fixture(autouse=True)
-def _reset(slow_aws: AwsSandboxServer) -> Iterator[None]:
-    yield
-    slow_aws.extension.faults.clear()
-    slow_aws.extension.hyperpod.state_change_events = True
-
-
-@pytest.fixture(scope="module")
-def sb(slow_aws: AwsSandboxServer) -> Client:
-    """``sb("sagemaker")``: boto3 clients of the slow sandbox."""
-    clients: dict[str, Any] = {}
-
-    def make(service: str) -> Any:
-        if service not in clients:
-            clients[service] = boto3.client(
-                service,
-                endpoint_url=slow_aws.endpoint_url,
-                region_name=REGION,
-                aws_access_key_id="testing",
-                aws_secret_access_key="testing",
-            )
-        return clients[service]
-
-    return make
-
-
-@pytest.fixture(scope="module")
-def eks(sb: Client, network: dict[str, Any], role: str) -> dict[str, Any]:
-    """An ACTIVE EKS cluster (API authentication) of the slow sandbox: its DescribeCluster ``cluster``."""
-    name = unique("eks-cluster")
-    sb("eks").create_cluster(
-        name=name,
-        roleArn=role,
-        resourcesVpcConfig={"subnetIds": network["subnets"], "securityGroupIds": [network["sg"]]},
-        accessConfig={"authenticationMode": "API"},
-    )
-    return dict(
-        wait_for(
-            lambda: (c := sb("eks").describe_cluster(name=name)["cluster"])["status"] == "ACTIVE" and c,
-            timeout=TIMEOUT,
-        )
-    )
-
-
-@pytest.fixture(scope="module")
-def core(eks: dict[str, Any]) -> Iterator[Any]:
-    """The official Kubernetes client's CoreV1Api on the EKS cluster (endpoint and CA from DescribeCluster)."""
-    ca = tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False)  # noqa: SIM115 - kept for the client
-    ca.write(base64.b64decode(eks["certificateAuthority"]["data"]).decode())
-    ca.close()
-    config = kubernetes.client.Configuration()
-    config.host = eks["endpoint"]
-    config.ssl_ca_cert = ca.name
-    config.api_key = {"authorization": "Bearer k8s-aws-v1.test"}
-    with kubernetes.client.ApiClient(config) as api:
-        yield kubernetes.client.CoreV1Api(api)
-
-
-def _group(name: str, count: int, role: str, lifecycle: dict[str, str], instance_type: str = "ml.g6.4xlarge") -> dict:
-    return {
-        "InstanceGroupName": name,
-        "InstanceType": instance_type,
-        "InstanceCount": count,
-        "ExecutionRole": role,
-        "LifeCycleConfig": dict(lifecycle),
-    }
-
-
-def _create(sb: Client, eks: dict[str, Any], network: dict[str, Any], groups: list[dict], **extra: Any) -> str:
-    name = unique("hp-cluster")
-    sb("sagemaker").create_cluster(
-        ClusterName=name,
-        InstanceGroups=groups,
-        Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},
-        VpcConfig={"Subnets": [network["subnets"][0]], "SecurityGroupIds": [network["sg"]]},
-        NodeRecovery="Automatic",
-        NodeProvisioningMode="Continuous",
-        **extra,
-    )
-    return name
-
-
-def _ready_nodes(core: Any, hp_name: str) -> list[Any]:
-    nodes = core.list_node(label_selector=f"sagemaker.amazonaws.com/cluster-name={hp_name}").items
-    return [n for n in nodes if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
-
-
-def _all_events(sm: Any, name: str, **filters: Any) -> list[dict[str, Any]]:
-    """Every event of ``name`` matching ``filters``, following NextToken."""
-    events: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page = sm.list_cluster_events(ClusterName=name, **filters, **({"NextToken": token} if token else {}))
-        events.extend(page["Events"])
-        token = page.get("NextToken")
-        if not token:
-            return events
 
 
 def test_given_continuous_mode_when_created_then_in_service_before_nodes_and_nodes_register_one_by_one(

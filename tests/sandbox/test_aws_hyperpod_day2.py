@@ -15,39 +15,22 @@ from botocore.exceptions import ClientError
 
 try:
     from tests.sandbox.conftest_aws import aws, client, clock, kube, lifecycle, network, role, wait_for
-    from tests.sandbox.test_aws_hyperpod_continuous import (
-        TIMEOUT,
-        Client,
-        _all_events,
-        _create,
-        _group,
-        _ready_nodes,
-        _reset,
-        core,
-        eks,
-        sb,
-        slow_aws,
-    )
+    from tests.sandbox.hyperpod_helpers import TIMEOUT, Client, _all_events, _create, _group, _ready_nodes
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import aws, client, clock, kube, lifecycle, network, role, wait_for  # type: ignore[no-redef]
-    from test_aws_hyperpod_continuous import (  # type: ignore[no-redef]
+    from hyperpod_helpers import (  # type: ignore[no-redef]
         TIMEOUT,
         Client,
         _all_events,
         _create,
         _group,
         _ready_nodes,
-        _reset,
-        core,
-        eks,
-        sb,
-        slow_aws,
     )
 
 from instantstart_sandbox.aws import hyperpod_nodes
 from instantstart_sandbox.aws.server import AwsSandboxServer
 
-__all__ = ["_reset", "aws", "client", "clock", "core", "eks", "kube", "lifecycle", "network", "role", "sb", "slow_aws"]
+__all__ = ["aws", "client", "clock", "kube", "lifecycle", "network", "role"]
 
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"

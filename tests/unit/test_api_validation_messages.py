@@ -341,9 +341,9 @@ def test_given_an_unknown_body_field_then_the_message_lists_the_fields_of_that_o
     assert detail["field"] == "instanceGroups[0].gpuCount"
     assert detail["message"] == (
         "instanceGroups[0].gpuCount is not a field of this request; allowed fields: "
-        "autoPatch, capacityType, efaOnly, instanceCount, instanceGroupName, instanceStorageConfigs, instanceType, "
-        "instanceTypes, labels, minInstanceCount, onStartDeepHealthChecks, subnetId, taints, threadsPerCore, "
-        "trainingPlanArn"
+        "autoPatch, capacityType, dedicatedSubnet, efaOnly, instanceCount, instanceGroupName, instanceStorageConfigs, "
+        "instanceType, instanceTypes, labels, minInstanceCount, onStartDeepHealthChecks, subnetId, taints, "
+        "threadsPerCore, trainingPlanArn"
     )
 
 

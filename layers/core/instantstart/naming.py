@@ -11,6 +11,8 @@ from typing import Any
 TAG_KEY = "instantstart:cluster-tag"
 MANAGED_KEY = "instantstart:managed"
 ROLE_KEY = "instantstart:role"
+INSTANCE_GROUP_KEY = "instantstart:instance-group"
+"""Tag of a dedicated compute subnet: the instance group it was created for."""
 
 
 def eks_cluster_name(tag: str) -> str:
@@ -38,6 +40,11 @@ def tag_from_eks_cluster_name(name: str) -> str | None:
 def compute_subnet_name(az: str) -> str:
     """Name tag of the per-AZ HyperPod compute subnet: ``hp-compute-<az>``."""
     return f"hp-compute-{az}"
+
+
+def dedicated_subnet_name(instance_group_name: str) -> str:
+    """Name tag of an instance group's dedicated compute subnet (``dedicatedSubnet``): ``hp-group-<name>``."""
+    return f"hp-group-{instance_group_name}"
 
 
 def storage_bucket_name(tag: str, account_id: str, region: str) -> str:

@@ -15,12 +15,17 @@ API_BatchAddClusterNodes.html, API_BatchDeleteClusterNodes.html, API_ListCluster
 
 from __future__ import annotations
 
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from instantstart.capacity import autoscaling as autoscaling_rules
 from instantstart.capacity import groups as rules
+from instantstart.capacity.subnets import ensure_group_subnet
 from instantstart.clusters import changes, records, service
-from instantstart.clusters.stages import hyperpod
+from instantstart.clusters.stages import hyperpod, verify
 from instantstart.errors import Conflict, InvalidRequest, NotFound, StageFailed
 from instantstart.models.cluster import InstanceGroupRequest
 from instantstart.models.common import ClusterStatus, OperationType, StageName
@@ -32,9 +37,8 @@ from instantstart.models.instance_groups import (
 from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.resources import HyperPodResources, NetworkResources
-from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import hyperpod_cluster_name
-from instantstart.network import vpc
+from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
+from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 MAX_INSTANCE_GROUPS = 20
@@ -124,7 +128,8 @@ def _start(rt: Runtime, cluster: ClusterRecord, op_type: OperationType, change: 
 def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> OperationView:
     """Add an instance group (``ADD_INSTANCE_GROUP``): UpdateCluster with the new group's specification.
 
-    The group gets the cluster zone's compute subnet (:func:`instantstart.network.vpc.ensure_compute_subnet`),
+    The group gets the cluster zone's compute subnet, or with ``dedicatedSubnet`` its own (found again when a
+    group of that name had one; :func:`instantstart.capacity.subnets.ensure_group_subnet`),
     the control plane's execution role and the lifecycle script of the existing groups.
 
     Raises:
@@ -275,21 +280,24 @@ def _new_group_spec(
 ) -> dict[str, Any]:
     cluster = records.cluster_record(rt, tag)
     net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
-    subnet = vpc.ensure_compute_subnet(
+    subnet = ensure_group_subnet(
+        rt.store,
         rt.client("ec2"),
         tag=tag,
         vpc_id=str(net.vpc_id),
         availability_zone=cluster.availability_zone,
         nat_gateway_id=str(net.nat_gateway_id),
         s3_endpoint_id=str(net.s3_endpoint_id),
+        dedicated_group=request.instance_group_name if request.dedicated_subnet else None,
     )
-    records.update_stage_resources(
-        rt,
-        tag=tag,
-        generation=generation,
-        stage=StageName.HYPERPOD,
-        resources=HyperPodResources(compute_subnet_id=subnet.subnet_id),
-    )
+    if request.dedicated_subnet:
+        hp = records.stage_resources(rt, tag, generation, StageName.HYPERPOD, HyperPodResources)
+        resources = HyperPodResources(
+            dedicated_subnet_ids={**(hp.dedicated_subnet_ids or {}), request.instance_group_name: subnet.subnet_id}
+        )
+    else:
+        resources = HyperPodResources(compute_subnet_id=subnet.subnet_id)
+    records.update_stage_resources(rt, tag=tag, generation=generation, stage=StageName.HYPERPOD, resources=resources)
     lifecycle = next((g["LifeCycleConfig"] for g in found.get("InstanceGroups", []) if g.get("LifeCycleConfig")), None)
     if lifecycle is None:
         raise StageFailed("LifeCycleConfigNotFound", "no instance group of the cluster has a LifeCycleConfig to reuse")
@@ -346,13 +354,93 @@ def apply_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
     return StepResult(status=_scale(rt, op, found, group, change.instance_count))
 
 
+_FINAL_LAUNCH_FAILURES = ("Unsupported", "ResourceLimitExceeded", "InvalidParameterValue", "AccessDenied")
+"""EC2/SageMaker codes that lead a launch failure message and that waiting does not fix (HyperPod retries them
+anyway under continuous provisioning): the type is not offered in the zone, a quota is used up, the request is
+invalid. The harsher reading: the operation fails at once instead of at the end of its budget."""
+
+
+@dataclass(frozen=True)
+class LaunchFailure:
+    """Why HyperPod does not launch a group's instances, from its newest Error event of the group."""
+
+    code: str
+    """``InsufficientCapacity``, the leading code of the failure message (e.g. ``ResourceLimitExceeded``), or
+    ``InstanceLaunchFailed``."""
+    message: str
+    """The event's description verbatim, then the failure message behind it (``DescribeClusterEvent``)."""
+    final: bool
+    """True when waiting cannot help (:data:`_FINAL_LAUNCH_FAILURES`)."""
+
+
+def classify_launch_failure(description: str, failure_message: str | None) -> LaunchFailure:
+    """The :class:`LaunchFailure` of a HyperPod Error event's ``description`` and its ``failure_message``. Pure."""
+    text = failure_message or description
+    lead = text.split(":", 1)[0].strip() if ":" in text else ""
+    if "InsufficientInstanceCapacity" in text or ("sufficient" in text and "capacity" in text):
+        code, final = records.INSUFFICIENT_CAPACITY, False
+    elif lead in _FINAL_LAUNCH_FAILURES:
+        code, final = lead, True
+    else:
+        code, final = "InstanceLaunchFailed", False
+    message = (
+        description if not failure_message or failure_message == description else f"{description}: {failure_message}"
+    )
+    return LaunchFailure(code=code, message=message, final=final)
+
+
+def launch_failure(sm: Any, cluster_name: str, group: str, since: str) -> LaunchFailure | None:
+    """The failure behind the newest event of ``group`` since ``since`` when it is an Error, else None.
+
+    SageMaker ``ListClusterEvents`` (``InstanceGroupName``, ``EventTimeAfter``, newest first), then
+    ``DescribeClusterEvent`` for the failure message behind it (EC2's words).
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ListClusterEvents.html
+    """
+    out = sm.list_cluster_events(
+        ClusterName=cluster_name,
+        InstanceGroupName=group,
+        EventTimeAfter=since,
+        SortBy="EventTime",
+        SortOrder="Descending",
+        MaxResults=20,
+    )
+    events = [e for e in out.get("Events", []) if e.get("InstanceGroupName") in (None, group)]
+    if not events or events[0].get("EventLevel") != "Error":
+        return None
+    newest = events[0]
+    detail: str | None = None
+    with suppress(ClientError):  # the summary alone is still HyperPod's own error
+        detail = verify.event_failure_message(sm, cluster_name, str(newest["EventId"]))
+    return classify_launch_failure(str(newest.get("Description") or ""), detail)
+
+
+def _last_round(op: OperationRecord, p: StepPayload) -> bool:
+    """Whether a "not done" answer of this check ends the wait with ``PollTimeout`` (its budget is spent).
+
+    The round that the wait is about to start counts the previous one as timed out when its token is still
+    stored (:meth:`instantstart.store.table.Store.start_wait_round`).
+    """
+    wait = changes.CLUSTER_CHANGE
+    budget = int(str((p.config or LoopConfig()).max_polls.to_wire().get(wait, 0)))
+    rounds = int((op.wait_rounds or {}).get(wait, 0)) + (1 if (op.waits or {}).get(wait) else 0)
+    return budget > 0 and rounds >= budget
+
+
 def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:
     """Check of the event-or-poll wait: done when HyperPod reports the change (``capacity.groups.change_done``).
 
-    Records what it saw on the cluster's ``hyperPod`` view. Calls SageMaker ``DescribeCluster``.
+    Records what it saw on the cluster's ``hyperPod`` view. Calls SageMaker ``DescribeCluster``; while an added
+    or scaled group is below its target, ``ListClusterEvents`` / ``DescribeClusterEvent`` for the reason.
+
+    Under continuous provisioning HyperPod keeps the group InService and retries launches it cannot make, so a
+    scale-up that never reaches its count would only end at the wait's budget (``PollTimeout``). Instead the
+    operation fails with HyperPod's own error (:func:`launch_failure`): on the last round of the budget, or at
+    once when the failure is final (:data:`_FINAL_LAUNCH_FAILURES`, the harsher reading).
 
     Raises:
-        StageFailed: the HyperPod cluster is gone or Failed (FailureMessage verbatim), or the group failed.
+        StageFailed: the HyperPod cluster is gone or Failed (FailureMessage verbatim), or the group failed; the
+            launch failure's code (``InsufficientCapacity``, ``ResourceLimitExceeded``, ...) and HyperPod's event
+            description with the failure message behind it.
     """
     op, change = _operation(rt, p)
     found = _describe_or_fail(rt, p.cluster_tag)
@@ -368,11 +456,81 @@ def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:
     done, status = rules.change_done(groups, change.instance_group_name, deleted=deleted)
     if done and change.instance_count is not None and group is not None:
         done = int(group.get("TargetCount") or 0) == change.instance_count
+    launching = op.type in (OperationType.ADD_INSTANCE_GROUP, OperationType.SCALE_INSTANCE_GROUP)
+    if not done and launching and group is not None:
+        short = int(group.get("CurrentCount") or 0) < int(group.get("TargetCount") or 0)
+        last = _last_round(op, p)
+        failure = (
+            launch_failure(rt.client("sagemaker"), str(found["ClusterName"]), change.instance_group_name, op.created_at)
+            if short
+            else None
+        )
+        if failure is not None and (failure.final or last):
+            counts = f"{change.instance_group_name} {group.get('CurrentCount', 0)}/{group.get('TargetCount')}"
+            retrying = "" if failure.final else "; HyperPod keeps retrying"
+            raise StageFailed(failure.code, f"{failure.message} ({counts} instances{retrying})")
     return PollResult(done=done, status=status)
 
 
+def refresh_cluster_record(rt: Runtime, p: StepPayload) -> None:
+    """The ``finish`` of an instance-group change: the cluster record shows the new shape.
+
+    The record's ``request.instanceGroups`` (:func:`groups_after_change`) and its ``nodes`` (the Kubernetes
+    nodes of the HyperPod groups, as ``verify`` lists them), in one write conditional on the generation; then
+    the ``hyperPod`` view from ``DescribeCluster``.
+
+    Raises:
+        StageFailed: the HyperPod cluster is gone or Failed.
+    """
+    from instantstart.kube.client import connect, list_objects
+
+    _, change = _operation(rt, p)
+    found = _describe_or_fail(rt, p.cluster_tag)
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    groups = groups_after_change(cluster.request.instance_groups, found.get("InstanceGroups", []), change)
+    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    nodes = [verify.node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=verify.HYPERPOD_NODES)]
+    rt.store.record_instance_groups(
+        p.cluster_tag, generation=p.generation, instance_groups=groups, nodes=nodes, now=records.now()
+    )
+    hyperpod.observe(rt, p.cluster_tag, p.generation, found, groups)
+
+
+def groups_after_change(
+    requested: list[InstanceGroupRequest], described: list[dict[str, Any]], change: InstanceGroupChange
+) -> list[InstanceGroupRequest]:
+    """The instance groups of the cluster's request after ``change``, in HyperPod's order. Pure.
+
+    A group HyperPod reports keeps its requested fields with ``instanceCount`` = its ``TargetCount`` (and the
+    change's labels); the added group is the add's request; a deleted group is gone. A group scaled to 0 keeps
+    its last count (a request has at least 1 instance; its ``targetCount`` 0 is on the ``hyperPod`` view).
+    Groups HyperPod reports that neither the request nor the change knows are left out.
+    """
+    by_name = {g.instance_group_name: g for g in requested}
+    if change.group is not None:
+        by_name[change.instance_group_name] = change.group
+    out = []
+    for d in described:
+        name = str(d["InstanceGroupName"])
+        if name not in by_name or d.get("Status") == "Deleting":
+            continue
+        update: dict[str, Any] = {}
+        target = int(d.get("TargetCount") or 0)
+        if target >= 1:
+            update["instance_count"] = target
+            minimum = by_name[name].min_instance_count
+            if minimum is not None and minimum > target:  # a request's minimum is at most its count
+                update["min_instance_count"] = target
+        if name == change.instance_group_name and change.labels is not None:
+            update["labels"] = change.labels
+        out.append(by_name[name].model_copy(update=update))
+    return out
+
+
 CHANGES = {
-    op_type: changes.ClusterChange(apply=apply_instance_group_change, check=check_instance_group_change)
+    op_type: changes.ClusterChange(
+        apply=apply_instance_group_change, check=check_instance_group_change, finish=refresh_cluster_record
+    )
     for op_type in (
         OperationType.ADD_INSTANCE_GROUP,
         OperationType.SCALE_INSTANCE_GROUP,

@@ -376,6 +376,13 @@ class InstanceGroupRequest(ApiModel):
         examples=["subnet-0123456789abcdef0"],
         json_schema_extra=pattern_rule(SUBNET_ID_RULE),
     )
+    dedicated_subnet: bool = Field(
+        default=False,
+        description="true: the group gets its own compute subnet (a /20 in the cluster's zone, tagged with the "
+        "group's name) instead of sharing the zone's. It outlives the group: a later group of the same name "
+        "reuses it, and it is deleted with the cluster. Not together with subnetId.",
+        examples=[False],
+    )
     auto_patch: AutoPatch | None = Field(
         default=None, description="HyperPod AutoPatchConfig: automatic security-patch AMI updates."
     )
@@ -421,6 +428,16 @@ class InstanceGroupRequest(ApiModel):
         count = info.data.get("instance_count")
         if value is not None and count is not None and value > count:
             raise ValueError(f"must be at most instanceCount ({count}); got {value}")
+        return value
+
+    @field_validator("dedicated_subnet")
+    @classmethod
+    def _dedicated_or_pinned(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("subnet_id") is not None:
+            raise ValueError(
+                "dedicatedSubnet and subnetId are mutually exclusive: give subnetId (an existing subnet) or "
+                "dedicatedSubnet true (a subnet created for the group), not both"
+            )
         return value
 
     @field_validator("on_start_deep_health_checks")
@@ -588,6 +605,9 @@ class InstanceGroupView(ApiModel):
         description="The subnet pinned for the group; null: the cluster's compute subnet.",
         examples=["subnet-0123456789abcdef0"],
     )
+    dedicated_subnet: bool = Field(
+        default=False, description="True when the group has its own compute subnet (dedicatedSubnet)."
+    )
     auto_patch: AutoPatch | None = Field(default=None, description="Automatic patching, as requested.")
 
     @classmethod
@@ -605,6 +625,7 @@ class InstanceGroupView(ApiModel):
             "labels": group.labels,
             "taints": group.taints,
             "subnet_id": group.subnet_id,
+            "dedicated_subnet": group.dedicated_subnet,
             "auto_patch": group.auto_patch,
         }
 

@@ -98,6 +98,8 @@ class HyperPodResources(StageResources):
     compute_subnet_id: str | None = None
     compute_subnet_cidr: str | None = None
     compute_subnet_source: str | None = None
+    dedicated_subnet_ids: dict[str, str] | None = None
+    """Instance group name -> its dedicated subnet (``dedicatedSubnet: true``)."""
     hyper_pod_cluster_arn: str | None = None
     karpenter: KarpenterResources | None = None
     """Managed Karpenter as the last UPDATE_AUTOSCALING operation left it (written whole; disabled when off)."""

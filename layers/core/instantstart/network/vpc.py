@@ -12,10 +12,12 @@ from typing import Any
 from instantstart.errors import StageFailed
 from instantstart.models.resources import ComputeSubnet, NetworkResources
 from instantstart.naming import (
+    INSTANCE_GROUP_KEY,
     MANAGED_KEY,
     ROLE_KEY,
     TAG_KEY,
     compute_subnet_name,
+    dedicated_subnet_name,
     owned_by,
     ownership_tags,
     tag_list,
@@ -386,16 +388,83 @@ def ensure_compute_subnet(
     free block of the VPC; either way with its own route table (default route to the NAT gateway)
     associated with the S3 gateway endpoint. Calls ``DescribeSubnets``, ``CreateSubnet``,
     ``CreateRouteTable``, ``CreateRoute``, ``AssociateRouteTable``, ``ModifyVpcEndpoint``.
+
+    Not safe against a concurrent caller on its own (two could both create, or pick the same free
+    block): callers go through :func:`instantstart.capacity.subnets.ensure_group_subnet`, which holds
+    the VPC's subnet lock.
     """
     name = compute_subnet_name(availability_zone)
-    found = ec2.describe_subnets(
-        Filters=[
-            {"Name": "vpc-id", "Values": [vpc_id]},
-            {"Name": "availability-zone", "Values": [availability_zone]},
-            {"Name": "tag:Name", "Values": [name]},
-            {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
-        ]
-    )["Subnets"]
+    filters = [
+        {"Name": "vpc-id", "Values": [vpc_id]},
+        {"Name": "availability-zone", "Values": [availability_zone]},
+        {"Name": "tag:Name", "Values": [name]},
+        {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
+    ]
+    return _ensure_routed_subnet(
+        ec2,
+        tag=tag,
+        vpc_id=vpc_id,
+        availability_zone=availability_zone,
+        name=name,
+        filters=filters,
+        tags={},
+        nat_gateway_id=nat_gateway_id,
+        s3_endpoint_id=s3_endpoint_id,
+    )
+
+
+def ensure_dedicated_subnet(
+    ec2: Ec2,
+    *,
+    tag: str,
+    vpc_id: str,
+    availability_zone: str,
+    instance_group_name: str,
+    nat_gateway_id: str,
+    s3_endpoint_id: str,
+) -> ComputeSubnet:
+    """An instance group's own compute subnet (``dedicatedSubnet: true``), found by its tags or created.
+
+    A /20 named ``hp-group-<name>`` and tagged ``instantstart:instance-group=<name>`` (plus the ownership
+    tags), with its own route table like :func:`ensure_compute_subnet`. It outlives the group: deleting the
+    group leaves it, a later group of the same name gets it again, and the cluster's network teardown
+    (:func:`delete_network`, by ownership tags) deletes it. Same EC2 calls and the same locking rule as
+    :func:`ensure_compute_subnet`.
+    """
+    name = dedicated_subnet_name(instance_group_name)
+    filters = [
+        {"Name": "vpc-id", "Values": [vpc_id]},
+        *_owned_filters(tag, "dedicated-subnet"),
+        {"Name": f"tag:{INSTANCE_GROUP_KEY}", "Values": [instance_group_name]},
+    ]
+    return _ensure_routed_subnet(
+        ec2,
+        tag=tag,
+        vpc_id=vpc_id,
+        availability_zone=availability_zone,
+        name=name,
+        filters=filters,
+        tags={INSTANCE_GROUP_KEY: instance_group_name},
+        role="dedicated-subnet",
+        nat_gateway_id=nat_gateway_id,
+        s3_endpoint_id=s3_endpoint_id,
+    )
+
+
+def _ensure_routed_subnet(
+    ec2: Ec2,
+    *,
+    tag: str,
+    vpc_id: str,
+    availability_zone: str,
+    name: str,
+    filters: list[dict[str, Any]],
+    tags: dict[str, str],
+    nat_gateway_id: str,
+    s3_endpoint_id: str,
+    role: str = "compute-subnet",
+) -> ComputeSubnet:
+    found = ec2.describe_subnets(Filters=filters)["Subnets"]
     source = "reused"
     if found:
         subnet = found[0]
@@ -404,11 +473,17 @@ def ensure_compute_subnet(
         used = [
             s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
         ]
+        try:
+            cidr = free_compute_cidr(vpc_cidr, used)
+        except ValueError as exc:
+            raise StageFailed(
+                "InsufficientVpcAddressSpace", f"{exc}: subnet {name} cannot be created in {vpc_id}"
+            ) from exc
         subnet = ec2.create_subnet(
             VpcId=vpc_id,
-            CidrBlock=free_compute_cidr(vpc_cidr, used),
+            CidrBlock=cidr,
             AvailabilityZone=availability_zone,
-            TagSpecifications=_spec("subnet", tag, name, "compute-subnet"),
+            TagSpecifications=_spec("subnet", tag, name, role, **tags),
         )["Subnet"]
         source = "created"
     sid = str(subnet["SubnetId"])

@@ -5,6 +5,10 @@
 | cluster             | CLUSTER#<tag>   | META                                 | CLUSTERS        | CLUSTER#<tag>    |
 | stage of a cluster  | CLUSTER#<tag>   | GEN#<generation:04d>#STAGE#<nn>#<name> |               |                  |
 | operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>#<id> |
+| lock (a lease)      | LOCK#<name>     | META                                 |                 |                  |
+
+A lock record holds ``owner`` and ``expiration`` (epoch seconds, the table's TTL attribute): a holder that
+crashed leaves a lock that expires instead of blocking forever.
 """
 
 from __future__ import annotations
@@ -47,3 +51,8 @@ OPERATION_INDEX_PREFIX = "OP#"
 def operation_index_sk(created_at: str, operation_id: str) -> str:
     """GSI1 sort key listing a cluster's operations by creation time (seconds), then by the time-ordered id."""
     return f"{OPERATION_INDEX_PREFIX}{created_at}#{operation_id}"
+
+
+def lock_pk(name: str) -> str:
+    """Partition key of the lock record ``name`` (e.g. ``SUBNETS#<vpc-id>``)."""
+    return f"LOCK#{name}"

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, cast
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from instantstart.models.cluster import EksView, HyperPodView, NodeView, StageError, StorageView
+from instantstart.models.cluster import (
+    EksView,
+    HyperPodView,
+    InstanceGroupRequest,
+    NodeView,
+    StageError,
+    StorageView,
+)
 from instantstart.models.common import ClusterStatus, OperationStatus, StageName, StageStatus
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.store import keys
@@ -942,6 +949,52 @@ class Store:
             return False
         return True
 
+    def record_instance_groups(
+        self,
+        tag: str,
+        *,
+        generation: int,
+        instance_groups: Sequence[InstanceGroupRequest],
+        nodes: Sequence[NodeView],
+        now: str,
+    ) -> ClusterRecord:
+        """After a day-2 change of the instance groups: the record's ``request.instanceGroups`` and ``nodes``.
+
+        One ``UpdateItem`` of the cluster record, conditional on ``generation`` (a change of an earlier
+        generation never writes over a re-created cluster).
+
+        Raises:
+            ConditionFailed: no cluster record of that generation.
+        """
+        names = {
+            "#req": "request",
+            "#ig": "instanceGroups",
+            "#nodes": "nodes",
+            "#ua": "updatedAt",
+            "#gen": "generation",
+        }
+        values = {
+            ":ig": [g.model_dump(mode="json", by_alias=True, exclude_none=True) for g in instance_groups],
+            ":nodes": [n.model_dump(mode="json", by_alias=True, exclude_none=True) for n in nodes],
+            ":ua": now,
+            ":gen": generation,
+        }
+        try:
+            out = self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.cluster_pk(tag), "SK": keys.META}),
+                UpdateExpression="SET #req.#ig = :ig, #nodes = :nodes, #ua = :ua",
+                ConditionExpression="attribute_exists(PK) AND #gen = :gen",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=serialize(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"cluster {tag} has no record of generation {generation}") from exc
+            raise
+        return ClusterRecord.model_validate(deserialize(out["Attributes"]))
+
     def recover_degraded(self, tag: str, generation: int, *, observed_status: str, now: str) -> None:
         """A DEGRADED cluster got its nodes: the cluster READY and its FAILED ``verify`` stage SUCCEEDED, atomically.
 
@@ -972,3 +1025,43 @@ class Store:
                 ),
             ],
         )
+
+    # -- locks -------------------------------------------------------------------------------
+    def acquire_lock(self, name: str, owner: str, *, now: int, lease_seconds: int) -> None:
+        """Take the lock ``name`` for ``owner`` until ``now + lease_seconds`` (epoch seconds).
+
+        One conditional ``PutItem`` of ``LOCK#<name>``: it succeeds when no lock record exists, when the
+        existing one has expired (its holder crashed or released it) or when ``owner`` already holds it.
+        ``expiration`` is the table's TTL attribute, so released and stale records are eventually removed.
+
+        Raises:
+            ConditionFailed: another owner holds an unexpired lease; nothing was written.
+        """
+        put = _Put(
+            {"PK": keys.lock_pk(name), "SK": keys.META, "owner": owner, "expiration": now + lease_seconds},
+            "attribute_not_exists(PK) OR #exp < :now OR #owner = :owner",
+            {"#exp": "expiration", "#owner": "owner"},
+            {":now": now, ":owner": owner},
+        )
+        try:
+            self._db.put_item(**put.request(self.table_name))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"lock {name} is held by another owner") from exc
+            raise
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Give up ``owner``'s lock ``name`` (its lease ends now: ``expiration`` 0, TTL removes the record).
+
+        An ``UpdateItem`` conditional on ``owner`` holding it: a lease that expired and was taken over by
+        another owner is left alone. Never raises for a lock not held.
+        """
+        with suppress(ClientError):
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": keys.lock_pk(name), "SK": keys.META}),
+                UpdateExpression="SET #exp = :zero",
+                ConditionExpression="#owner = :owner",
+                ExpressionAttributeNames={"#exp": "expiration", "#owner": "owner"},
+                ExpressionAttributeValues=serialize({":zero": 0, ":owner": owner}),
+            )

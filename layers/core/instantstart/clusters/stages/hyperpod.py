@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
-from instantstart.capacity.subnets import check_pinned_subnets
+from instantstart.capacity.subnets import check_pinned_subnets, ensure_group_subnet
 from instantstart.clusters import autoscaling_role, records
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
@@ -24,24 +24,35 @@ from instantstart.models.common import CapacityType, StageName
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, tag_list
-from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
 STAGE = StageName.HYPERPOD
 
 
 def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
-    """The per-AZ compute subnet of the requested zone (:func:`instantstart.network.vpc.ensure_compute_subnet`)."""
+    """The per-AZ compute subnet of the requested zone, and the own subnet of each ``dedicatedSubnet`` group.
+
+    Both through :func:`instantstart.capacity.subnets.ensure_group_subnet` (under the VPC's subnet lock, so a
+    concurrent group add never makes a second subnet for the zone).
+    """
     cluster = records.cluster_record(rt, p.cluster_tag)
     net = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
-    subnet = vpc.ensure_compute_subnet(
-        rt.client("ec2"),
-        tag=p.cluster_tag,
-        vpc_id=str(net.vpc_id),
-        availability_zone=cluster.availability_zone,
-        nat_gateway_id=str(net.nat_gateway_id),
-        s3_endpoint_id=str(net.s3_endpoint_id),
-    )
+    where = {
+        "tag": p.cluster_tag,
+        "vpc_id": str(net.vpc_id),
+        "availability_zone": cluster.availability_zone,
+        "nat_gateway_id": str(net.nat_gateway_id),
+        "s3_endpoint_id": str(net.s3_endpoint_id),
+    }
+    ec2 = rt.client("ec2")
+    subnet = ensure_group_subnet(rt.store, ec2, **where)
+    dedicated = {
+        g.instance_group_name: ensure_group_subnet(
+            rt.store, ec2, **where, dedicated_group=g.instance_group_name
+        ).subnet_id
+        for g in cluster.request.instance_groups
+        if g.dedicated_subnet
+    }
     records.update_stage_resources(
         rt,
         tag=p.cluster_tag,
@@ -51,9 +62,33 @@ def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
             compute_subnet_id=subnet.subnet_id,
             compute_subnet_cidr=subnet.cidr_block,
             compute_subnet_source=subnet.source,
+            dedicated_subnet_ids=dedicated or None,
         ),
     )
-    return StepResult(status=f"{subnet.subnet_id} ({subnet.source})")
+    return StepResult(
+        status=f"{subnet.subnet_id} ({subnet.source})" + "".join(f", {g}: {s}" for g, s in dedicated.items())
+    )
+
+
+def with_dedicated_subnets(
+    groups: list[InstanceGroupRequest], subnets: dict[str, str] | None
+) -> list[InstanceGroupRequest]:
+    """``groups`` with each ``dedicatedSubnet`` group's own subnet (from ``subnets``) as its ``subnetId``.
+
+    Raises:
+        StageFailed: ``DedicatedSubnetNotFound`` when a dedicated group has no subnet recorded.
+    """
+    out = []
+    for g in groups:
+        if g.dedicated_subnet:
+            subnet_id = (subnets or {}).get(g.instance_group_name)
+            if subnet_id is None:
+                raise StageFailed(
+                    "DedicatedSubnetNotFound", f"instance group {g.instance_group_name} has no dedicated subnet yet"
+                )
+            g = g.model_copy(update={"subnet_id": subnet_id})
+        out.append(g)
+    return out
 
 
 def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
@@ -310,6 +345,7 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     if found is None:
         net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
         hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
+        groups = with_dedicated_subnets(groups, hp.dedicated_subnet_ids)
         check_pinned_subnets(
             rt.client("ec2"),
             groups,
