@@ -21,6 +21,7 @@ from instantstart.clusters import changes, instance_groups, records, waits
 from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
+from instantstart.features import service as features
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
@@ -113,7 +114,7 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
-CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {**instance_groups.CHANGES}
+CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {**instance_groups.CHANGES, **features.CHANGES}
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
 
 ACTIONS: dict[str, Step] = {**BOOKKEEPING_STEPS, **stage_steps(), **changes.workflow_steps(CHANGE_HANDLERS)}

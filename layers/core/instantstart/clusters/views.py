@@ -10,6 +10,7 @@ from instantstart.models.cluster import (
     InstanceGroupView,
     StageView,
 )
+from instantstart.models.features import FeatureOutcome
 from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
@@ -31,6 +32,11 @@ def operation_view(record: OperationRecord) -> OperationView:
         instance_group_name=record.instance_group_name,
         execution_arn=record.execution_arn,
         error=record.error,
+        features=(
+            {k: FeatureOutcome.model_validate(v) for k, v in record.feature_results.items()}
+            if record.feature_results is not None
+            else None
+        ),
     )
 
 

@@ -77,11 +77,12 @@ class OperationType(StrEnum):
     ADD_INSTANCE_GROUP = "ADD_INSTANCE_GROUP"
     UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
     DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
+    UPDATE_FEATURES = "UPDATE_FEATURES"
 
     @property
     def day2(self) -> bool:
-        """True for a change of one instance group of a running cluster (the update workflow)."""
-        return self.name.endswith("_INSTANCE_GROUP")
+        """True for a day-2 change of a running cluster (the update workflow): an instance group, its features."""
+        return self.name.endswith("_INSTANCE_GROUP") or self is OperationType.UPDATE_FEATURES
 
 
 class StageName(StrEnum):

@@ -10,6 +10,7 @@ from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
+from instantstart.models.features import FeatureOutcome
 
 OPERATION_ID_PATTERN = r"^op-[0-9a-f]{32}$"
 """An operation id: ``op-`` and 32 lowercase hex digits (also the Step Functions execution name)."""
@@ -71,6 +72,11 @@ class OperationView(ApiModel):
         ],
     )
     error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")
+    features: dict[str, FeatureOutcome] | None = Field(
+        default=None,
+        description="For UPDATE_FEATURES: each feature of the request and its outcome (changed, unchanged, failed "
+        "with AWS's error verbatim, or pending while the operation runs).",
+    )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,
         description="Only in the 202 answer of POST /clusters: set when the cluster was moved from the requested "
