@@ -117,8 +117,10 @@ class FeatureUpdateResult(ApiModel):
 class InstalledAddon(ApiModel):
     """An EKS add-on a feature uses, as EKS reports it (DescribeAddon)."""
 
-    addon_name: str = Field(examples=["cert-manager"])
-    addon_version: str | None = Field(default=None, examples=["v1.17.2-eksbuild.1"])
+    addon_name: str = Field(description="EKS add-on name.", examples=["cert-manager"])
+    addon_version: str | None = Field(
+        default=None, description="Installed add-on version; null when absent.", examples=["v1.17.2-eksbuild.1"]
+    )
     status: str = Field(description="EKS add-on status, or ABSENT.", examples=["ACTIVE"])
     managed: bool = Field(
         description="Created by this control plane (ownership tags); an add-on that existed before is never removed."
@@ -133,9 +135,12 @@ class InstalledAddon(ApiModel):
 class InstalledAssociation(ApiModel):
     """An EKS pod identity association a feature uses (ListPodIdentityAssociations)."""
 
-    namespace: str = Field(examples=["aws-hyperpod"])
-    service_account: str = Field(examples=["hp-training-operator-controller-manager"])
-    association_id: str = Field(examples=["a-0123456789abcdef0"])
+    namespace: str = Field(description="Kubernetes namespace of the service account.", examples=["aws-hyperpod"])
+    service_account: str = Field(
+        description="Kubernetes service account bound to the role.",
+        examples=["hp-training-operator-controller-manager"],
+    )
+    association_id: str = Field(description="EKS association id.", examples=["a-0123456789abcdef0"])
 
 
 class FeatureState(ApiModel):
@@ -155,7 +160,9 @@ class FeatureState(ApiModel):
     managed: bool = Field(default=False, description="Installed by this control plane (ownership tags).")
     addons: list[InstalledAddon] = Field(default_factory=list, description="Its add-on and the add-ons it needs.")
     roles: list[str] = Field(default_factory=list, description="ARNs of the IAM roles it created.")
-    pod_identity_associations: list[InstalledAssociation] = Field(default_factory=list)
+    pod_identity_associations: list[InstalledAssociation] = Field(
+        default_factory=list, description="EKS pod identity associations of its roles' service accounts."
+    )
     kubernetes_objects: list[str] = Field(
         default_factory=list,
         description="Kubernetes objects it installs (kind/name; CRDs come with the add-on).",
@@ -167,6 +174,6 @@ class FeatureState(ApiModel):
 class FeatureList(ApiModel):
     """Body of ``GET /clusters/{clusterTag}/features``."""
 
-    cluster_tag: str = Field(examples=["demo"])
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
     kubernetes_version: str | None = Field(default=None, description="The EKS cluster's version.", examples=["1.32"])
     features: dict[str, FeatureState] = Field(description="Every managed feature, by its camelCase key.")
