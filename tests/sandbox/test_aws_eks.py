@@ -199,24 +199,30 @@ def test_given_an_active_addon_when_deleted_then_deleting_then_gone_and_its_obje
     assert objects.get("storage.k8s.io/v1", "CSIDriver", "s3.csi.aws.com") is None
 
 
-def test_given_no_cert_manager_when_training_operator_is_added_then_it_ends_create_failed_with_a_health_issue(
-    client: Client, network: dict[str, Any], role: str
+def test_given_no_cert_manager_when_training_operator_is_added_then_it_is_degraded_until_its_dependencies_are_active(
+    client: Client, kube: FakeKube, network: dict[str, Any], role: str
 ) -> None:
     eks = client("eks")
     name = _fresh_cluster(client, network, role)
-    eks.create_addon(clusterName=name, addonName="amazon-sagemaker-hyperpod-training-operator")
-    failed = wait_for(
-        lambda: (
-            (
-                a := eks.describe_addon(clusterName=name, addonName="amazon-sagemaker-hyperpod-training-operator")[
-                    "addon"
-                ]
-            )["status"]
-            == "CREATE_FAILED"
-            and a
-        )
-    )
-    assert "cert-manager" in failed["health"]["issues"][0]["message"]
+    add_node(kube, name)
+    operator = "amazon-sagemaker-hyperpod-training-operator"
+    eks.create_addon(clusterName=name, addonName=operator)
+
+    def state() -> dict[str, Any]:
+        return dict(eks.describe_addon(clusterName=name, addonName=operator)["addon"])
+
+    degraded = wait_for(lambda: (a := state())["status"] == "DEGRADED" and a)
+    assert degraded["health"]["issues"][0]["code"] == "AdmissionRequestDenied"
+    assert "cert-manager" in degraded["health"]["issues"][0]["message"]
+    assert "eks-pod-identity-agent" in degraded["health"]["issues"][0]["message"]
+
+    for dependency in ("cert-manager", "eks-pod-identity-agent"):
+        eks.create_addon(clusterName=name, addonName=dependency)
+    wait_for(lambda: state()["status"] == "ACTIVE", timeout=20)
+
+    eks.delete_addon(clusterName=name, addonName="cert-manager")
+    again = wait_for(lambda: (a := state())["status"] == "DEGRADED" and a, timeout=20)
+    assert "cert-manager" in again["health"]["issues"][0]["message"]
 
 
 def test_given_its_dependencies_when_training_operator_is_added_with_pod_identity_then_crd_and_association_exist(

@@ -4,6 +4,15 @@ Each entry says what DescribeAddonVersions answers for the add-on (type, owner, 
 versions) and what the add-on installs into the cluster's Kubernetes API once ACTIVE (namespace,
 DaemonSets/Deployments, CRDs, CSIDrivers, service accounts). :func:`addon_objects` turns an entry
 into Kubernetes objects.
+
+Versions are per Kubernetes version, as DescribeAddonVersions answers them: an entry's
+``compatible`` maps an add-on version to the inclusive (oldest, newest) Kubernetes minor versions it
+supports (a version not listed supports every version of :data:`KUBERNETES_VERSIONS`); the first
+compatible version is the default. ``no_inline_pod_identity`` lists versions that predate EKS Pod
+Identity support of the add-on: CreateAddon/UpdateAddon with ``podIdentityAssociations`` refuse them
+(InvalidParameterException) and DescribeAddonConfiguration answers no ``podIdentityConfiguration``.
+Version ranges and which versions lack Pod Identity are modelled (not AWS's exact matrix), with the
+harsher reading: older versions stop at an older Kubernetes version.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ECR = "602401143452.dkr.ecr.{region}.amazonaws.com"
-KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,10 @@ class Crd:
     versions: tuple[str, ...] = ("v1",)
     scope: str = "Namespaced"
     spec_schema: dict[str, Any] | None = None
+    version_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-version spec schema
+    top_level: dict[str, Any] = field(default_factory=dict)  # properties beside spec (WorkloadPriorityClass)
+    top_level_required: tuple[str, ...] = ()
+    scale: bool = False  # serves the scale subresource (spec.replicas / status.replicas)
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,13 @@ class AddonSpec:
     crds: tuple[Crd, ...] = ()
     csi_drivers: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    compatible: dict[str, tuple[str, str]] = field(default_factory=dict)
+    no_inline_pod_identity: tuple[str, ...] = ()
+    extra_objects: tuple[dict[str, Any], ...] = ()
+
+    def supports_inline_pod_identity(self, version: str) -> bool:
+        """Whether ``version`` accepts ``podIdentityAssociations`` on CreateAddon/UpdateAddon."""
+        return bool(self.pod_identity_service_accounts) and version not in self.no_inline_pod_identity
 
 
 def _obj(spec: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,6 +113,127 @@ _PYTORCHJOB_SPEC: dict[str, Any] = {
         },
     },
 }
+
+_DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_NAME_63 = {"type": "string", "maxLength": 63, "pattern": "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"}
+_ML_INSTANCE = {"type": "string", "pattern": "^ml\\..*"}
+
+
+def _inference_endpoint_spec(require_instance_type: bool) -> dict[str, Any]:
+    """InferenceEndpointConfig ``spec``: the fields and rules a caller meets first (the sandbox's own
+    reduced schema; unknown fields are kept)."""
+    required = ["modelName", "modelSourceConfig", "worker"]
+    if require_instance_type:
+        required.insert(0, "instanceType")
+    return {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "required": required,
+        "properties": {
+            "modelName": _NAME_63,
+            "endpointName": {"type": "string", "maxLength": 63, "pattern": "^$|^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"},
+            "modelVersion": {"type": "string"},
+            "instanceType": _ML_INSTANCE,
+            "instanceTypes": {"type": "array", "items": _ML_INSTANCE},
+            "replicas": {"type": "integer", "default": 1, "minimum": 0},
+            "invocationEndpoint": {"type": "string", "default": "invocations"},
+            "modelSourceConfig": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "required": ["modelSourceType"],
+                "properties": {
+                    "modelSourceType": {"type": "string", "enum": ["fsx", "s3", "huggingface", "kubernetesVolume"]},
+                    "modelLocation": {"type": "string"},
+                    "s3Storage": _obj({"required": ["bucketName", "region"]}),
+                    "fsxStorage": _obj({"required": ["fileSystemId"]}),
+                },
+            },
+            "worker": _obj(
+                {
+                    "required": ["image", "modelInvocationPort", "modelVolumeMount", "resources"],
+                    "properties": {
+                        "image": {"type": "string"},
+                        "modelInvocationPort": _obj({"required": ["containerPort"]}),
+                        "modelVolumeMount": _obj({"required": ["name"]}),
+                        "resources": _obj(),
+                    },
+                }
+            ),
+            "tlsConfig": _obj(
+                {"properties": {"tlsCertificateOutputS3Uri": {"type": "string", "pattern": "^s3://([^/]+)/?(.*)$"}}}
+            ),
+        },
+    }
+
+
+_JUMPSTART_SPEC: dict[str, Any] = {
+    "type": "object",
+    "x-kubernetes-preserve-unknown-fields": True,
+    "required": ["model", "server"],
+    "properties": {
+        "model": _obj(
+            {
+                "required": ["acceptEula", "modelId"],
+                "properties": {
+                    "acceptEula": {"type": "boolean", "default": False},
+                    "modelId": _NAME_63,
+                    "modelHubName": {"type": "string", "default": "SageMakerPublicHub"},
+                    "modelVersion": {"type": "string", "pattern": "^\\d{1,4}.\\d{1,4}.\\d{1,4}$"},
+                },
+            }
+        ),
+        "server": _obj({"required": ["instanceType"], "properties": {"instanceType": _ML_INSTANCE}}),
+        "replicas": {"type": "integer", "default": 1, "minimum": 0},
+        "sageMakerEndpoint": _obj({"properties": {"name": {"type": "string", "maxLength": 63}}}),
+    },
+}
+
+_KUEUE_RESOURCE_GROUPS: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["coveredResources", "flavors"],
+        "properties": {
+            "coveredResources": {"type": "array", "items": {"type": "string"}},
+            "flavors": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "resources"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "resources": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["name", "nominalQuota"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "nominalQuota": {"x-kubernetes-int-or-string": True},
+                                    "borrowingLimit": {"x-kubernetes-int-or-string": True},
+                                    "lendingLimit": {"x-kubernetes-int-or-string": True},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+_CLUSTER_QUEUE_SPEC: dict[str, Any] = _obj(
+    {
+        "properties": {
+            "cohort": {"type": "string"},
+            "namespaceSelector": _obj(),
+            "queueingStrategy": {"type": "string", "enum": ["StrictFIFO", "BestEffortFIFO"]},
+            "resourceGroups": _KUEUE_RESOURCE_GROUPS,
+            "preemption": _obj(),
+            "fairSharing": _obj({"properties": {"weight": {"x-kubernetes-int-or-string": True}}}),
+        }
+    }
+)
 
 CATALOG: dict[str, AddonSpec] = {
     spec.name: spec
@@ -135,6 +276,7 @@ CATALOG: dict[str, AddonSpec] = {
             name="cert-manager",
             type="security",
             versions=("v1.17.2-eksbuild.1", "v1.16.3-eksbuild.1"),
+            compatible={"v1.16.3-eksbuild.1": ("1.28", "1.32")},
             namespace="cert-manager",
             owner="community",
             owns_namespace=True,
@@ -212,6 +354,8 @@ CATALOG: dict[str, AddonSpec] = {
             name="aws-fsx-csi-driver",
             type="storage",
             versions=("v1.5.0-eksbuild.1", "v1.4.0-eksbuild.1"),
+            compatible={"v1.4.0-eksbuild.1": ("1.28", "1.32")},
+            no_inline_pod_identity=("v1.4.0-eksbuild.1",),
             namespace="kube-system",
             create_seconds=110,
             requires_iam_permissions=True,
@@ -226,6 +370,8 @@ CATALOG: dict[str, AddonSpec] = {
             name="amazon-cloudwatch-observability",
             type="observability",
             versions=("v4.1.0-eksbuild.1", "v3.6.0-eksbuild.2"),
+            compatible={"v3.6.0-eksbuild.2": ("1.28", "1.32")},
+            no_inline_pod_identity=("v3.6.0-eksbuild.2",),
             namespace="amazon-cloudwatch",
             owns_namespace=True,
             create_seconds=150,
@@ -259,7 +405,9 @@ CATALOG: dict[str, AddonSpec] = {
         AddonSpec(
             name="amazon-sagemaker-hyperpod-training-operator",
             type="machine-learning",
-            versions=("v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"),
+            versions=("v1.2.0-eksbuild.1", "v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"),
+            compatible={"v1.0.0-eksbuild.1": ("1.28", "1.31"), "v1.1.0-eksbuild.1": ("1.28", "1.33")},
+            no_inline_pod_identity=("v1.0.0-eksbuild.1",),
             namespace="aws-hyperpod",
             owns_namespace=True,
             create_seconds=150,
@@ -289,11 +437,13 @@ CATALOG: dict[str, AddonSpec] = {
         AddonSpec(
             name="amazon-sagemaker-hyperpod-inference",
             type="machine-learning",
-            versions=("v1.0.0-eksbuild.1",),
+            versions=("v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"),
+            compatible={"v1.1.0-eksbuild.1": ("1.30", "1.34"), "v1.0.0-eksbuild.1": ("1.30", "1.32")},
+            no_inline_pod_identity=("v1.0.0-eksbuild.1",),
             namespace="hyperpod-inference-system",
             owns_namespace=True,
             create_seconds=180,
-            requires=("cert-manager",),
+            requires=("cert-manager", "eks-pod-identity-agent"),
             requires_iam_permissions=True,
             pod_identity_service_accounts=("hyperpod-inference-operator-controller-manager",),
             workloads=(
@@ -311,12 +461,17 @@ CATALOG: dict[str, AddonSpec] = {
                     "InferenceEndpointConfig",
                     "inferenceendpointconfigs",
                     ("v1", "v1alpha1"),
+                    spec_schema=_inference_endpoint_spec(require_instance_type=False),
+                    version_schemas={"v1alpha1": _inference_endpoint_spec(require_instance_type=True)},
+                    scale=True,
                 ),
                 Crd(
                     "inference.sagemaker.aws.amazon.com",
                     "JumpStartModel",
                     "jumpstartmodels",
                     ("v1", "v1alpha1"),
+                    spec_schema=_JUMPSTART_SPEC,
+                    scale=True,
                 ),
             ),
         ),
@@ -324,6 +479,8 @@ CATALOG: dict[str, AddonSpec] = {
             name="amazon-sagemaker-hyperpod-observability",
             type="observability",
             versions=("v1.0.1-eksbuild.1", "v1.0.0-eksbuild.1"),
+            compatible={"v1.0.0-eksbuild.1": ("1.28", "1.32")},
+            no_inline_pod_identity=("v1.0.0-eksbuild.1",),
             namespace="hyperpod-observability",
             owns_namespace=True,
             create_seconds=140,
@@ -344,6 +501,7 @@ CATALOG: dict[str, AddonSpec] = {
             name="amazon-sagemaker-hyperpod-taskgovernance",
             type="machine-learning",
             versions=("v1.2.0-eksbuild.1", "v1.1.0-eksbuild.1"),
+            compatible={"v1.1.0-eksbuild.1": ("1.28", "1.32")},
             namespace="kueue-system",
             owns_namespace=True,
             create_seconds=130,
@@ -351,9 +509,24 @@ CATALOG: dict[str, AddonSpec] = {
                 Workload("Deployment", "kueue-controller-manager", "kueue/kueue", 1, "kueue-controller-manager"),
             ),
             crds=(
-                Crd("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", ("v1beta1",), "Cluster"),
-                Crd("kueue.x-k8s.io", "LocalQueue", "localqueues", ("v1beta1",)),
-                Crd("kueue.x-k8s.io", "ResourceFlavor", "resourceflavors", ("v1beta1",), "Cluster"),
+                Crd("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", ("v1beta1",), "Cluster", _CLUSTER_QUEUE_SPEC),
+                Crd(
+                    "kueue.x-k8s.io",
+                    "LocalQueue",
+                    "localqueues",
+                    ("v1beta1",),
+                    spec_schema=_obj(
+                        {"required": ["clusterQueue"], "properties": {"clusterQueue": {"type": "string"}}}
+                    ),
+                ),
+                Crd(
+                    "kueue.x-k8s.io",
+                    "ResourceFlavor",
+                    "resourceflavors",
+                    ("v1beta1",),
+                    "Cluster",
+                    _obj({"properties": {"nodeLabels": _obj(), "nodeTaints": {"type": "array", "items": _obj()}}}),
+                ),
                 Crd("kueue.x-k8s.io", "Workload", "workloads", ("v1beta1",)),
                 Crd(
                     "kueue.x-k8s.io",
@@ -361,6 +534,8 @@ CATALOG: dict[str, AddonSpec] = {
                     "workloadpriorityclasses",
                     ("v1beta1",),
                     "Cluster",
+                    top_level={"value": {"type": "integer", "format": "int32"}, "description": {"type": "string"}},
+                    top_level_required=("value",),
                 ),
             ),
         ),
@@ -368,9 +543,24 @@ CATALOG: dict[str, AddonSpec] = {
 }
 
 
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+
+
+def compatible(spec: AddonSpec, version: str, kubernetes_version: str) -> bool:
+    """Whether add-on ``version`` of ``spec`` runs on Kubernetes ``kubernetes_version`` (e.g. ``"1.33"``)."""
+    low, high = spec.compatible.get(version, (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]))
+    return _minor(low) <= _minor(kubernetes_version) <= _minor(high)
+
+
 def versions_for(spec: AddonSpec, kubernetes_version: str) -> list[str]:
     """The add-on versions compatible with ``kubernetes_version``, newest (default) first."""
-    return [v.replace("{k8s}", kubernetes_version) for v in spec.versions]
+    return [v.replace("{k8s}", kubernetes_version) for v in spec.versions if compatible(spec, v, kubernetes_version)]
+
+
+def all_versions(spec: AddonSpec) -> list[str]:
+    """Every version of ``spec`` for any Kubernetes version (to tell "incompatible" from "unknown")."""
+    return list(spec.versions)
 
 
 def addon_version_info(spec: AddonSpec, kubernetes_versions: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -395,7 +585,6 @@ def addon_version_info(spec: AddonSpec, kubernetes_versions: tuple[str, ...]) ->
 
 
 def _crd_object(crd: Crd) -> dict[str, Any]:
-    spec_schema = crd.spec_schema or _obj()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -414,24 +603,43 @@ def _crd_object(crd: Crd) -> dict[str, Any]:
                     "name": version,
                     "served": True,
                     "storage": index == 0,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec_schema,
-                                "status": _obj(),
-                            },
-                        }
-                    },
+                    "subresources": _subresources(crd),
+                    "schema": {"openAPIV3Schema": _root_schema(crd, version)},
                 }
                 for index, version in enumerate(crd.versions)
             ],
         },
     }
+
+
+def _subresources(crd: Crd) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": {}}
+    if crd.scale:
+        out["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        }
+    return out
+
+
+def _root_schema(crd: Crd, version: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": crd.version_schemas.get(version) or crd.spec_schema or _obj(),
+            "status": _obj(),
+            **crd.top_level,
+        },
+    }
+    if crd.top_level_required:
+        schema["required"] = list(crd.top_level_required)
+    if crd.top_level and not crd.spec_schema:
+        del schema["properties"]["spec"]
+    return schema
 
 
 def addon_objects(spec: AddonSpec, version: str, region: str, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from instantstart_sandbox.aws.addons import (
     AddonSpec,
     addon_objects,
     addon_version_info,
+    all_versions,
     versions_for,
 )
 from instantstart_sandbox.aws.faults import FaultInjector
@@ -222,6 +223,7 @@ class EksEmulator:
             "UpdateAddon": self.update_addon,
             "DeleteAddon": self.delete_addon,
             "DescribeAddonVersions": self.describe_addon_versions,
+            "DescribeAddonConfiguration": self.describe_addon_configuration,
             "DescribeUpdate": self.describe_update,
             "CreateAccessEntry": self.create_access_entry,
             "DescribeAccessEntry": self.describe_access_entry,
@@ -282,6 +284,27 @@ class EksEmulator:
             return self._cluster_meta(name).status
         except AwsError:
             return None
+
+    def make_active(self, name: str) -> None:
+        """Test hook: finish the creation of CREATING cluster ``name`` now (ACTIVE, Kubernetes API attached)."""
+        meta = self._cluster_meta(name)
+        self._cluster_active(name, meta.generation)
+
+    def finish_addon(self, cluster: str, addon: str) -> None:
+        """Test hook: finish the creation/update of add-on ``addon`` now (objects installed; ACTIVE, or
+        DEGRADED with its health issues)."""
+        with self._lock:
+            found = self._addons.get((cluster, addon))
+            if found is None:
+                return
+            generation, phase = found.generation, "Creation" if found.status == "CREATING" else "Update"
+        self._addon_ready(cluster, addon, generation, phase)
+
+    def addon_status(self, cluster: str, addon: str) -> str | None:
+        """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
+        with self._lock:
+            found = self._addons.get((cluster, addon))
+            return found.status if found is not None else None
 
     def authentication_mode(self, name: str) -> str | None:
         """The ``accessConfig.authenticationMode`` of cluster ``name``, or None when it does not exist."""
@@ -543,7 +566,21 @@ class EksEmulator:
             out["podIdentityAssociations"] = list(addon.pod_identity_arns)
         return out
 
-    def _validate_addon_settings(self, spec: AddonSpec, params: dict[str, Any]) -> None:
+    def _check_version(self, spec: AddonSpec, version: str, kubernetes_version: str, cluster: str) -> None:
+        """InvalidParameterException for an unknown add-on version or one not compatible with the cluster's
+        Kubernetes version (the message is modelled: AWS names the version it refuses)."""
+        if version in versions_for(spec, kubernetes_version):
+            return
+        detail = "" if version not in all_versions(spec) else f" for Kubernetes version {kubernetes_version}"
+        raise AwsError(
+            "InvalidParameterException",
+            f"Addon version specified is not supported{detail}: {version}",
+            400,
+            clusterName=cluster,
+            addonName=spec.name,
+        )
+
+    def _validate_addon_settings(self, spec: AddonSpec, params: dict[str, Any], version: str) -> None:
         role = params.get("serviceAccountRoleArn")
         if role and not backends.principal_exists(self.account_id, role):
             raise AwsError("InvalidParameterException", f"Role {role} is not valid or does not exist", 400)
@@ -566,6 +603,12 @@ class EksEmulator:
                 raise AwsError(
                     "InvalidParameterException",
                     f"Addon {spec.name} does not support Pod Identity associations",
+                )
+            if not spec.supports_inline_pod_identity(version):
+                raise AwsError(
+                    "InvalidParameterException",
+                    f"Addon {spec.name} version {version} does not support Pod Identity associations; "
+                    "use CreatePodIdentityAssociation",
                 )
             if assoc.get("serviceAccount") not in spec.pod_identity_service_accounts:
                 raise AwsError(
@@ -602,16 +645,9 @@ class EksEmulator:
             )
         cluster = self._moto_cluster(cluster_name)
         versions = versions_for(spec, cluster.version)
-        version = params.get("addonVersion") or versions[0]
-        if version not in versions:
-            raise AwsError(
-                "InvalidParameterException",
-                f"Addon version specified is not supported: {version}",
-                400,
-                clusterName=cluster_name,
-                addonName=name,
-            )
-        self._validate_addon_settings(spec, params)
+        version = params.get("addonVersion") or (versions[0] if versions else "")
+        self._check_version(spec, version, cluster.version, cluster_name)
+        self._validate_addon_settings(spec, params, version)
         with self._lock:
             if (cluster_name, name) in self._addons:
                 raise AwsError(
@@ -657,24 +693,8 @@ class EksEmulator:
             if addon is None or addon.generation != generation or addon.status not in ("CREATING", "UPDATING"):
                 return
             spec = CATALOG[name]
-            missing = [
-                dep
-                for dep in spec.requires
-                if (cluster, dep) not in self._addons or self._addons[(cluster, dep)].status != "ACTIVE"
-            ]
-            if missing:
-                addon.status = "CREATE_FAILED" if phase == "Creation" else "UPDATE_FAILED"
-                addon.issues = [
-                    {
-                        "code": "AdmissionRequestDenied" if "cert-manager" in missing else "ConfigurationConflict",
-                        "message": f"Addon {name} requires the following addons to be installed and ACTIVE: "
-                        f"{', '.join(missing)}",
-                        "resourceIds": [],
-                    }
-                ]
-            else:
-                addon.status = "ACTIVE"
-                addon.issues = []
+            addon.status = "ACTIVE"
+            addon.issues = []
             addon.modified_at = self.clock.now()
             status = addon.status
             version = addon.version
@@ -685,7 +705,7 @@ class EksEmulator:
                 if issues and addon.generation == generation and addon.status == "ACTIVE":
                     addon.status = status = "DEGRADED"
                     addon.issues = issues
-            if _deployments(spec, version, self.region):
+            if _deployments(spec, version, self.region) or spec.requires:
                 self._schedule_health_check(cluster, name, generation)
         if status == "DEGRADED":
             # the add-on is installed but its Deployments have no node: EKS reports it as a health change
@@ -707,15 +727,42 @@ class EksEmulator:
             arn = addon.arn
         self.emit("aws.eks", detail_type, detail, [arn])
 
-    def _health_issues(self, cluster: str, spec: AddonSpec, version: str) -> list[dict[str, Any]]:
-        """``InsufficientNumberOfReplicas`` when some Deployment of the add-on has no Node to run on.
+    def _missing_dependencies(self, cluster: str, spec: AddonSpec) -> list[str]:
+        """The add-ons ``spec`` requires that are not ACTIVE on ``cluster`` (harsher: DEGRADED does not count)."""
+        with self._lock:
+            return [
+                dep
+                for dep in spec.requires
+                if (other := self._addons.get((cluster, dep))) is None or other.status != "ACTIVE"
+            ]
 
-        A Node can run a Deployment's pods when it is Ready, not cordoned, and its labels and taints
-        admit the pod template (nodeSelector, required node affinity, tolerations).
+    def _health_issues(self, cluster: str, spec: AddonSpec, version: str) -> list[dict[str, Any]]:
+        """The add-on's health issues: missing dependencies, then missing nodes.
+
+        A dependency (``AddonSpec.requires``: cert-manager and the pod identity agent for the training
+        and inference operators) that is not installed and healthy is an issue (``AdmissionRequestDenied``
+        when cert-manager is missing: the operator's webhook certificate cannot be issued;
+        ``ConfigurationConflict`` otherwise). AWS documents these add-ons as prerequisites but not
+        what EKS reports without them; the sandbox takes the harsher reading: the add-on is
+        ``DEGRADED`` (objects installed, not working) until every dependency is there, and again when
+        one is removed later. ``InsufficientNumberOfReplicas`` when some Deployment of the add-on has
+        no Node to run on: a Node can run a Deployment's pods when it is Ready, not cordoned, and its
+        labels and taints admit the pod template (nodeSelector, required node affinity, tolerations).
         """
+        issues: list[dict[str, Any]] = []
+        missing = self._missing_dependencies(cluster, spec)
+        if missing:
+            issues.append(
+                {
+                    "code": "AdmissionRequestDenied" if "cert-manager" in missing else "ConfigurationConflict",
+                    "message": f"Addon {spec.name} requires the following addons to be installed and ACTIVE: "
+                    f"{', '.join(missing)}",
+                    "resourceIds": [],
+                }
+            )
         deployments = _deployments(spec, version, self.region)
         if not deployments:
-            return []
+            return issues
         try:
             nodes = list(self.kube.cluster(cluster).list("v1", "Node") or [])
         except Exception:  # noqa: BLE001 - no Kubernetes side (yet): no nodes
@@ -725,9 +772,9 @@ class EksEmulator:
             for d in deployments
             if not any(node_ready(n) and node_matches(d["spec"]["template"]["spec"], n) is None for n in nodes)
         ]
-        if not starved:
-            return []
-        return [{"code": INSUFFICIENT_REPLICAS, "message": INSUFFICIENT_REPLICAS_MESSAGE, "resourceIds": []}]
+        if starved:
+            issues.append({"code": INSUFFICIENT_REPLICAS, "message": INSUFFICIENT_REPLICAS_MESSAGE, "resourceIds": []})
+        return issues
 
     def _schedule_health_check(self, cluster: str, name: str, generation: int) -> None:
         self.clock.call_later(ADDON_HEALTH_CHECK_SECONDS, lambda: self._health_check(cluster, name, generation))
@@ -799,9 +846,8 @@ class EksEmulator:
         spec = CATALOG[name]
         cluster = self._moto_cluster(cluster_name)
         version = params.get("addonVersion") or addon.version
-        if version not in versions_for(spec, cluster.version):
-            raise AwsError("InvalidParameterException", f"Addon version specified is not supported: {version}", 400)
-        self._validate_addon_settings(spec, params)
+        self._check_version(spec, version, cluster.version, cluster_name)
+        self._validate_addon_settings(spec, params, version)
         with self._lock:
             if addon.status not in ("ACTIVE", "DEGRADED", "CREATE_FAILED", "UPDATE_FAILED"):
                 raise AwsError(
@@ -926,6 +972,26 @@ class EksEmulator:
             )
         page, token = _page(out, params)
         return {"addons": page, **({"nextToken": token} if token else {})}
+
+    def describe_addon_configuration(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeAddonConfiguration: the configuration schema and, for versions that support EKS Pod
+        Identity, ``podIdentityConfiguration`` (one entry per service account the add-on uses)."""
+        name, version = req.params["addonName"], req.params["addonVersion"]
+        spec = CATALOG.get(name)
+        if spec is None or version not in all_versions(spec):
+            raise AwsError(
+                "ResourceNotFoundException", f"Addon {name} version {version} not found", 404, addonName=name
+            )
+        out: dict[str, Any] = {
+            "addonName": name,
+            "addonVersion": version,
+            "configurationSchema": '{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}',
+        }
+        if spec.supports_inline_pod_identity(version):
+            out["podIdentityConfiguration"] = [
+                {"serviceAccount": sa, "recommendedManagedPolicies": []} for sa in spec.pod_identity_service_accounts
+            ]
+        return out
 
     # -- access entries ---------------------------------------------------------------------------
     def kubernetes_access(self, cluster: str, method: str, path: str) -> tuple[int, str] | None:

@@ -3,7 +3,9 @@
 For each signed request it takes the service from the SigV4 credential scope and the operation from
 ``X-Amz-Target`` / ``Action`` / method + URI (botocore model), then either answers an injected fault,
 answers the operation itself (EKS lifecycle, add-ons, access entries, pod identity; SageMaker
-HyperPod; EC2 instance type offerings), or passes the request to moto unchanged. A few moto
+HyperPod and task governance; FSx for Lustre; EC2 instance type offerings), or passes the request to
+moto unchanged. Every signed request is first recorded in :attr:`AwsExtension.calls` (service,
+operation) so tests can count AWS write calls. A few moto
 operations are wrapped for the real-account faults (:mod:`instantstart_sandbox.aws.faults`): IAM
 CreateRole (role age), S3 CreateBucket/DeleteBucket (name reuse), EC2 DeleteSubnet/
 DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster/DeleteCluster.
@@ -16,8 +18,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from instantstart_sandbox.aws import ec2, eventbridge
+from instantstart_sandbox.aws.calls import AwsCall, CallRecorder
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.foreign import ForeignClusters
+from instantstart_sandbox.aws.fsx import FsxLustre
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
 from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
 from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
@@ -40,6 +45,7 @@ from instantstart_sandbox.aws.protocol import (
     signing_scope,
 )
 from instantstart_sandbox.aws.service_quotas import ServiceQuotas
+from instantstart_sandbox.aws.task_governance import TaskGovernance
 from instantstart_sandbox.aws.training_plans import TrainingPlans
 from instantstart_sandbox.clock import SimClock
 
@@ -63,6 +69,10 @@ class AwsExtension:
         training_plans: SageMaker training plans and offerings (``seed_plan``, ``seed_offering``, ``reset``).
         service_quotas: SageMaker HyperPod cluster-usage quotas (``set_quota``, ``reset``).
         autoscaling: HyperPod managed Karpenter (AutoScaling) and its NodePool controller.
+        task_governance: SageMaker cluster scheduler configs and compute quotas (and their Kueue objects).
+        fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces).
+        foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
+        calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
     """
 
     def __init__(
@@ -77,6 +87,7 @@ class AwsExtension:
         self.region = region
         self.account_id = account_id
         self.faults = FaultInjector(clock.now)
+        self.calls = CallRecorder()
         self.eks = EksEmulator(clock, kube, region, account_id, self.emit, self.faults)
         if hasattr(kube, "access_gate"):
             kube.access_gate = self.eks.kubernetes_access  # 401/403 while access entries propagate
@@ -107,6 +118,14 @@ class AwsExtension:
         for op, handler in self.service_quotas.handlers().items():
             self._handlers[("service-quotas", op)] = handler
         self.autoscaling = HyperPodAutoScaling(self.hyperpod, kube)
+        self.task_governance = TaskGovernance(self.hyperpod, self.eks.addon_status)
+        self.fsx = FsxLustre(clock, region, account_id)
+        self.endpoint_url: str | None = None  # set by AwsSandboxServer.start
+        self.foreign = ForeignClusters(self)
+        for op, handler in self.fsx.handlers().items():
+            self._handlers[("fsx", op)] = handler
+        for op, handler in self.task_governance.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
             ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )
@@ -249,11 +268,12 @@ class AwsExtension:
                 return app(environ, start_response)
             region, signing_name = scope
             service = MODELS.service_name(signing_name)
-            if service not in self._services and not self.faults.has_faults_for(service):
-                return app(environ, start_response)
             body = read_body(environ)
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
+                return app(environ, start_response)
+            self.calls.record(AwsCall(service, operation, region, self.clock.now()))
+            if service not in self._services and not self.faults.has_faults_for(service):
                 return app(environ, start_response)
             model = MODELS.service_model(service)
             assert model is not None

@@ -93,6 +93,7 @@ class AwsSandboxServer:
         self._server = server
         self.port = int(server.server_address[1])
         self.endpoint_url = f"http://{host}:{self.port}"
+        self.extension.endpoint_url = self.endpoint_url
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)

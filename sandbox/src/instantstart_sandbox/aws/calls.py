@@ -1,0 +1,77 @@
+"""A record of the AWS calls the sandbox receives, so tests can assert "no AWS write call".
+
+Every SigV4-signed request that reaches the sandbox's AWS endpoint is recorded (service, operation,
+Region, simulated time) before it is answered, whether it succeeds, fails or gets an injected fault.
+A *write* is any operation whose name does not start with a read verb (:data:`READ_PREFIXES`:
+Describe, List, Get, ...). Use it from tests through ``sandbox.aws.extension.calls``::
+
+    calls = sandbox.aws.extension.calls
+    calls.reset()
+    api.patch_features(tag, {})
+    assert calls.writes("eks", "sagemaker", "iam", "ec2", "fsx") == []
+
+The control plane's own bookkeeping (DynamoDB, Step Functions, Lambda, EventBridge) is recorded too;
+pass the services you care about (or :data:`RESOURCE_SERVICES`) to leave it out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from dataclasses import dataclass
+
+READ_PREFIXES = ("Describe", "List", "Get", "BatchGet", "Search", "Query", "Scan", "Head", "Lookup")
+"""Operation-name prefixes of read calls; every other operation is a write."""
+RESOURCE_SERVICES = ("ec2", "eks", "sagemaker", "iam", "fsx", "s3", "service-quotas")
+"""The services whose writes change a customer's resources (not the control plane's own bookkeeping)."""
+
+
+@dataclass(frozen=True)
+class AwsCall:
+    """One recorded call: botocore service name (``eks``, ``sagemaker``...), operation, Region, time."""
+
+    service: str
+    operation: str
+    region: str
+    time: float
+
+    @property
+    def write(self) -> bool:
+        """True unless the operation name starts with a read verb."""
+        return not self.operation.startswith(READ_PREFIXES)
+
+
+MAX_CALLS = 200_000
+"""The recorder keeps the newest calls only (a long ``serve`` run must not grow without bound)."""
+
+
+class CallRecorder:
+    """Thread-safe list of :class:`AwsCall` (the extension appends; tests read and reset)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: deque[AwsCall] = deque(maxlen=MAX_CALLS)
+
+    def record(self, call: AwsCall) -> None:
+        """Append ``call`` (called by the extension for each signed request)."""
+        with self._lock:
+            self._calls.append(call)
+
+    def reset(self) -> None:
+        """Forget every call recorded so far."""
+        with self._lock:
+            self._calls.clear()
+
+    def calls(self, *services: str) -> list[AwsCall]:
+        """The calls since the last :meth:`reset`, oldest first (only ``services`` when given)."""
+        with self._lock:
+            return [c for c in self._calls if not services or c.service in services]
+
+    def writes(self, *services: str) -> list[AwsCall]:
+        """The write calls since the last :meth:`reset` (only ``services`` when given)."""
+        return [c for c in self.calls(*services) if c.write]
+
+    def counts(self, *services: str, writes_only: bool = False) -> Counter[tuple[str, str]]:
+        """``{(service, operation): count}`` since the last :meth:`reset`."""
+        found = self.writes(*services) if writes_only else self.calls(*services)
+        return Counter((c.service, c.operation) for c in found)
