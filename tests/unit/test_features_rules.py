@@ -110,7 +110,7 @@ def test_given_tiered_storage_enabled_at_another_percentage_then_it_is_a_change(
 
 @pytest.mark.parametrize("bad", [101, -1])
 def test_given_a_percentage_out_of_range_then_the_request_is_refused(bad: int) -> None:
-    with pytest.raises(ValueError, match="instanceMemoryAllocationPercentage|instance_memory_allocation_percentage"):
+    with pytest.raises(ValueError, match=r"instanceMemoryAllocationPercentage|instance_memory_allocation_percentage"):
         UpdateFeaturesRequest.model_validate(
             {"tieredCheckpointing": {"enabled": True, "instanceMemoryAllocationPercentage": bad}}
         )
