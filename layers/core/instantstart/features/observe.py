@@ -155,7 +155,8 @@ def _associations(eks: Any, cluster_name: str, namespace: str, service_account: 
     ]
 
 
-def _bucket(s3: Any, name: str, tag: str) -> str | None:
+def owned_bucket(s3: Any, name: str, tag: str) -> str | None:
+    """``name`` when the bucket exists with this cluster's ownership tags, else None (S3 GetBucketTagging)."""
     try:
         tags = s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
     except ClientError as exc:
@@ -193,7 +194,7 @@ def observe(rt: Any, tag: str) -> ClusterObservation:
                 eks, name, role.namespace, role.service_account
             )
         if spec.tls_bucket:
-            fo.tls_bucket = _bucket(s3, tls_bucket_name(tag, rt.account_id, rt.region), tag)
+            fo.tls_bucket = owned_bucket(s3, tls_bucket_name(tag, rt.account_id, rt.region), tag)
         features[key] = fo
     hp = hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag)) or {}
     tiered, hp_status = hp.get("TieredStorageConfig"), hp.get("ClusterStatus")

@@ -537,6 +537,36 @@ def converge(rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterO
     return done and not actions, actions
 
 
+def teardown(rt: Runtime, tag: str) -> list[str]:
+    """Delete what features created outside the EKS cluster when the cluster is deleted: every feature role and
+    the TLS bucket that carry this cluster's ownership tags (add-ons and associations go with the EKS cluster).
+
+    Called by the dependencies stage's teardown. Returns the deletions made.
+    """
+    actions: list[str] = []
+    iam = rt.client("iam")
+    for spec in FEATURES.values():
+        for role in spec.roles:
+            name = feature_role_name(tag, role)
+            try:
+                if delete_owned_role(iam, name, tag):
+                    actions.append(f"DeleteRole {name}")
+            except StageFailed:
+                continue  # not ours: left in place
+    bucket = obs_bucket(rt, tag)
+    if bucket:
+        obs = ClusterObservation(tag, "", None, {}, {}, None, None)
+        _delete_tls_bucket(_Ctx(rt, tag, obs), bucket, actions)
+    return actions
+
+
+def obs_bucket(rt: Runtime, tag: str) -> str | None:
+    """The cluster's TLS bucket when it exists and carries the cluster's ownership tags."""
+    from instantstart.features.observe import owned_bucket
+
+    return owned_bucket(rt.client("s3"), tls_bucket_name(tag, rt.account_id, rt.region), tag)
+
+
 # -- workflow steps -----------------------------------------------------------------------------
 def _request(rt: Runtime, p: StepPayload) -> tuple[UpdateFeaturesRequest, dict[str, Any]]:
     op, change = changes.operation_change(rt, p)

@@ -4,7 +4,8 @@ Create steps: ``create_addons`` (every add-on requested at once: EKS installs th
 ``apply_hyperpod_prerequisites``, then the wait ``check_addons``: only what HyperPod needs before
 nodes join (the pod identity agent, a DaemonSet) must be ACTIVE; add-ons whose workloads are
 Deployments only need to exist without failing, and ``verify`` checks them after nodes joined.
-Teardown step: poll ``delete_addons`` (then pod identity associations and the storage role).
+Teardown step: poll ``delete_addons`` (then pod identity associations, the storage role and the roles and bucket
+of managed features).
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         if error_code(exc) not in GONE:
             raise
     _delete_storage_role(rt, p.cluster_tag)
+    from instantstart.features.service import teardown as delete_feature_resources  # features import the stages
+
+    delete_feature_resources(rt, p.cluster_tag)
     return PollResult(done=True, status="deleted")
 
 
