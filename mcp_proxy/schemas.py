@@ -45,6 +45,7 @@ from instantstart.models.cluster_events import (
     ClusterEventList,
 )
 from instantstart.models.common import ApiModel, StageName
+from instantstart.models.features import FeatureList, UpdateFeaturesRequest
 from instantstart.models.hyperpod_operations import (
     HYPERPOD_OPERATION_ID_PATTERN,
     HealthCheckGroup,
@@ -589,6 +590,28 @@ WAIT_SCHEMA = output_schema(WaitResult)
 EVENTS_SCHEMA = output_schema(ClusterEventList)
 OPERATIONS_SCHEMA = output_schema(OperationList)
 INSTANCE_GROUPS_SCHEMA = output_schema(InstanceGroupList)
+FEATURES_SCHEMA = output_schema(FeatureList)
+FEATURE_UPDATE_SCHEMA = {k: v for k, v in OPERATION_SCHEMA.items() if k != "required"}
+"""PATCH /features answers the operation (202) or ``{clusterTag, features}`` when nothing changes (200): the
+operation's schema without required members fits both."""
+
+
+def _feature_keys() -> list[str]:
+    return [str(info.alias) for info in UpdateFeaturesRequest.model_fields.values()]
+
+
+FeaturesParam = Annotated[
+    dict[str, dict[str, Any]],
+    Field(
+        description="Only the features to change (required; {} changes nothing), by key: "
+        + ", ".join(_feature_keys())
+        + '. Each value is {"enabled": true|false} plus, for add-on features, an optional "version" pin and, for '
+        'tieredCheckpointing, an optional "instanceMemoryAllocationPercentage" (0-100). Example: '
+        '{"trainingOperator": {"enabled": true}, "tieredCheckpointing": {"enabled": true, '
+        '"instanceMemoryAllocationPercentage": 20}}.',
+        json_schema_extra={"propertyNames": {"enum": _feature_keys()}},
+    ),
+]
 
 __all__ = [
     "CAPACITY_TYPES",

@@ -103,6 +103,8 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "GetHyperPodOperation": "hyperpod_operation_get",
     "GetAutoScaling": "autoscaling_get",
     "UpdateAutoScaling": "autoscaling_update",
+    "GetClusterFeatures": "cluster_get_features",
+    "UpdateClusterFeatures": "cluster_update_features",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -122,6 +124,7 @@ WRITE_TOOLS = frozenset(
         "cluster_update_software",
         "cluster_start_health_check",
         "autoscaling_update",
+        "cluster_update_features",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -263,6 +266,14 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "autoscaling_update",
         "Turn managed Karpenter on or off",
         schemas.OPERATION_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _read("cluster_get_features", "Get a cluster's managed features", schemas.FEATURES_SCHEMA),
+    _write(
+        "cluster_update_features",
+        "Turn managed features on or off",
+        schemas.FEATURE_UPDATE_SCHEMA,
         destructive=True,
         idempotent=True,
     ),
@@ -649,6 +660,36 @@ class InstantStartTools:
                 idempotency_key=idempotencyKey,
             )
         )
+
+    # -- managed features -------------------------------------------------------------------------------
+
+    def cluster_get_features(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Get a cluster's managed features (GET /clusters/{clusterTag}/features): for trainingOperator,
+        inferenceOperator, observability, taskGovernance and tieredCheckpointing, whether each is on as AWS reports
+        it now, what was last applied (desired), the add-on version and status, and what it installed (add-ons with
+        who needs each, IAM roles, pod identity associations, Kubernetes objects, buckets).
+
+        Call it before cluster_update_features and show the user the current state. Read-only.
+        """
+        return self._call(lambda client: client.get_features(clusterTag))
+
+    def cluster_update_features(
+        self,
+        clusterTag: ClusterTagParam,
+        features: schemas.FeaturesParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Turn managed features on or off (PATCH /clusters/{clusterTag}/features). Only the features given act.
+
+        Which features, and on or off, are the user's decisions: read the instantstart-managed-features skill for
+        what each costs and needs, and confirm before turning one off (off removes the add-on and the roles it
+        created; shared add-ons stay while anything else needs them). When AWS already matches, the answer lists
+        every feature "unchanged" and nothing was started. Otherwise it is an UPDATE_FEATURES operation: poll it
+        with operation_get and wait_seconds to a terminal state; its features map says changed, unchanged or
+        failed (AWS error verbatim) per feature. Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_update_features")
+        return self._call(lambda client: client.update_features(clusterTag, features, idempotency_key=idempotencyKey))
 
     # -- nodes and HyperPod operations (day 2) ----------------------------------------------------------
 

@@ -708,6 +708,39 @@ class InstantStartClient:
         op = self.request("PUT", path, body=body, headers=self._idempotency_headers(idempotency_key))
         return cast(Operation, op)
 
+    def get_features(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/features``: each managed feature observed now, desired, and what it installed.
+
+        Returns:
+            ``{"clusterTag", "kubernetesVersion", "features": {key: {"enabled", "desired", "version", "status",
+            "settings", "managed", "addons", "roles", "podIdentityAssociations", "kubernetesObjects", "buckets"}}}``.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound``.
+        """
+        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/features"))
+
+    def update_features(
+        self, cluster_tag: str, features: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``PATCH /clusters/{clusterTag}/features``: only the features given act (an explicit diff).
+
+        Args:
+            features: e.g. ``{"trainingOperator": {"enabled": true}, "tieredCheckpointing": {"enabled": true,
+                "instanceMemoryAllocationPercentage": 20}}``.
+
+        Returns:
+            The ``UPDATE_FEATURES`` Operation (202; its ``features`` map holds each feature's outcome), or, when AWS
+            already matches the body, ``{"clusterTag", "features": {key: {"result": "unchanged"}}}`` (200).
+
+        Raises:
+            ApiError: 404 unknown cluster; 409 an operation is running or the cluster is not READY/DEGRADED;
+                422 an unknown feature or a value out of range (``details[0]["field"]`` names it).
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/features"
+        out = self.request("PATCH", path, body=dict(features), headers=self._idempotency_headers(idempotency_key))
+        return dict(out)
+
     def list_availability_zones(self) -> list[AvailabilityZone]:
         """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""
         answer = self.request("GET", "/catalog/availability-zones")

@@ -15,7 +15,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -1178,3 +1178,105 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+features_app = typer.Typer(
+    help="Managed features (training/inference operators, observability, task governance, tiered checkpointing).",
+    no_args_is_help=True,
+)
+app.add_typer(features_app, name="features")
+
+FEATURE_KEYS = ("trainingOperator", "inferenceOperator", "observability", "taskGovernance", "tieredCheckpointing")
+
+
+def _feature_body(
+    enable: list[str], disable: list[str], version: list[str], memory_percentage: int | None
+) -> dict[str, dict[str, Any]]:
+    """The PATCH body from --enable/--disable/--version KEY=VERSION/--memory-percentage (the API validates keys)."""
+    body: dict[str, dict[str, Any]] = {}
+    for key in enable:
+        body[key] = {"enabled": True}
+    for key in disable:
+        body[key] = {"enabled": False}
+    for pin in version:
+        key, _, value = pin.partition("=")
+        body.setdefault(key, {"enabled": True})["version"] = value
+    if memory_percentage is not None:
+        body.setdefault("tieredCheckpointing", {"enabled": True})["instanceMemoryAllocationPercentage"] = (
+            memory_percentage
+        )
+    return body
+
+
+@features_app.command("get")
+@handle_errors
+def features_get(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """Each managed feature: observed now, what was last applied, version and what it installed."""
+    state = _state(ctx)
+    listing = state.client().get_features(tag)
+    if state.wants_json(as_json):
+        _echo_json(listing)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Features of {tag} (Kubernetes {listing.get('kubernetesVersion') or '-'})")
+    for column in ("Feature", "Enabled", "Status", "Version", "Add-ons (needed by)", "Roles"):
+        table.add_column(column)
+    for key, f in listing["features"].items():
+        addons = ", ".join(
+            f"{a['addonName']} {a['status']} ({' '.join(a.get('neededBy') or []) or '-'})" for a in f.get("addons", [])
+        )
+        table.add_row(
+            key,
+            "yes" if f["enabled"] else "no",
+            str(f.get("status") or "-"),
+            str(f.get("version") or "-"),
+            addons or "-",
+            str(len(f.get("roles") or [])),
+        )
+    state.console.print(table)
+
+
+@features_app.command("set")
+@handle_errors
+def features_set(
+    ctx: typer.Context,
+    tag: TagArgument,
+    enable: Annotated[list[str], typer.Option("--enable", help=f"Turn a feature on: {', '.join(FEATURE_KEYS)}.")] = [],  # noqa: B006
+    disable: Annotated[
+        list[str], typer.Option("--disable", help="Turn a feature off (removes what it installed).")
+    ] = [],  # noqa: B006
+    version: Annotated[
+        list[str], typer.Option("--version", help="Pin an add-on version: KEY=VERSION (e.g. trainingOperator=v1.1.0).")
+    ] = [],  # noqa: B006
+    memory_percentage: Annotated[
+        int | None,
+        typer.Option("--memory-percentage", help="tieredCheckpointing InstanceMemoryAllocationPercentage (0-100)."),
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Turn features on or off (only those named act). Prints 'unchanged' when AWS already matches."""
+    state = _state(ctx)
+    body = _feature_body(enable, disable, version, memory_percentage)
+    result = state.client().update_features(tag, body, idempotency_key=idempotency_key)
+    if "operationId" not in result:
+        if state.wants_json(as_json):
+            _echo_json(result)
+            return
+        for key, outcome in result["features"].items():
+            state.console.print(f"{key}: {outcome['result']}")
+        if not result["features"]:
+            state.console.print("nothing to change")
+        return
+    _report_operation(
+        state,
+        cast(Operation, result),
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        wait_timeout=wait_timeout,
+    )

@@ -22,6 +22,7 @@ from instantstart.clusters import (
     service,
 )
 from instantstart.clusters.catalog import AvailabilityZone
+from instantstart.features import service as features
 from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRequest
 from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
@@ -46,6 +47,7 @@ from instantstart.models.cluster_events import (
 )
 from instantstart.models.common import ApiModel, StageName
 from instantstart.models.errors import ErrorResponse, pattern_rule
+from instantstart.models.features import FeatureList, FeatureUpdateResult, UpdateFeaturesRequest
 from instantstart.models.hyperpod_operations import (
     HYPERPOD_OPERATION_ID_PATTERN,
     HYPERPOD_OPERATION_ID_RULE,
@@ -529,6 +531,59 @@ def update_autoscaling(
         request.model_dump(mode="json", by_alias=True, exclude_none=True),
         lambda: autoscaling.update_autoscaling(runtime(), cluster_tag, request).to_api(),
     )
+
+
+@router.get(
+    "/clusters/<clusterTag>/features",
+    operation_id="GetClusterFeatures",
+    summary="Managed features of a cluster: observed now, desired, and what each installed",
+    description="Each feature (trainingOperator, inferenceOperator, observability, taskGovernance, "
+    "tieredCheckpointing) as AWS reports it now (EKS DescribeAddon, ListPodIdentityAssociations, IAM roles by "
+    "ownership tag, SageMaker DescribeCluster TieredStorageConfig), what PATCH last applied (desired), its version, "
+    "and what it installed: add-ons (with who needs each), roles, pod identity associations, Kubernetes objects.",
+    responses={**_ok(FeatureList), **_errors(404, 422, 503)},
+    tags=["features"],
+)
+def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[FeatureList]:
+    """The cluster's managed features."""
+    return _json(features.get_features(runtime(), cluster_tag))
+
+
+@router.patch(
+    "/clusters/<clusterTag>/features",
+    operation_id="UpdateClusterFeatures",
+    summary="Turn managed features on or off (explicit diff; asynchronous when something changes)",
+    description="Only the features in the body act. Each is compared with what AWS reports now: when every one "
+    "already matches (also for {}), the answer is 200 with each feature unchanged and nothing is written. Otherwise "
+    "202: an UPDATE_FEATURES operation installs what is missing (the add-ons a feature requires first, its roles "
+    "trusting only its own service accounts, pod identity associations, its add-on at the pinned or newest "
+    "compatible version) or removes exactly what the feature created; a shared add-on is removed only when "
+    "nothing else needs it. The operation lists each feature changed, unchanged or failed (AWS error verbatim).",
+    responses={
+        200: {"description": "Nothing to change", "content": {"application/json": {"model": FeatureUpdateResult}}},
+        **_ACCEPTED,
+        **_errors(400, 404, 409, 415, 422, 503),
+    },
+    tags=["features"],
+)
+def update_cluster_features(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: UpdateFeaturesRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[Any]:
+    """Diff the requested features against AWS; start an operation for what differs."""
+    from api_idempotency import run_idempotent
+
+    out = run_idempotent(
+        router.context["idempotency"],
+        route=f"PATCH /clusters/{cluster_tag}/features",
+        key=idempotency_key,
+        body=request.wire(),
+        call=lambda: features.update_features(runtime(), cluster_tag, request).to_api(),
+    )
+    if "operationId" in out:
+        return _accepted(OperationView.model_validate(out))
+    return _json(FeatureUpdateResult.model_validate(out))
 
 
 @router.get(

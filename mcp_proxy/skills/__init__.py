@@ -36,6 +36,7 @@ SKILL_FILES = (
     "delete-cluster.md",
     "scale-instance-groups.md",
     "node-troubleshooting.md",
+    "managed-features.md",
 )
 """The skills, rules first."""
 

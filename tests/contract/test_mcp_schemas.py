@@ -31,6 +31,7 @@ HEALTH_CHECKS = "/clusters/{clusterTag}/health-checks"
 HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
 HP_OPERATION = "/clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}"
 AUTOSCALING = "/clusters/{clusterTag}/autoscaling"
+FEATURES = "/clusters/{clusterTag}/features"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
@@ -65,6 +66,9 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("instance_group_list", "clusterTag"): ("GET", GROUPS, "path", "clusterTag"),
     ("instance_group_add", "clusterTag"): ("POST", GROUPS, "path", "clusterTag"),
     ("instance_group_add", "idempotencyKey"): ("POST", GROUPS, "header", "Idempotency-Key"),
+    ("cluster_get_features", "clusterTag"): ("GET", FEATURES, "path", "clusterTag"),
+    ("cluster_update_features", "clusterTag"): ("PATCH", FEATURES, "path", "clusterTag"),
+    ("cluster_update_features", "idempotencyKey"): ("PATCH", FEATURES, "header", "Idempotency-Key"),
     ("instance_group_add", "instanceGroupName"): ("POST", GROUPS, "body", "instanceGroupName"),
     ("instance_group_add", "instanceType"): ("POST", GROUPS, "body", "instanceType"),
     ("instance_group_add", "instanceCount"): ("POST", GROUPS, "body", "instanceCount"),
@@ -121,6 +125,7 @@ MCP_ONLY = {
     ("node_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag by the proxy",
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("cluster_update_features", "features"): "the whole PATCH body (its keys are the API's feature fields)",
 }
 
 

@@ -78,6 +78,13 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "limits": {"cpu": "1000", "nvidia.com/gpu": 64},
         "consolidateAfter": "30s",
     },
+    ("PATCH", "/clusters/{clusterTag}/features"): {
+        "trainingOperator": {"enabled": True, "version": "v1.1.0-eksbuild.1"},
+        "inferenceOperator": {"enabled": True, "version": "v1.0.0-eksbuild.1"},
+        "observability": {"enabled": False, "version": "v1.0.1-eksbuild.1"},
+        "taskGovernance": {"enabled": True, "version": "v1.2.0-eksbuild.1"},
+        "tieredCheckpointing": {"enabled": True, "instanceMemoryAllocationPercentage": 20},
+    },
     ("POST", "/clusters/{clusterTag}/nodes/reboot"): NODE_IDS_BODY,
     ("POST", "/clusters/{clusterTag}/nodes/replace"): NODE_IDS_BODY,
     ("POST", "/clusters/{clusterTag}/nodes/delete"): NODE_IDS_BODY,

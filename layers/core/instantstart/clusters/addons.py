@@ -8,6 +8,7 @@ https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.errors import StageFailed
 from instantstart.models.resources import AddonResource
-from instantstart.naming import ownership_tags, storage_bucket_name, storage_role_name, tag_list
+from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, storage_role_name, tag_list
 
 
 @dataclass(frozen=True)
@@ -46,39 +47,104 @@ WAITING_FOR_NODES = "InsufficientNumberOfReplicas"
 ADDONS_BY_NAME = {a.name: a for a in ADDONS}
 
 
-def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str, boundary: str | None) -> str:
-    """The Mountpoint S3 CSI driver role of the cluster: trusted by EKS Pod Identity, S3 access to one bucket.
+def pod_identity_trust(
+    account_id: str,
+    *,
+    cluster_name: str | None = None,
+    namespace: str | None = None,
+    service_account: str | None = None,
+) -> dict[str, Any]:
+    """The trust policy of a role assumed through EKS Pod Identity (``pods.eks.amazonaws.com``).
 
-    Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
+    With ``cluster_name``/``namespace``/``service_account`` the role is assumable only by that service account of
+    that cluster, through the session tags Pod Identity sets (``aws:RequestTag/eks-cluster-name``,
+    ``kubernetes-namespace``, ``kubernetes-service-account``:
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html).
     """
-    name = storage_role_name(tag)
-    bucket = storage_bucket_name(tag, account_id, region)
-    try:
-        return str(iam.get_role(RoleName=name)["Role"]["Arn"])
-    except ClientError as exc:
-        if error_code(exc) != "NoSuchEntity":
-            raise
-    trust = {
+    condition: dict[str, Any] = {"aws:SourceAccount": account_id}
+    if cluster_name:
+        condition["aws:RequestTag/eks-cluster-name"] = cluster_name
+    if namespace:
+        condition["aws:RequestTag/kubernetes-namespace"] = namespace
+    if service_account:
+        condition["aws:RequestTag/kubernetes-service-account"] = service_account
+    return {
         "Version": "2012-10-17",
         "Statement": [
             {
                 "Effect": "Allow",
                 "Principal": {"Service": "pods.eks.amazonaws.com"},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+                "Condition": {"StringEquals": condition},
             }
         ],
     }
+
+
+def ensure_role(
+    iam: Any,
+    *,
+    name: str,
+    tag: str,
+    path: str,
+    trust: dict[str, Any],
+    policy_name: str,
+    policy: dict[str, Any],
+    description: str,
+    boundary: str | None = None,
+    extra_tags: dict[str, str] | None = None,
+) -> tuple[str, bool]:
+    """The role ``name`` (created with its ownership tags, trust and one inline policy when absent).
+
+    Returns ``(arn, created)``. Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
+    """
+    try:
+        return str(iam.get_role(RoleName=name)["Role"]["Arn"]), False
+    except ClientError as exc:
+        if error_code(exc) != "NoSuchEntity":
+            raise
     kwargs: dict[str, Any] = {
         "RoleName": name,
         "Path": path,
         "AssumeRolePolicyDocument": json.dumps(trust),
-        "Description": f"Mountpoint for Amazon S3 CSI driver of InstantStart cluster {tag}",
-        "Tags": tag_list(ownership_tags(tag)),
+        "Description": description,
+        "Tags": tag_list(ownership_tags(tag, **(extra_tags or {}))),
     }
     if boundary:
         kwargs["PermissionsBoundary"] = boundary
     arn = str(iam.create_role(**kwargs)["Role"]["Arn"])
+    iam.put_role_policy(RoleName=name, PolicyName=policy_name, PolicyDocument=json.dumps(policy))
+    return arn, True
+
+
+def delete_owned_role(iam: Any, name: str, tag: str) -> bool:
+    """Delete role ``name`` and its inline policies; False when it does not exist.
+
+    Calls IAM ``ListRoleTags``, ``ListRolePolicies``, ``DeleteRolePolicy``, ``DeleteRole``.
+
+    Raises:
+        StageFailed: ``RoleNotOwned`` when the role lacks this cluster's ownership tags (it is never deleted).
+    """
+    try:
+        tags = iam.list_role_tags(RoleName=name)["Tags"]
+    except ClientError as exc:
+        if error_code(exc) == "NoSuchEntity":
+            return False
+        raise
+    if not owned_by(tags, tag):
+        raise StageFailed("RoleNotOwned", f"IAM role {name} is not managed by InstantStart")
+    for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+        iam.delete_role_policy(RoleName=name, PolicyName=policy)
+    iam.delete_role(RoleName=name)
+    return True
+
+
+def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str, boundary: str | None) -> str:
+    """The Mountpoint S3 CSI driver role of the cluster: trusted by EKS Pod Identity, S3 access to one bucket.
+
+    Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
+    """
+    bucket = storage_bucket_name(tag, account_id, region)
     policy = {
         "Version": "2012-10-17",
         "Statement": [
@@ -90,8 +156,76 @@ def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str
             },
         ],
     }
-    iam.put_role_policy(RoleName=name, PolicyName="s3-claim-bucket-access", PolicyDocument=json.dumps(policy))
+    arn, _ = ensure_role(
+        iam,
+        name=storage_role_name(tag),
+        tag=tag,
+        path=path,
+        trust=pod_identity_trust(account_id),
+        policy_name="s3-claim-bucket-access",
+        policy=policy,
+        description=f"Mountpoint for Amazon S3 CSI driver of InstantStart cluster {tag}",
+        boundary=boundary,
+    )
     return arn
+
+
+def create_addon(
+    eks: Any,
+    *,
+    cluster_name: str,
+    addon_name: str,
+    namespace: str,
+    tags: dict[str, str],
+    version: str | None = None,
+    associations: Sequence[tuple[str, str]] = (),
+    association_tags: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """EKS ``CreateAddon`` (``resolveConflicts=OVERWRITE``) with ``associations`` (``(serviceAccount, roleArn)``)
+    inline as ``podIdentityAssociations``; returns the add-on.
+
+    Add-on versions that reject inline associations (``InvalidParameterException``) are created without them
+    and each association is made with ``CreatePodIdentityAssociation`` (tagged ``association_tags``) instead.
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html
+    """
+    kwargs: dict[str, Any] = {
+        "clusterName": cluster_name,
+        "addonName": addon_name,
+        "resolveConflicts": "OVERWRITE",
+        "tags": tags,
+    }
+    if version:
+        kwargs["addonVersion"] = version
+    if associations:
+        kwargs["podIdentityAssociations"] = [{"serviceAccount": sa, "roleArn": arn} for sa, arn in associations]
+    try:
+        return dict(eks.create_addon(**kwargs)["addon"])
+    except ClientError as exc:
+        if not (associations and error_code(exc) == "InvalidParameterException"):
+            raise
+    kwargs.pop("podIdentityAssociations")
+    out = dict(eks.create_addon(**kwargs)["addon"])
+    for sa, arn in associations:
+        ensure_pod_identity_association(eks, cluster_name, namespace, sa, arn, association_tags or tags)
+    return out
+
+
+def ensure_pod_identity_association(
+    eks: Any, cluster_name: str, namespace: str, service_account: str, role_arn: str, tags: dict[str, str]
+) -> bool:
+    """Create the pod identity association of ``namespace``/``service_account`` unless one exists; True if created.
+
+    Calls EKS ``ListPodIdentityAssociations``, ``CreatePodIdentityAssociation``.
+    """
+    found = eks.list_pod_identity_associations(
+        clusterName=cluster_name, namespace=namespace, serviceAccount=service_account
+    )["associations"]
+    if found:
+        return False
+    eks.create_pod_identity_association(
+        clusterName=cluster_name, namespace=namespace, serviceAccount=service_account, roleArn=role_arn, tags=tags
+    )
+    return True
 
 
 def ensure_addon(
@@ -108,9 +242,8 @@ def ensure_addon(
 ) -> AddonResource:
     """Create ``addon`` on the cluster unless it exists; returns its status (and role, when it needs one).
 
-    Add-ons that need AWS permissions get a role through EKS Pod Identity: inline
-    ``podIdentityAssociations`` first; add-on versions that reject them fall back to
-    ``CreatePodIdentityAssociation``.
+    Add-ons that need AWS permissions get a role through EKS Pod Identity (:func:`create_addon`: inline
+    ``podIdentityAssociations`` first, ``CreatePodIdentityAssociation`` for versions that reject them).
     """
     try:
         existing = eks.describe_addon(clusterName=cluster_name, addonName=addon.name)["addon"]
@@ -118,41 +251,22 @@ def ensure_addon(
     except ClientError as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
-    kwargs: dict[str, Any] = {
-        "clusterName": cluster_name,
-        "addonName": addon.name,
-        "resolveConflicts": "OVERWRITE",
-        "tags": ownership_tags(tag),
-    }
     role_arn = None
+    associations: list[tuple[str, str]] = []
     if addon.service_account:
         role_arn = _storage_role(
             iam, tag=tag, account_id=account_id, region=region, path=role_path, boundary=permissions_boundary
         )
-        kwargs["podIdentityAssociations"] = [{"serviceAccount": addon.service_account, "roleArn": role_arn}]
-    try:
-        out = eks.create_addon(**kwargs)["addon"]
-    except ClientError as exc:
-        if not (addon.service_account and error_code(exc) == "InvalidParameterException"):
-            raise
-        kwargs.pop("podIdentityAssociations")
-        out = eks.create_addon(**kwargs)["addon"]
-        _ensure_pod_identity(eks, cluster_name, addon, str(role_arn), tag)
+        associations = [(addon.service_account, role_arn)]
+    out = create_addon(
+        eks,
+        cluster_name=cluster_name,
+        addon_name=addon.name,
+        namespace=addon.namespace,
+        tags=ownership_tags(tag),
+        associations=associations,
+    )
     return AddonResource(status=out["status"], role_arn=role_arn)
-
-
-def _ensure_pod_identity(eks: Any, cluster_name: str, addon: AddonSpec, role_arn: str, tag: str) -> None:
-    found = eks.list_pod_identity_associations(
-        clusterName=cluster_name, namespace=addon.namespace, serviceAccount=addon.service_account
-    )["associations"]
-    if not found:
-        eks.create_pod_identity_association(
-            clusterName=cluster_name,
-            namespace=addon.namespace,
-            serviceAccount=str(addon.service_account),
-            roleArn=role_arn,
-            tags=ownership_tags(tag),
-        )
 
 
 @dataclass(frozen=True)

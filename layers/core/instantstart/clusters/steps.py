@@ -21,6 +21,7 @@ from instantstart.clusters import autoscaling, changes, hyperpod_operations, ins
 from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
+from instantstart.features import service as features
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
@@ -118,6 +119,7 @@ CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {
     **autoscaling.CHANGES,
     **nodes.CHANGES,
     **hyperpod_operations.CHANGES,
+    **features.CHANGES,
 }
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
 

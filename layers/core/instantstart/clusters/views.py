@@ -10,6 +10,7 @@ from instantstart.models.cluster import (
     InstanceGroupView,
     StageView,
 )
+from instantstart.models.features import FeatureOutcome
 from instantstart.models.operation import ChangeResult, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
@@ -32,6 +33,11 @@ def operation_view(record: OperationRecord) -> OperationView:
         execution_arn=record.execution_arn,
         error=record.error,
         result=change_result(record),
+        features=(
+            {k: FeatureOutcome.model_validate(v) for k, v in record.feature_results.items()}
+            if record.feature_results is not None
+            else None
+        ),
     )
 
 

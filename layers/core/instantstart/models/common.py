@@ -78,6 +78,7 @@ class OperationType(StrEnum):
     UPDATE_INSTANCE_GROUP = "UPDATE_INSTANCE_GROUP"
     DELETE_INSTANCE_GROUP = "DELETE_INSTANCE_GROUP"
     UPDATE_AUTOSCALING = "UPDATE_AUTOSCALING"
+    UPDATE_FEATURES = "UPDATE_FEATURES"
     REBOOT_CLUSTER_NODES = "REBOOT_CLUSTER_NODES"
     REPLACE_CLUSTER_NODES = "REPLACE_CLUSTER_NODES"
     DELETE_CLUSTER_NODES = "DELETE_CLUSTER_NODES"
@@ -87,7 +88,7 @@ class OperationType(StrEnum):
     @property
     def day2(self) -> bool:
         """True for a day-2 change of a running cluster (the update workflow): an instance group, autoscaling,
-        nodes, its software or a deep health check; False for a create, retry or delete of the cluster."""
+        features, nodes, its software or a deep health check; False for a create, retry or delete of the cluster."""
         return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 
 

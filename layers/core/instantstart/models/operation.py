@@ -10,6 +10,7 @@ from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
+from instantstart.models.features import FeatureOutcome
 from instantstart.models.nodes import NodeFailure
 
 OPERATION_ID_PATTERN = r"^op-[0-9a-f]{32}$"
@@ -107,6 +108,11 @@ class OperationView(ApiModel):
         default=None,
         description="For node actions, software updates and deep health checks: what AWS answered (accepted and "
         "failed nodes, HyperPod's operation id) and what the wait last saw; null for other operations.",
+    )
+    features: dict[str, FeatureOutcome] | None = Field(
+        default=None,
+        description="For UPDATE_FEATURES: each feature of the request and its outcome (changed, unchanged, failed "
+        "with AWS's error verbatim, or pending while the operation runs).",
     )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,

@@ -50,6 +50,9 @@ class ClusterRecord(Record):
     hyper_pod: HyperPodView | None = None
     nodes: list[NodeView] = Field(default_factory=list)
     storage: StorageView | None = None
+    desired_features: dict[str, Any] | None = Field(
+        default=None, description="What PATCH /features last applied, by feature key (the request of each)."
+    )
 
 
 class StageRecord(Record):
@@ -131,4 +134,8 @@ class OperationRecord(Record):
     )
     waits_satisfied: dict[str, str] | None = Field(
         default=None, description="Day-2 operations: waits a check found satisfied after its task had timed out."
+    )
+    feature_results: dict[str, Any] | None = Field(
+        default=None,
+        description="UPDATE_FEATURES: each feature's outcome (``models.features.FeatureOutcome``), by feature key.",
     )

@@ -534,6 +534,30 @@ class Store:
         )
         return OperationRecord.model_validate(item)
 
+    def record_feature_results(self, operation_id: str, results: Mapping[str, Any], now: str) -> OperationRecord:
+        """Store each feature's outcome on an UPDATE_FEATURES operation (``featureResults``, the whole map: only the
+        operation's own steps write it, one at a time).
+
+        Raises:
+            ConditionFailed: the operation does not exist.
+        """
+        item = self._update(
+            _Write(keys.operation_pk(operation_id), keys.META, {"featureResults": dict(results), "updatedAt": now})
+        )
+        return OperationRecord.model_validate(item)
+
+    def record_desired_features(self, tag: str, desired: Mapping[str, Any], now: str) -> ClusterRecord:
+        """Store what PATCH /features applied, by feature key (``desiredFeatures``, the whole map; written by the
+        cluster's one running operation).
+
+        Raises:
+            ConditionFailed: the cluster record does not exist.
+        """
+        item = self._update(
+            _Write(keys.cluster_pk(tag), keys.META, {"desiredFeatures": dict(desired), "updatedAt": now})
+        )
+        return ClusterRecord.model_validate(item)
+
     def finish_operation(
         self,
         operation_id: str,

@@ -4,7 +4,8 @@ Create steps: ``create_addons`` (every add-on requested at once: EKS installs th
 ``apply_hyperpod_prerequisites``, then the wait ``check_addons``: only what HyperPod needs before
 nodes join (the pod identity agent, a DaemonSet) must be ACTIVE; add-ons whose workloads are
 Deployments only need to exist without failing, and ``verify`` checks them after nodes joined.
-Teardown step: poll ``delete_addons`` (then pod identity associations and the storage role).
+Teardown step: poll ``delete_addons`` (then pod identity associations, the storage role and the roles and bucket
+of managed features).
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
-from instantstart.clusters.addons import ADDONS, ADDONS_BY_NAME, addon_state, ensure_addon
+from instantstart.clusters.addons import ADDONS, ADDONS_BY_NAME, addon_state, delete_owned_role, ensure_addon
 from instantstart.clusters.stages.common import GONE, Step
-from instantstart.errors import StageFailed
 from instantstart.kube import objects
 from instantstart.models.common import StageName
 from instantstart.models.resources import AddonResource, DependenciesResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, owned_by, storage_role_name
+from instantstart.naming import eks_cluster_name, storage_role_name
 from instantstart.runtime import Runtime
 
 STAGE = StageName.DEPENDENCIES
@@ -126,23 +126,14 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         if error_code(exc) not in GONE:
             raise
     _delete_storage_role(rt, p.cluster_tag)
+    from instantstart.features.service import teardown as delete_feature_resources  # features import the stages
+
+    delete_feature_resources(rt, p.cluster_tag)
     return PollResult(done=True, status="deleted")
 
 
 def _delete_storage_role(rt: Runtime, tag: str) -> None:
-    iam = rt.client("iam")
-    role = storage_role_name(tag)
-    try:
-        tags = iam.list_role_tags(RoleName=role)["Tags"]
-    except ClientError as exc:
-        if error_code(exc) in GONE:
-            return
-        raise
-    if not owned_by(tags, tag):
-        raise StageFailed("RoleNotOwned", f"IAM role {role} is not managed by InstantStart")
-    for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]:
-        iam.delete_role_policy(RoleName=role, PolicyName=policy)
-    iam.delete_role(RoleName=role)
+    delete_owned_role(rt.client("iam"), storage_role_name(tag), tag)
 
 
 CREATE_STEPS: dict[str, Step] = {

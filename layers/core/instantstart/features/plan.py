@@ -1,0 +1,115 @@
+"""The diff of a features PATCH: which requested features differ from what AWS reports now.
+
+Pure rules over a :class:`~instantstart.features.observe.ClusterObservation` (no AWS call), so the API (to
+answer ``unchanged`` without starting anything), the workflow (to act only where needed, also on a redelivered
+task) and the tests use the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instantstart.features.catalog import FEATURES, FeatureSpec
+from instantstart.features.observe import ClusterObservation
+from instantstart.models.features import AddonFeatureRequest, TieredCheckpointingRequest, UpdateFeaturesRequest
+
+FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest
+
+
+def requested(request: UpdateFeaturesRequest) -> dict[str, FeatureRequest]:
+    """The features present in the body, by API key (a feature left out is not touched)."""
+    out: dict[str, FeatureRequest] = {}
+    for name, info in UpdateFeaturesRequest.model_fields.items():
+        value = getattr(request, name)
+        if value is not None:
+            out[str(info.alias)] = value
+    return out
+
+
+def _tiered_matches(obs: ClusterObservation, req: TieredCheckpointingRequest) -> bool:
+    config = obs.tiered_storage or {}
+    if not req.enabled:
+        return config.get("Mode") != "Enable"
+    if config.get("Mode") != "Enable":
+        return False
+    pct = req.instance_memory_allocation_percentage
+    return pct is None or config.get("InstanceMemoryAllocationPercentage") == pct
+
+
+def _identity_in_place(spec: FeatureSpec, obs: ClusterObservation) -> bool:
+    fo = obs.features[spec.key]
+    roles_ok = all(arn is not None for arn in fo.roles.values())
+    assocs_ok = all(bool(found) for found in fo.associations.values())
+    return roles_ok and assocs_ok and (not spec.tls_bucket or fo.tls_bucket is not None)
+
+
+def _nothing_left(spec: FeatureSpec, obs: ClusterObservation) -> bool:
+    """Off: nothing this feature created remains and no add-on still lists it as a needer."""
+    fo = obs.features[spec.key]
+    if any(arn is not None for arn in fo.roles.values()) or fo.tls_bucket is not None:
+        return False
+    if spec.addon is not None and obs.addons[spec.addon].present:
+        return False
+    if any(spec.key in obs.addons[dep].needed_by for dep in spec.requires if obs.addons[dep].present):
+        return False
+    if not spec.addon:  # associations we made ourselves (those of an add-on go with it)
+        return not any(fo.associations.values())
+    return True
+
+
+def in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) -> bool:
+    """True when AWS already matches ``req`` for this feature: the PATCH makes no write for it.
+
+    On: its add-on exists (at the pinned version, if any) with every add-on it requires, its roles, pod identity
+    associations and bucket exist, and its cluster setting is as asked. Off: none of what it creates exists and
+    no shared add-on still records it as a needer.
+    """
+    if spec.tiered_storage and isinstance(req, TieredCheckpointingRequest):
+        setting = _tiered_matches(obs, req)
+        if not req.enabled:
+            return setting and _nothing_left(spec, obs)
+        return setting and _identity_in_place(spec, obs) and all(obs.addons[d].present for d in spec.requires)
+    if not req.enabled:
+        return _nothing_left(spec, obs)
+    assert spec.addon is not None
+    addon = obs.addons[spec.addon]
+    version = getattr(req, "version", None)
+    if not addon.present or (version is not None and addon.version != version):
+        return False
+    return all(obs.addons[d].present for d in spec.requires) and _identity_in_place(spec, obs)
+
+
+def plan(request: UpdateFeaturesRequest, obs: ClusterObservation) -> tuple[list[str], list[str]]:
+    """``(to_change, unchanged)``: the requested feature keys that differ from AWS now, and those that do not."""
+    change: list[str] = []
+    same: list[str] = []
+    for key, req in requested(request).items():
+        (same if in_place(FEATURES[key], req, obs) else change).append(key)
+    return change, same
+
+
+def compatible_versions(eks: Any, addon_name: str, kubernetes_version: str) -> list[str]:
+    """Versions of ``addon_name`` EKS offers for ``kubernetes_version``, the default (newest compatible) first.
+
+    Calls EKS ``DescribeAddonVersions`` (addonName, kubernetesVersion), every page.
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddonVersions.html
+    """
+    infos: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"addonName": addon_name, "kubernetesVersion": kubernetes_version}
+    while True:
+        out = eks.describe_addon_versions(**kwargs)
+        for addon in out.get("addons", []):
+            if addon.get("addonName") == addon_name:
+                infos += addon.get("addonVersions", [])
+        if not out.get("nextToken"):
+            break
+        kwargs["nextToken"] = out["nextToken"]
+
+    def default(info: dict[str, Any]) -> bool:
+        return any(
+            c.get("defaultVersion") and c.get("clusterVersion") == kubernetes_version
+            for c in info.get("compatibilities", [])
+        )
+
+    ordered = sorted(infos, key=lambda i: not default(i))  # stable: EKS lists newest first
+    return [str(i["addonVersion"]) for i in ordered]

@@ -1,0 +1,179 @@
+"""Managed-feature models of ``GET/PATCH /clusters/{clusterTag}/features``.
+
+A feature is one HyperPod capability the control plane installs and removes as a unit (an EKS add-on with the
+add-ons it depends on, the IAM roles and pod identity associations it needs, cluster settings, Kubernetes
+objects). ``PATCH`` takes only the features to change (an explicit diff): a feature left out is not touched.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field
+
+from instantstart.models.cluster import StageError
+from instantstart.models.common import ApiModel
+from instantstart.models.errors import pattern_rule
+
+ADDON_VERSION_PATTERN = r"^v[0-9A-Za-z.+_-]{1,99}$"
+ADDON_VERSION_RULE = "an EKS add-on version as DescribeAddonVersions lists it, e.g. v1.1.0-eksbuild.1"
+
+
+class AddonFeatureRequest(ApiModel):
+    """One add-on based feature in ``PATCH /clusters/{clusterTag}/features``."""
+
+    enabled: bool = Field(strict=True, description="true installs the feature, false removes what it installed.")
+    version: str | None = Field(
+        default=None,
+        pattern=ADDON_VERSION_PATTERN,
+        max_length=100,
+        description="Pin the add-on version (must be offered for the cluster's Kubernetes version by EKS "
+        "DescribeAddonVersions); default: the newest compatible version when installing, the installed one otherwise.",
+        examples=["v1.1.0-eksbuild.1"],
+        json_schema_extra=pattern_rule(ADDON_VERSION_RULE),
+    )
+
+
+class TieredCheckpointingRequest(ApiModel):
+    """``tieredCheckpointing`` in ``PATCH /clusters/{clusterTag}/features`` (HyperPod ``TieredStorageConfig``)."""
+
+    enabled: bool = Field(
+        strict=True,
+        description="true: UpdateCluster TieredStorageConfig Mode=Enable plus the training pods' identity "
+        "(service account, pod identity association, role); false: Mode=Disable and that identity removed.",
+    )
+    instance_memory_allocation_percentage: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=100,
+        description="Percentage of each instance's memory HyperPod reserves for the checkpoint tier "
+        "(TieredStorageConfig.InstanceMemoryAllocationPercentage, 0-100); default: HyperPod's own.",
+        examples=[20],
+    )
+
+
+class UpdateFeaturesRequest(ApiModel):
+    """Body of ``PATCH /clusters/{clusterTag}/features``: only the features given act (an explicit diff).
+
+    ``{}`` changes nothing. A feature whose observed state already equals the request is left alone with no
+    AWS write.
+    """
+
+    training_operator: AddonFeatureRequest | None = Field(
+        default=None, description="EKS add-on amazon-sagemaker-hyperpod-training-operator (HyperPodPyTorchJob)."
+    )
+    inference_operator: AddonFeatureRequest | None = Field(
+        default=None, description="EKS add-on amazon-sagemaker-hyperpod-inference with its role and TLS bucket."
+    )
+    observability: AddonFeatureRequest | None = Field(
+        default=None, description="EKS add-on amazon-sagemaker-hyperpod-observability with its collector role."
+    )
+    task_governance: AddonFeatureRequest | None = Field(
+        default=None, description="EKS add-on amazon-sagemaker-hyperpod-taskgovernance (Kueue)."
+    )
+    tiered_checkpointing: TieredCheckpointingRequest | None = Field(
+        default=None, description="HyperPod TieredStorageConfig and the identity training pods use with it."
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The request as camelCase JSON, features left out omitted."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class FeatureResult(StrEnum):
+    """What a PATCH did to one feature."""
+
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    PENDING = "pending"
+
+
+class FeatureOutcome(ApiModel):
+    """One feature's outcome of a PATCH (also stored on the UPDATE_FEATURES operation)."""
+
+    result: FeatureResult = Field(
+        description="changed (AWS now matches the request), unchanged (it already did: nothing was written), "
+        "failed (error holds AWS's code and message verbatim), pending (the operation is still converging).",
+        examples=["changed"],
+    )
+    error: StageError | None = Field(default=None, description="Why the feature failed; null otherwise.")
+    actions: list[str] = Field(
+        default_factory=list,
+        description="The AWS and Kubernetes writes made for the feature, in order.",
+        examples=[["CreateAddon cert-manager", "CreateAddon amazon-sagemaker-hyperpod-training-operator"]],
+    )
+
+
+class FeatureUpdateResult(ApiModel):
+    """200 answer of a PATCH whose plan is empty: every feature in the body already matches AWS."""
+
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    features: dict[str, FeatureOutcome] = Field(description="Each feature of the body: unchanged.")
+
+
+class InstalledAddon(ApiModel):
+    """An EKS add-on a feature uses, as EKS reports it (DescribeAddon)."""
+
+    addon_name: str = Field(description="EKS add-on name.", examples=["cert-manager"])
+    addon_version: str | None = Field(
+        default=None, description="Installed add-on version; null when absent.", examples=["v1.17.2-eksbuild.1"]
+    )
+    status: str = Field(description="EKS add-on status, or ABSENT.", examples=["ACTIVE"])
+    managed: bool = Field(
+        description="Created by this control plane (ownership tags); an add-on that existed before is never removed."
+    )
+    needed_by: list[str] = Field(
+        default_factory=list,
+        description="Who needs it, read from its instantstart:needed-by tag (create = the create workflow).",
+        examples=[["create", "trainingOperator"]],
+    )
+
+
+class InstalledAssociation(ApiModel):
+    """An EKS pod identity association a feature uses (ListPodIdentityAssociations)."""
+
+    namespace: str = Field(description="Kubernetes namespace of the service account.", examples=["aws-hyperpod"])
+    service_account: str = Field(
+        description="Kubernetes service account bound to the role.",
+        examples=["hp-training-operator-controller-manager"],
+    )
+    association_id: str = Field(description="EKS association id.", examples=["a-0123456789abcdef0"])
+
+
+class FeatureState(ApiModel):
+    """One feature in ``GET /clusters/{clusterTag}/features``: observed from AWS now, plus what was last applied."""
+
+    enabled: bool = Field(description="Observed: the feature's add-on exists (or its cluster setting is on).")
+    desired: dict[str, Any] | None = Field(
+        default=None, description="What this control plane last applied for the feature (PATCH body); null if never."
+    )
+    version: str | None = Field(default=None, description="Installed add-on version.", examples=["v1.1.0-eksbuild.1"])
+    status: str | None = Field(
+        default=None, description="The add-on's EKS status, or TieredStorageConfig.Mode.", examples=["ACTIVE"]
+    )
+    settings: dict[str, Any] | None = Field(
+        default=None, description="Cluster settings of the feature (tieredCheckpointing: TieredStorageConfig)."
+    )
+    managed: bool = Field(default=False, description="Installed by this control plane (ownership tags).")
+    addons: list[InstalledAddon] = Field(default_factory=list, description="Its add-on and the add-ons it needs.")
+    roles: list[str] = Field(default_factory=list, description="ARNs of the IAM roles it created.")
+    pod_identity_associations: list[InstalledAssociation] = Field(
+        default_factory=list, description="EKS pod identity associations of its roles' service accounts."
+    )
+    kubernetes_objects: list[str] = Field(
+        default_factory=list,
+        description="Kubernetes objects it installs (kind/name; CRDs come with the add-on).",
+        examples=[["CustomResourceDefinition/hyperpodpytorchjobs.sagemaker.amazonaws.com"]],
+    )
+    buckets: list[str] = Field(default_factory=list, description="S3 buckets it created.")
+
+
+class FeatureList(ApiModel):
+    """Body of ``GET /clusters/{clusterTag}/features``."""
+
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    kubernetes_version: str | None = Field(default=None, description="The EKS cluster's version.", examples=["1.32"])
+    features: dict[str, FeatureState] = Field(description="Every managed feature, by its camelCase key.")

@@ -1,0 +1,175 @@
+"""Given a READY cluster in the sandbox, when a user turns managed features on and off through the HTTP API, then
+EKS, IAM, HyperPod and the operation records agree, shared add-ons stay while something needs them, and a request
+equal to what AWS reports writes nothing."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox.aws.calls import RESOURCE_SERVICES
+from instantstart_sandbox.runner import Sandbox
+from tests.integration.conftest import GROUP, terminal
+
+TAG = "feats"
+EKS_NAME = f"eks-cluster-{TAG}"
+
+
+@pytest.fixture(scope="module")
+def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
+    """The ``feats`` cluster (one node), created once for this module and READY."""
+    api.create_cluster(TAG, "us-west-2c", [GROUP])
+    deadline = time.monotonic() + 240
+    found: dict[str, Any] = dict(api.get_cluster(TAG))
+    while not terminal(found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = dict(api.get_cluster(TAG))
+    assert found["status"] == "READY", found["stages"]
+    return found
+
+
+def finished(api: InstantStartClient, op: Any, timeout: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    current = dict(api.get_operation(op["operationId"]))
+    while current["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = dict(api.get_operation(op["operationId"]))
+    return current
+
+
+def addon(sandbox: Sandbox, name: str) -> dict[str, Any] | None:
+    eks = boto3.client("eks", region_name=sandbox.region)
+    try:
+        return dict(eks.describe_addon(clusterName=EKS_NAME, addonName=name)["addon"])
+    except eks.exceptions.ResourceNotFoundException:
+        return None
+
+
+def wait_gone(sandbox: Sandbox, name: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while addon(sandbox, name) is not None and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def test_when_enabling_the_inference_operator_then_cert_manager_of_the_create_workflow_records_both_needers(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    before = api.get_features(TAG)["features"]["inferenceOperator"]
+    cert = next(a for a in before["addons"] if a["addonName"] == "cert-manager")
+    assert before["enabled"] is False and cert["status"] == "ACTIVE" and cert["neededBy"] == ["create"]
+
+    op = api.update_features(TAG, {"inferenceOperator": {"enabled": True}})
+    assert op["type"] == "UPDATE_FEATURES"
+    done = finished(api, op)
+
+    assert done["status"] == "SUCCEEDED", done
+    assert done["features"]["inferenceOperator"]["result"] == "changed"
+    inference = addon(sandbox, "amazon-sagemaker-hyperpod-inference")
+    assert inference is not None and inference["status"] == "ACTIVE"
+    assert addon(sandbox, "cert-manager")["tags"]["instantstart:needed-by"] == "create inferenceOperator"  # type: ignore[index]
+    state = api.get_features(TAG)["features"]["inferenceOperator"]
+    assert state["enabled"] is True and state["desired"] == {"enabled": True}
+    assert [a["serviceAccount"] for a in state["podIdentityAssociations"]] == [
+        "hyperpod-inference-operator-controller-manager"
+    ]
+    assert state["roles"] and state["buckets"]
+
+
+def test_when_an_unrelated_feature_is_turned_on_and_off_then_cert_manager_stays_active(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    on = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": True}}))
+    assert on["status"] == "SUCCEEDED", on
+    assert addon(sandbox, "amazon-sagemaker-hyperpod-training-operator")["status"] == "ACTIVE"  # type: ignore[index]
+
+    off = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": False}}))
+
+    assert off["status"] == "SUCCEEDED", off
+    assert off["features"]["trainingOperator"]["result"] == "changed"
+    wait_gone(sandbox, "amazon-sagemaker-hyperpod-training-operator")
+    assert addon(sandbox, "amazon-sagemaker-hyperpod-training-operator") is None
+    cert = addon(sandbox, "cert-manager")
+    assert cert is not None and cert["status"] == "ACTIVE"
+    assert cert["tags"]["instantstart:needed-by"] == "create inferenceOperator"
+    assert addon(sandbox, "amazon-sagemaker-hyperpod-inference")["status"] == "ACTIVE"  # type: ignore[index]
+    iam = boto3.client("iam", region_name=sandbox.region)
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.get_role(RoleName=f"instantstart-{TAG}-training-operator")
+
+
+def test_when_the_patch_is_empty_or_equal_to_aws_then_every_feature_is_unchanged_and_nothing_is_written(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    calls = sandbox.aws.extension.calls
+    calls.reset()
+
+    empty = api.update_features(TAG, {})
+    same = api.update_features(TAG, {"inferenceOperator": {"enabled": True}, "trainingOperator": {"enabled": False}})
+
+    assert empty == {"clusterTag": TAG, "features": {}}
+    assert same["features"] == {
+        "inferenceOperator": {"result": "unchanged", "error": None, "actions": []},
+        "trainingOperator": {"result": "unchanged", "error": None, "actions": []},
+    }
+    assert "operationId" not in same
+    assert calls.writes(*RESOURCE_SERVICES) == []
+
+
+def test_when_tiered_checkpointing_goes_on_then_off_then_no_role_or_association_is_left(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    sm = boto3.client("sagemaker", region_name=sandbox.region)
+    eks = boto3.client("eks", region_name=sandbox.region)
+    iam = boto3.client("iam", region_name=sandbox.region)
+    body = {"tieredCheckpointing": {"enabled": True, "instanceMemoryAllocationPercentage": 20}}
+
+    on = finished(api, api.update_features(TAG, body))
+
+    assert on["status"] == "SUCCEEDED", on
+    config = sm.describe_cluster(ClusterName=f"hp-cluster-{TAG}")["TieredStorageConfig"]
+    assert config == {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
+    assoc = eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace="default")["associations"]
+    assert [a["serviceAccount"] for a in assoc] == ["tiered-checkpointing"]
+    assert iam.get_role(RoleName=f"instantstart-{TAG}-tiered-checkpointing")["Role"]["Arn"]
+    kube = sandbox.kube.cluster(EKS_NAME)
+    assert kube.get("v1", "ServiceAccount", "tiered-checkpointing", "default") is not None
+
+    off = finished(api, api.update_features(TAG, {"tieredCheckpointing": {"enabled": False}}))
+
+    assert off["status"] == "SUCCEEDED", off
+    assert sm.describe_cluster(ClusterName=f"hp-cluster-{TAG}")["TieredStorageConfig"]["Mode"] == "Disable"
+    assert eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace="default")["associations"] == []
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.get_role(RoleName=f"instantstart-{TAG}-tiered-checkpointing")
+    assert kube.get("v1", "ServiceAccount", "tiered-checkpointing", "default") is None
+    agent = addon(sandbox, "eks-pod-identity-agent")
+    assert agent is not None and agent["status"] == "ACTIVE"  # the create workflow's, still needed
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"kubeFlow": {"enabled": True}}, "kubeFlow"),
+        (
+            {"tieredCheckpointing": {"enabled": True, "instanceMemoryAllocationPercentage": 101}},
+            "tieredCheckpointing.instanceMemoryAllocationPercentage",
+        ),
+        ({"trainingOperator": {"enabled": True, "version": "v9.9.9-eksbuild.1"}}, "trainingOperator.version"),
+    ],
+)
+def test_when_the_body_names_an_unknown_feature_or_a_bad_value_then_422_names_the_field(
+    cluster: Any, api: InstantStartClient, body: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ApiError) as info:
+        api.update_features(TAG, body)
+
+    assert info.value.status == 422
+    assert info.value.details[0]["field"] == field
+    if field == "kubeFlow":
+        assert "trainingOperator" in info.value.message and "tieredCheckpointing" in info.value.message
+    if field == "trainingOperator.version":
+        assert info.value.details[0]["allowedValues"]
