@@ -212,12 +212,18 @@ class InstalledFileSystem(ApiModel):
     file_system_id: str = Field(description="FSx file system id.", examples=["fs-0123456789abcdef0"])
     lifecycle: str = Field(description="FSx Lifecycle: CREATING, AVAILABLE, DELETING, FAILED.", examples=["AVAILABLE"])
     storage_capacity: int = Field(description="StorageCapacity in GiB.", examples=[1200])
-    deployment_type: str | None = Field(default=None, description="LustreConfiguration.DeploymentType.")
+    deployment_type: str | None = Field(
+        default=None, description="LustreConfiguration.DeploymentType.", examples=["PERSISTENT_2"]
+    )
     per_unit_storage_throughput: int | None = Field(
         default=None, description="LustreConfiguration.PerUnitStorageThroughput (MB/s/TiB)."
     )
-    dns_name: str | None = Field(default=None, description="DNSName the Lustre client mounts.")
-    mount_name: str | None = Field(default=None, description="LustreConfiguration.MountName.")
+    dns_name: str | None = Field(
+        default=None,
+        description="DNSName the Lustre client mounts.",
+        examples=["fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com"],
+    )
+    mount_name: str | None = Field(default=None, description="LustreConfiguration.MountName.", examples=["abcdefgh"])
 
 
 class FeatureState(ApiModel):
