@@ -79,6 +79,9 @@ class FeatureSpec:
     kubernetes_objects: tuple[str, ...] = ()
     service_accounts: tuple[tuple[str, str], ...] = field(default=())
     """``(namespace, name)`` of ServiceAccounts the control plane itself creates in Kubernetes."""
+    operator_objects: bool = False
+    """Its Kubernetes objects are built and applied by the control plane itself (kubeRay:
+    :mod:`instantstart.features.kuberay`), observed only by the workflow."""
     lustre: bool = False
     """It may create an FSx for Lustre file system, its security group and claim ``fsx-claim``
     (:mod:`instantstart.features.fsx`)."""
@@ -254,6 +257,20 @@ FEATURES: dict[str, FeatureSpec] = {
             "Pod Identity Agent and one IAM role. A file system bills per provisioned GiB-month whether used or not "
             "(PERSISTENT_2 by GiB and throughput tier; 1200 GiB is the smallest), from CREATING (5-10 minutes) until "
             "it is deleted; it lives in the compute subnet with its own security group.",
+        ),
+        FeatureSpec(
+            key="kubeRay",
+            operator_objects=True,
+            kubernetes_objects=(
+                "Namespace/kuberay-system",
+                "Deployment/kuberay-system/kuberay-operator",
+                "CustomResourceDefinition/rayclusters.ray.io",
+                "CustomResourceDefinition/rayjobs.ray.io",
+                "CustomResourceDefinition/rayservices.ray.io",
+            ),
+            cost="No charge: the KubeRay operator (one Deployment, 100m CPU / 512Mi) runs on your nodes; Ray clusters "
+            "you create bill as the nodes they use. Turning it off deletes the CRDs and with them every RayCluster, "
+            "RayJob and RayService.",
         ),
     )
 }

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters.stages import hyperpod
-from instantstart.features import fsx
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import FEATURES, FeatureSpec, feature_role_name, tls_bucket_name
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name, owned_by
 
@@ -106,6 +106,8 @@ class ClusterObservation:
             return self.addons[spec.addon].present
         if spec.tiered_storage:
             return (self.tiered_storage or {}).get("Mode") == "Enable"
+        if spec.operator_objects:  # False when not observed (the API does not read Kubernetes)
+            return bool(self.features[spec.key].kubernetes)
         return False
 
 
@@ -196,6 +198,7 @@ def _kubernetes_objects(dyn: Any, spec: FeatureSpec) -> set[str]:
 
 KUBERNETES_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "fsx": (("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim")),
+    "kubeRay": kuberay.KINDS,
 }
 """The kinds of the Kubernetes objects each feature creates itself (read back by label)."""
 

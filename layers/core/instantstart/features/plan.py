@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from instantstart.features import fsx
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import FEATURES, FeatureSpec
 from instantstart.features.observe import ClusterObservation, FeatureObservation
 from instantstart.models.features import (
     AddonFeatureRequest,
     FsxRequest,
+    KubeRayRequest,
     TieredCheckpointingRequest,
     UpdateFeaturesRequest,
 )
 
-FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest | FsxRequest
+FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest | FsxRequest | KubeRayRequest
 
 
 def requested(request: UpdateFeaturesRequest) -> dict[str, FeatureRequest]:
@@ -70,6 +71,15 @@ def _file_system_in_place(fo: FeatureObservation, req: FsxRequest) -> bool:
     return fo.security_group is not None and fo.kubernetes is not None and claim_names() <= fo.kubernetes
 
 
+def operator_in_place(fo: FeatureObservation, enabled: bool) -> bool:
+    """kubeRay: every operator object exists (on) or none does (off), as the workflow read them from Kubernetes;
+    not observed (the API) -> not known in place."""
+    if fo.kubernetes is None:
+        return False
+    wanted = {kuberay.object_ref(o) for o in kuberay.operator_objects()}
+    return wanted <= fo.kubernetes if enabled else not fo.kubernetes
+
+
 def _nothing_left(spec: FeatureSpec, obs: ClusterObservation) -> bool:
     """Off: nothing this feature created remains and no add-on still lists it as a needer."""
     fo = obs.features[spec.key]
@@ -93,6 +103,8 @@ def in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) ->
     associations and bucket exist, and its cluster setting is as asked. Off: none of what it creates exists and
     no shared add-on still records it as a needer.
     """
+    if spec.operator_objects:
+        return operator_in_place(obs.features[spec.key], req.enabled)
     if spec.tiered_storage and isinstance(req, TieredCheckpointingRequest):
         setting = _tiered_matches(obs, req)
         if not req.enabled:

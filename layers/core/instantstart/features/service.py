@@ -33,7 +33,7 @@ from instantstart.clusters.addons import (
     pod_identity_trust,
 )
 from instantstart.errors import Conflict, StageFailed, ValidationFailed
-from instantstart.features import fsx
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import (
     FEATURES,
     FeatureSpec,
@@ -119,7 +119,7 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
         enabled=enabled,
         desired=desired,
         version=primary.version if primary else None,
-        status=primary.status if primary else (obs.tiered_storage or {}).get("Mode"),
+        status=primary.status if primary else (obs.tiered_storage or {}).get("Mode") if spec.tiered_storage else None,
         settings=settings,
         managed=bool(primary.managed) if primary else any(fo.roles.values()),
         addons=addons,
@@ -630,6 +630,32 @@ def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
     return setting_off and associations_gone and storage_gone
 
 
+def _converge_operator(ctx: _Ctx, spec: FeatureSpec, enabled: bool, actions: list[str]) -> bool:
+    """kubeRay: server-side apply the operator objects that are missing (on), or delete the ones left, in reverse
+    order (off); True when Kubernetes already matched (nothing written this round)."""
+    fo = ctx.obs.features[spec.key]
+    if fo.kubernetes is None:
+        return False
+    kube = _kube()
+    objects = kuberay.operator_objects()
+    if enabled:
+        missing = [o for o in objects if kuberay.object_ref(o) not in fo.kubernetes]
+        if missing:
+            dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+            for obj in missing:
+                kube.apply(dyn, obj)
+                actions.append(f"apply {kuberay.object_ref(obj)}")
+        return not missing
+    left = [o for o in reversed(objects) if kuberay.object_ref(o) in fo.kubernetes]
+    if left:
+        dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+        for obj in left:
+            meta = obj["metadata"]
+            if kube.delete(dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")):
+                actions.append(f"delete {kuberay.object_ref(obj)}")
+    return not fo.kubernetes
+
+
 def converge(rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterObservation) -> tuple[bool, list[str]]:
     """One round toward ``req`` for feature ``key``: ``(settled, writes made)``.
 
@@ -643,7 +669,10 @@ def converge(rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterO
     spec = FEATURES[key]
     ctx = _Ctx(rt, tag, obs)
     actions: list[str] = []
-    done = _converge_on(ctx, spec, req, actions) if req.enabled else _converge_off(ctx, spec, actions)
+    if spec.operator_objects:
+        done = _converge_operator(ctx, spec, req.enabled, actions)
+    else:
+        done = _converge_on(ctx, spec, req, actions) if req.enabled else _converge_off(ctx, spec, actions)
     return done and not actions, actions
 
 

@@ -112,6 +112,16 @@ class FsxRequest(ApiModel):
     )
 
 
+class KubeRayRequest(ApiModel):
+    """``kubeRay`` in ``PATCH /clusters/{clusterTag}/features``: the KubeRay operator at the pinned version."""
+
+    enabled: bool = Field(
+        strict=True,
+        description="true applies the operator's objects; false deletes them (and, with the CRDs, every RayCluster, "
+        "RayJob and RayService).",
+    )
+
+
 class UpdateFeaturesRequest(ApiModel):
     """Body of ``PATCH /clusters/{clusterTag}/features``: only the features given act (an explicit diff).
 
@@ -133,6 +143,9 @@ class UpdateFeaturesRequest(ApiModel):
     )
     tiered_checkpointing: TieredCheckpointingRequest | None = Field(
         default=None, description="HyperPod TieredStorageConfig and the identity training pods use with it."
+    )
+    kube_ray: KubeRayRequest | None = Field(
+        default=None, description="The KubeRay operator (namespace kuberay-system, RBAC, ray.io CRDs, Deployment)."
     )
     fsx: FsxRequest | None = Field(
         default=None,
