@@ -147,3 +147,22 @@ def test_given_file_systems_in_every_lifecycle_then_delete_is_sent_only_for_dele
 
     assert client.deleted == ["fs-AVAILABLE", "fs-FAILED"]
     assert left == [f.file_system_id for f in found]
+
+
+def test_given_kuberay_objects_observed_then_on_and_off_are_in_place_only_when_kubernetes_matches() -> None:
+    from instantstart.features import kuberay
+    from instantstart.models.features import KubeRayRequest
+
+    spec, obs = FEATURES["kubeRay"], observation()
+    fo = obs.features["kubeRay"]
+    every = {kuberay.object_ref(o) for o in kuberay.operator_objects()}
+
+    assert not in_place(spec, KubeRayRequest(enabled=False), obs)  # the API: not observed
+    fo.kubernetes = set()
+    assert in_place(spec, KubeRayRequest(enabled=False), obs)
+    assert not in_place(spec, KubeRayRequest(enabled=True), obs)
+    fo.kubernetes = every - {"Deployment/kuberay-system/kuberay-operator"}
+    assert not in_place(spec, KubeRayRequest(enabled=True), obs)
+    fo.kubernetes = every
+    assert in_place(spec, KubeRayRequest(enabled=True), obs)
+    assert "CustomResourceDefinition/rayjobs.ray.io" in every and len(every) == 8
