@@ -26,7 +26,10 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "ec2:DescribeInstanceTypes",
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSubnets",
+        "ec2:DescribeSecurityGroups",
     },
+    # FSx DescribeFileSystems (managed feature fsx) lists file systems without a resource ARN.
+    "fsx-describe": {"fsx:DescribeFileSystems"},
     # HyperPod node agents (AWS's documented execution-role policy): ENIs the service creates on its own
     # instances, and image pulls from AWS-owned registries in other accounts; GetAuthorizationToken has no
     # resource at all; pod identity is requested by the node for whichever cluster it joined.

@@ -150,6 +150,40 @@ def test_when_tiered_checkpointing_goes_on_then_off_then_no_role_or_association_
     assert agent is not None and agent["status"] == "ACTIVE"  # the create workflow's, still needed
 
 
+def test_when_kuberay_goes_on_then_off_then_the_operator_objects_exist_then_none_is_left(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    kube = sandbox.kube.cluster(EKS_NAME)
+
+    on = finished(api, api.update_features(TAG, {"kubeRay": {"enabled": True}}))
+
+    assert on["status"] == "SUCCEEDED", on
+    assert on["features"]["kubeRay"]["result"] == "changed"
+    deployment = kube.get("apps/v1", "Deployment", "kuberay-operator", "kuberay-system")
+    assert deployment is not None
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/kuberay/operator:v1.3.2"
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "kuberay-operator"
+    for plural in ("rayclusters", "rayjobs", "rayservices"):
+        assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"{plural}.ray.io") is not None
+    binding = kube.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "kuberay-operator")
+    assert binding is not None and binding["subjects"][0]["namespace"] == "kuberay-system"
+
+    calls = sandbox.aws.extension.calls
+    calls.reset()
+    again = finished(api, api.update_features(TAG, {"kubeRay": {"enabled": True}}))
+    assert again["features"]["kubeRay"] == {"result": "unchanged", "error": None, "actions": []}
+    assert calls.writes(*RESOURCE_SERVICES) == []
+
+    off = finished(api, api.update_features(TAG, {"kubeRay": {"enabled": False}}))
+
+    assert off["status"] == "SUCCEEDED", off
+    assert off["features"]["kubeRay"]["result"] == "changed"
+    assert kube.get("apps/v1", "Deployment", "kuberay-operator", "kuberay-system") is None
+    assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "rayclusters.ray.io") is None
+    assert kube.get("rbac.authorization.k8s.io/v1", "ClusterRole", "kuberay-operator") is None
+    assert kube.get("v1", "Namespace", "kuberay-system") is None
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

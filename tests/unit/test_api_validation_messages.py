@@ -84,6 +84,12 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "observability": {"enabled": False, "version": "v1.0.1-eksbuild.1"},
         "taskGovernance": {"enabled": True, "version": "v1.2.0-eksbuild.1"},
         "tieredCheckpointing": {"enabled": True, "instanceMemoryAllocationPercentage": 20},
+        "kubeRay": {"enabled": True},
+        "fsx": {
+            "enabled": True,
+            "version": "v1.5.0-eksbuild.1",
+            "fileSystem": {"storageCapacity": 1200, "deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": 250},
+        },
     },
     ("POST", "/clusters/{clusterTag}/nodes/reboot"): NODE_IDS_BODY,
     ("POST", "/clusters/{clusterTag}/nodes/replace"): NODE_IDS_BODY,

@@ -79,6 +79,12 @@ class FeatureSpec:
     kubernetes_objects: tuple[str, ...] = ()
     service_accounts: tuple[tuple[str, str], ...] = field(default=())
     """``(namespace, name)`` of ServiceAccounts the control plane itself creates in Kubernetes."""
+    operator_objects: bool = False
+    """Its Kubernetes objects are built and applied by the control plane itself (kubeRay:
+    :mod:`instantstart.features.kuberay`), observed only by the workflow."""
+    lustre: bool = False
+    """It may create an FSx for Lustre file system, its security group and claim ``fsx-claim``
+    (:mod:`instantstart.features.fsx`)."""
     cost: str = ""
 
 
@@ -127,6 +133,26 @@ def _tiered_checkpointing_policy(c: PolicyContext) -> dict[str, Any]:
         _statement(["s3:ListBucket"], bucket),
         _statement(["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"], f"{bucket}/*"),
         _statement(["sagemaker:DescribeCluster"], _hyperpod_clusters(c)),
+    )
+
+
+def _fsx_csi_driver_policy(c: PolicyContext) -> dict[str, Any]:
+    # The EKS guide attaches AmazonFSxFullAccess to kube-system/fsx-csi-controller-sa; these are the actions the
+    # driver's controller calls (dynamic provisioning creates, resizes and deletes file systems), scoped to the
+    # account and Region where the API allows it.
+    file_systems = f"arn:{c.partition}:fsx:{c.region}:{c.account_id}:file-system/*"
+    return _policy(
+        _statement(["fsx:DescribeFileSystems"], "*"),
+        _statement(
+            ["fsx:CreateFileSystem", "fsx:DeleteFileSystem", "fsx:UpdateFileSystem", "fsx:TagResource"], file_systems
+        ),
+        _statement(["ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"], "*"),
+        {
+            "Effect": "Allow",
+            "Action": ["iam:CreateServiceLinkedRole"],
+            "Resource": "*",
+            "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
+        },
     )
 
 
@@ -219,6 +245,32 @@ FEATURES: dict[str, FeatureSpec] = {
             cost="No charge for the setting; it reserves InstanceMemoryAllocationPercentage of every instance's "
             "memory for checkpoints (less memory for your jobs). Training pods use service account "
             "tiered-checkpointing in namespace default (its role reaches the cluster's S3 bucket).",
+        ),
+        FeatureSpec(
+            key="fsx",
+            addon="aws-fsx-csi-driver",
+            requires=(POD_IDENTITY_AGENT,),
+            roles=(PodIdentityRole("fsx-csi-driver", "kube-system", "fsx-csi-controller-sa", _fsx_csi_driver_policy),),
+            lustre=True,
+            kubernetes_objects=("CSIDriver/fsx.csi.aws.com",),
+            cost="No charge for the add-on (a controller Deployment and a node DaemonSet on your nodes); needs the "
+            "Pod Identity Agent and one IAM role. A file system bills per provisioned GiB-month whether used or not "
+            "(PERSISTENT_2 by GiB and throughput tier; 1200 GiB is the smallest), from CREATING (5-10 minutes) until "
+            "it is deleted; it lives in the compute subnet with its own security group.",
+        ),
+        FeatureSpec(
+            key="kubeRay",
+            operator_objects=True,
+            kubernetes_objects=(
+                "Namespace/kuberay-system",
+                "Deployment/kuberay-system/kuberay-operator",
+                "CustomResourceDefinition/rayclusters.ray.io",
+                "CustomResourceDefinition/rayjobs.ray.io",
+                "CustomResourceDefinition/rayservices.ray.io",
+            ),
+            cost="No charge: the KubeRay operator (one Deployment, 100m CPU / 512Mi) runs on your nodes; Ray clusters "
+            "you create bill as the nodes they use. Turning it off deletes the CRDs and with them every RayCluster, "
+            "RayJob and RayService.",
         ),
     )
 }

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters.stages import hyperpod
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import FEATURES, FeatureSpec, feature_role_name, tls_bucket_name
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name, owned_by
 
@@ -71,6 +72,13 @@ class FeatureObservation:
     associations: dict[tuple[str, str], list[AssociationObservation]] = field(default_factory=dict)
     tls_bucket: str | None = None
     """The TLS bucket's name when it exists and is this cluster's."""
+    file_systems: list[fsx.FileSystemObservation] = field(default_factory=list)
+    """FSx for Lustre file systems it created (fsx), DELETING ones included."""
+    security_group: str | None = None
+    """The security group it created (fsx), when it exists."""
+    kubernetes: set[str] | None = None
+    """``Kind/namespace/name`` of the Kubernetes objects it created that exist now; None when not observed (the API
+    has no Kubernetes access: only the workflow reads Kubernetes)."""
 
 
 @dataclass
@@ -85,6 +93,12 @@ class ClusterObservation:
     tiered_storage: dict[str, Any] | None
     """HyperPod ``TieredStorageConfig`` (None when absent or the HyperPod cluster does not exist)."""
     hyperpod_status: str | None
+    vpc_id: str | None = None
+    """The EKS cluster's VPC (DescribeCluster ``resourcesVpcConfig.vpcId``)."""
+    compute_subnets: tuple[str, ...] = ()
+    """HyperPod ``VpcConfig.Subnets``: where the nodes, and a new FSx file system, live."""
+    cluster_security_groups: tuple[str, ...] = ()
+    """HyperPod ``VpcConfig.SecurityGroupIds``: the nodes' security groups (the Lustre clients)."""
 
     def enabled(self, spec: FeatureSpec) -> bool:
         """Observed on: its add-on exists (not DELETING), or its cluster setting is ``Enable``."""
@@ -92,6 +106,8 @@ class ClusterObservation:
             return self.addons[spec.addon].present
         if spec.tiered_storage:
             return (self.tiered_storage or {}).get("Mode") == "Enable"
+        if spec.operator_objects:  # False when not observed (the API does not read Kubernetes)
+            return bool(self.features[spec.key].kubernetes)
         return False
 
 
@@ -166,10 +182,34 @@ def owned_bucket(s3: Any, name: str, tag: str) -> str | None:
     return name if owned_by(tags, tag) else None
 
 
-def observe(rt: Any, tag: str) -> ClusterObservation:
-    """Every feature of cluster ``tag`` as AWS reports it now (reads only; see the module docstring).
+def _kubernetes_objects(dyn: Any, spec: FeatureSpec) -> set[str]:
+    """``Kind/namespace/name`` of the objects feature ``spec`` created that exist now (label
+    ``instantstart/feature=<key>``)."""
+    from instantstart.kube import client as kube
 
-    ``rt`` is a :class:`~instantstart.runtime.Runtime` (clients, Region, account).
+    found: set[str] = set()
+    for api_version, kind in KUBERNETES_KINDS.get(spec.key, ()):
+        for obj in kube.list_objects(dyn, api_version, kind, label_selector=f"instantstart/feature={spec.key}"):
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace")
+            found.add(f"{kind}/{ns + '/' if ns else ''}{meta.get('name')}")
+    return found
+
+
+KUBERNETES_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "fsx": (("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim")),
+    "kubeRay": kuberay.KINDS,
+}
+"""The kinds of the Kubernetes objects each feature creates itself (read back by label)."""
+
+
+def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservation:
+    """Every feature of cluster ``tag`` as AWS (and, with ``kubernetes``, the Kubernetes API) reports it now
+    (reads only; see the module docstring).
+
+    ``rt`` is a :class:`~instantstart.runtime.Runtime` (clients, Region, account). ``kubernetes`` is for the
+    workflow, whose role has the cluster's access entry; the API leaves it off (the feature's ``kubernetes`` is
+    None: not observed). Also reads FSx DescribeFileSystems and EC2 DescribeSecurityGroups (fsx).
 
     Raises:
         botocore.exceptions.ClientError: an AWS read failed (other than "not found").
@@ -195,9 +235,19 @@ def observe(rt: Any, tag: str) -> ClusterObservation:
             )
         if spec.tls_bucket:
             fo.tls_bucket = owned_bucket(s3, tls_bucket_name(tag, rt.account_id, rt.region), tag)
+        if spec.lustre:
+            fo.file_systems = fsx.observe_file_systems(rt.client("fsx"), tag)
+            fo.security_group = fsx.observe_security_group(rt.client("ec2"), tag)
         features[key] = fo
+    if kubernetes:
+        from instantstart.kube import client as kube
+
+        dyn = kube.connect(name, rt.region)
+        for key in KUBERNETES_KINDS:
+            features[key].kubernetes = _kubernetes_objects(dyn, FEATURES[key])
     hp = hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag)) or {}
     tiered, hp_status = hp.get("TieredStorageConfig"), hp.get("ClusterStatus")
+    vpc_config = hp.get("VpcConfig") or {}
     return ClusterObservation(
         tag=tag,
         eks_cluster_name=name,
@@ -206,4 +256,7 @@ def observe(rt: Any, tag: str) -> ClusterObservation:
         features=features,
         tiered_storage=dict(tiered) if tiered else None,
         hyperpod_status=hp_status,
+        vpc_id=(cluster.get("resourcesVpcConfig") or {}).get("vpcId"),
+        compute_subnets=tuple(vpc_config.get("Subnets") or ()),
+        cluster_security_groups=tuple(vpc_config.get("SecurityGroupIds") or ()),
     )

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import FEATURES, FeatureSpec
-from instantstart.features.observe import ClusterObservation
-from instantstart.models.features import AddonFeatureRequest, TieredCheckpointingRequest, UpdateFeaturesRequest
+from instantstart.features.observe import ClusterObservation, FeatureObservation
+from instantstart.models.features import (
+    AddonFeatureRequest,
+    FsxRequest,
+    KubeRayRequest,
+    TieredCheckpointingRequest,
+    UpdateFeaturesRequest,
+)
 
-FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest
+FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest | FsxRequest | KubeRayRequest
 
 
 def requested(request: UpdateFeaturesRequest) -> dict[str, FeatureRequest]:
@@ -43,10 +50,42 @@ def _identity_in_place(spec: FeatureSpec, obs: ClusterObservation) -> bool:
     return roles_ok and assocs_ok and (not spec.tls_bucket or fo.tls_bucket is not None)
 
 
+def live_file_system(fo: FeatureObservation) -> fsx.FileSystemObservation | None:
+    """The feature's file system that is not being deleted, if any."""
+    return next((f for f in fo.file_systems if f.lifecycle != "DELETING"), None)
+
+
+def claim_names() -> set[str]:
+    """``Kind/namespace/name`` of the fsx PersistentVolume and claim."""
+    return {f"PersistentVolume/{fsx.VOLUME}", f"PersistentVolumeClaim/{fsx.NAMESPACE}/{fsx.CLAIM}"}
+
+
+def _file_system_in_place(fo: FeatureObservation, req: FsxRequest) -> bool:
+    """fsx with ``fileSystem``: an AVAILABLE file system as requested, its security group, and (observed in
+    Kubernetes) the PersistentVolume and claim. Not observed in Kubernetes (the API) -> not known in place."""
+    if req.file_system is None:
+        return True
+    found = live_file_system(fo)
+    if found is None or found.lifecycle != "AVAILABLE" or not fsx.matches(found, req.file_system):
+        return False
+    return fo.security_group is not None and fo.kubernetes is not None and claim_names() <= fo.kubernetes
+
+
+def operator_in_place(fo: FeatureObservation, enabled: bool) -> bool:
+    """kubeRay: every operator object exists (on) or none does (off), as the workflow read them from Kubernetes;
+    not observed (the API) -> not known in place."""
+    if fo.kubernetes is None:
+        return False
+    wanted = {kuberay.object_ref(o) for o in kuberay.operator_objects()}
+    return wanted <= fo.kubernetes if enabled else not fo.kubernetes
+
+
 def _nothing_left(spec: FeatureSpec, obs: ClusterObservation) -> bool:
     """Off: nothing this feature created remains and no add-on still lists it as a needer."""
     fo = obs.features[spec.key]
     if any(arn is not None for arn in fo.roles.values()) or fo.tls_bucket is not None:
+        return False
+    if fo.file_systems or fo.security_group is not None or fo.kubernetes:
         return False
     if spec.addon is not None and obs.addons[spec.addon].present:
         return False
@@ -64,6 +103,8 @@ def in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) ->
     associations and bucket exist, and its cluster setting is as asked. Off: none of what it creates exists and
     no shared add-on still records it as a needer.
     """
+    if spec.operator_objects:
+        return operator_in_place(obs.features[spec.key], req.enabled)
     if spec.tiered_storage and isinstance(req, TieredCheckpointingRequest):
         setting = _tiered_matches(obs, req)
         if not req.enabled:
@@ -75,6 +116,8 @@ def in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) ->
     addon = obs.addons[spec.addon]
     version = getattr(req, "version", None)
     if not addon.present or (version is not None and addon.version != version):
+        return False
+    if isinstance(req, FsxRequest) and not _file_system_in_place(obs.features[spec.key], req):
         return False
     return all(obs.addons[d].present for d in spec.requires) and _identity_in_place(spec, obs)
 

@@ -33,6 +33,7 @@ from instantstart.clusters.addons import (
     pod_identity_trust,
 )
 from instantstart.errors import Conflict, StageFailed, ValidationFailed
+from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import (
     FEATURES,
     FeatureSpec,
@@ -42,8 +43,23 @@ from instantstart.features.catalog import (
     feature_role_name,
     tls_bucket_name,
 )
-from instantstart.features.observe import ABSENT, NEEDED_BY_KEY, AddonObservation, ClusterObservation, observe
-from instantstart.features.plan import FeatureRequest, compatible_versions, in_place, plan, requested
+from instantstart.features.observe import (
+    ABSENT,
+    KUBERNETES_KINDS,
+    NEEDED_BY_KEY,
+    AddonObservation,
+    ClusterObservation,
+    observe,
+)
+from instantstart.features.plan import (
+    FeatureRequest,
+    claim_names,
+    compatible_versions,
+    in_place,
+    live_file_system,
+    plan,
+    requested,
+)
 from instantstart.models.common import ClusterStatus, OperationType
 from instantstart.models.features import (
     AddonFeatureRequest,
@@ -52,8 +68,10 @@ from instantstart.models.features import (
     FeatureResult,
     FeatureState,
     FeatureUpdateResult,
+    FsxRequest,
     InstalledAddon,
     InstalledAssociation,
+    InstalledFileSystem,
     TieredCheckpointingRequest,
     UpdateFeaturesRequest,
 )
@@ -101,14 +119,27 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
         enabled=enabled,
         desired=desired,
         version=primary.version if primary else None,
-        status=primary.status if primary else (obs.tiered_storage or {}).get("Mode"),
+        status=primary.status if primary else (obs.tiered_storage or {}).get("Mode") if spec.tiered_storage else None,
         settings=settings,
         managed=bool(primary.managed) if primary else any(fo.roles.values()),
         addons=addons,
         roles=[arn for arn in fo.roles.values() if arn],
         pod_identity_associations=associations,
-        kubernetes_objects=list(spec.kubernetes_objects) if enabled else [],
+        kubernetes_objects=(list(spec.kubernetes_objects) if enabled else []) + sorted(fo.kubernetes or ()),
         buckets=[fo.tls_bucket] if fo.tls_bucket else [],
+        file_systems=[
+            InstalledFileSystem(
+                file_system_id=f.file_system_id,
+                lifecycle=f.lifecycle,
+                storage_capacity=f.storage_capacity,
+                deployment_type=f.deployment_type,
+                per_unit_storage_throughput=f.per_unit_storage_throughput,
+                dns_name=f.dns_name,
+                mount_name=f.mount_name,
+            )
+            for f in fo.file_systems
+        ],
+        security_groups=[fo.security_group] if fo.security_group else [],
     )
 
 
@@ -166,7 +197,12 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
     Raises:
         NotFound: no live cluster.
         Conflict: an operation runs on the cluster, or the cluster is not READY or DEGRADED.
-        ValidationFailed: a pinned version is not offered for the cluster's Kubernetes version.
+        ValidationFailed: a pinned version is not offered for the cluster's Kubernetes version, or
+            ``fsx.fileSystem`` is one FSx would refuse (:func:`instantstart.features.fsx.check_file_system`).
+
+    Features with Kubernetes objects of their own (fsx with ``fileSystem``) are not known to be in place here
+    (the API does not read Kubernetes): they go to the operation, whose workflow reads Kubernetes and writes
+    nothing when they are.
     """
     cluster = records.live_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
@@ -176,6 +212,8 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
             code="ClusterNotReady",
             details=[{"field": "clusterTag", "status": cluster.status.value}],
         )
+    if request.fsx is not None:
+        fsx.check_file_system(request.fsx.file_system, request.fsx.enabled)
     obs = observe(rt, tag)
     _check_versions(rt, request, obs)
     to_change, same = plan(request, obs)
@@ -458,6 +496,77 @@ def _converge_on(ctx: _Ctx, spec: FeatureSpec, req: FeatureRequest, actions: lis
                 eks, ctx.cluster_name, role.namespace, role.service_account, arn, ownership_tags(ctx.tag)
             )
             actions.append(f"CreatePodIdentityAssociation {role.namespace}/{role.service_account}")
+    if isinstance(req, FsxRequest) and req.file_system is not None:
+        return _converge_file_system(ctx, spec, req, actions)
+    return True
+
+
+def _converge_file_system(ctx: _Ctx, spec: FeatureSpec, req: FsxRequest, actions: list[str]) -> bool:
+    """One round toward fsx's file system: security group and CreateFileSystem when absent, then (once AVAILABLE)
+    the PersistentVolume and claim ``fsx-claim``; True when all are in place."""
+    assert req.file_system is not None
+    obs, fo = ctx.obs, ctx.obs.features[spec.key]
+    found = live_file_system(fo)
+    if found is None:
+        if fo.file_systems:  # the previous one is still DELETING
+            return False
+        if not obs.compute_subnets or not obs.vpc_id:
+            raise FeatureFailure("NoComputeSubnet", "the HyperPod cluster reports no VpcConfig subnet to put FSx in")
+        ec2 = ctx.rt.client("ec2")
+        group = fo.security_group
+        if group is None:
+            group = fsx.create_security_group(ec2, ctx.tag, obs.vpc_id, list(obs.cluster_security_groups))
+            actions.append(f"CreateSecurityGroup {group}")
+        fs_id = fsx.create_file_system(
+            ctx.rt.client("fsx"),
+            ctx.tag,
+            req.file_system,
+            obs.compute_subnets[0],
+            [group, *[g for g in obs.cluster_security_groups if g != group]],
+        )
+        actions.append(f"CreateFileSystem {fs_id}")
+        return False
+    if not fsx.matches(found, req.file_system):
+        raise FeatureFailure(
+            "FileSystemNotChanged",
+            f"file system {found.file_system_id} is {found.storage_capacity} GiB {found.deployment_type} "
+            f"({found.per_unit_storage_throughput} MB/s/TiB); it is not changed here: turn fsx off, then on again",
+        )
+    if found.lifecycle == "FAILED":
+        raise FeatureFailure("FileSystemFailed", found.failure or f"file system {found.file_system_id} FAILED")
+    if found.lifecycle != "AVAILABLE" or fo.kubernetes is None:
+        return False
+    if not claim_names() <= fo.kubernetes:
+        kube = _kube()
+        dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+        for obj in fsx.claim_objects(found):
+            kube.apply(dyn, obj)
+            ns = obj["metadata"].get("namespace")
+            actions.append(f"apply {obj['kind']}/{ns + '/' if ns else ''}{obj['metadata']['name']}")
+    return True
+
+
+def _remove_file_system(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
+    """One round toward no fsx storage: the claim and volume, then DeleteFileSystem (AVAILABLE or FAILED ones;
+    a CREATING one is waited for), then (once the file system is gone) its security group. True when gone."""
+    fo = ctx.obs.features[spec.key]
+    if fo.kubernetes:
+        kube = _kube()
+        dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+        for ref in sorted(fo.kubernetes, key=lambda r: not r.startswith("PersistentVolumeClaim/")):
+            kind, _, rest = ref.partition("/")
+            namespace, _, name = rest.rpartition("/")
+            if kube.delete(dyn, "v1", kind, name, namespace or None):
+                actions.append(f"delete {ref}")
+    if fo.file_systems:
+        deletable = [f for f in fo.file_systems if f.lifecycle in fsx.DELETABLE]
+        fsx.delete_file_systems(ctx.rt.client("fsx"), deletable)
+        actions += [f"DeleteFileSystem {f.file_system_id}" for f in deletable]
+        return False
+    if fo.security_group is not None:
+        if not fsx.delete_security_group(ctx.rt.client("ec2"), fo.security_group):
+            return False
+        actions.append(f"DeleteSecurityGroup {fo.security_group}")
     return True
 
 
@@ -485,6 +594,7 @@ def _delete_own_associations(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -
 def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
     """One round of writes toward "off"; True when nothing the feature created is left."""
     obs = ctx.obs
+    storage_gone = _remove_file_system(ctx, spec, actions) if spec.lustre else True
     primary_gone = True
     if spec.addon:
         primary = obs.addons[spec.addon]
@@ -517,7 +627,33 @@ def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
         _delete_tls_bucket(ctx, fo.tls_bucket, actions)
     for dep in spec.requires:
         _release(ctx, obs.addons[dep], spec.key, actions)
-    return setting_off and associations_gone
+    return setting_off and associations_gone and storage_gone
+
+
+def _converge_operator(ctx: _Ctx, spec: FeatureSpec, enabled: bool, actions: list[str]) -> bool:
+    """kubeRay: server-side apply the operator objects that are missing (on), or delete the ones left, in reverse
+    order (off); True when Kubernetes already matched (nothing written this round)."""
+    fo = ctx.obs.features[spec.key]
+    if fo.kubernetes is None:
+        return False
+    kube = _kube()
+    objects = kuberay.operator_objects()
+    if enabled:
+        missing = [o for o in objects if kuberay.object_ref(o) not in fo.kubernetes]
+        if missing:
+            dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+            for obj in missing:
+                kube.apply(dyn, obj)
+                actions.append(f"apply {kuberay.object_ref(obj)}")
+        return not missing
+    left = [o for o in reversed(objects) if kuberay.object_ref(o) in fo.kubernetes]
+    if left:
+        dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
+        for obj in left:
+            meta = obj["metadata"]
+            if kube.delete(dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")):
+                actions.append(f"delete {kuberay.object_ref(obj)}")
+    return not fo.kubernetes
 
 
 def converge(rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterObservation) -> tuple[bool, list[str]]:
@@ -533,7 +669,10 @@ def converge(rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterO
     spec = FEATURES[key]
     ctx = _Ctx(rt, tag, obs)
     actions: list[str] = []
-    done = _converge_on(ctx, spec, req, actions) if req.enabled else _converge_off(ctx, spec, actions)
+    if spec.operator_objects:
+        done = _converge_operator(ctx, spec, req.enabled, actions)
+    else:
+        done = _converge_on(ctx, spec, req, actions) if req.enabled else _converge_off(ctx, spec, actions)
     return done and not actions, actions
 
 
@@ -600,7 +739,7 @@ def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
     features and each feature's outcome on the operation. Idempotent: a redelivered task finds the writes made.
     """
     request, results = _request(rt, p)
-    obs = observe(rt, p.cluster_tag)
+    obs = observe(rt, p.cluster_tag, kubernetes=_reads_kubernetes(request))
     to_change, same = plan(request, obs)
     wanted = requested(request)
     for key in same:
@@ -620,6 +759,11 @@ def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
     return StepResult(status=_summary(results))
 
 
+def _reads_kubernetes(request: UpdateFeaturesRequest) -> bool:
+    """The request names a feature that creates Kubernetes objects of its own (the workflow reads them back)."""
+    return any(key in KUBERNETES_KINDS for key in requested(request))
+
+
 def _summary(results: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v['result']}" for k, v in sorted(results.items()))
 
@@ -634,7 +778,7 @@ def check_features(rt: Runtime, p: StepPayload) -> PollResult:
     request, results = _request(rt, p)
     pending = [k for k, v in results.items() if v.get("result") == FeatureResult.PENDING.value]
     if pending:
-        obs = observe(rt, p.cluster_tag)
+        obs = observe(rt, p.cluster_tag, kubernetes=_reads_kubernetes(request))
         wanted = requested(request)
         for key in pending:
             _round(rt, p.cluster_tag, key, wanted[key], obs, results[key])

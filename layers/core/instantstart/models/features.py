@@ -8,7 +8,7 @@ objects). ``PATCH`` takes only the features to change (an explicit diff): a feat
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -54,6 +54,74 @@ class TieredCheckpointingRequest(ApiModel):
     )
 
 
+LUSTRE_DEPLOYMENT_TYPES = ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+LustreDeploymentType = Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
+
+
+class LustreFileSystemRequest(ApiModel):
+    """``fsx.fileSystem``: a new FSx for Lustre file system (CreateFileSystem ``FileSystemType=LUSTRE``) in the
+    cluster's compute subnet, exposed to pods as PersistentVolumeClaim ``fsx-claim`` in namespace ``default``.
+
+    Member names are those of FSx ``CreateFileSystem`` / ``LustreConfiguration``
+    (https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html); the combinations FSx accepts
+    are checked before anything is written (:func:`instantstart.features.fsx.file_system_errors`).
+    """
+
+    storage_capacity: int = Field(
+        strict=True,
+        ge=1200,
+        le=524_160,
+        description="StorageCapacity in GiB: 1200 or a multiple of 2400 (SCRATCH_1 also 3600).",
+        examples=[1200],
+    )
+    deployment_type: LustreDeploymentType = Field(
+        default="PERSISTENT_2",
+        description="LustreConfiguration.DeploymentType: SCRATCH_1, SCRATCH_2, PERSISTENT_1 or PERSISTENT_2.",
+        examples=["PERSISTENT_2"],
+    )
+    per_unit_storage_throughput: int | None = Field(
+        default=None,
+        strict=True,
+        description="LustreConfiguration.PerUnitStorageThroughput in MB/s per TiB: PERSISTENT_1 50, 100 or 200; "
+        "PERSISTENT_2 125, 250, 500 or 1000 (default 125); not allowed for SCRATCH types.",
+        examples=[250],
+    )
+
+
+class FsxRequest(ApiModel):
+    """``fsx`` in ``PATCH /clusters/{clusterTag}/features``: the FSx for Lustre CSI driver and, optionally, a new
+    file system with its static PersistentVolume and claim ``fsx-claim``."""
+
+    enabled: bool = Field(
+        strict=True,
+        description="true installs the aws-fsx-csi-driver add-on (and the file system when fileSystem is given); "
+        "false removes the claim, the file system, its security group, the add-on and its role.",
+    )
+    version: str | None = Field(
+        default=None,
+        pattern=ADDON_VERSION_PATTERN,
+        max_length=100,
+        description="Pin the aws-fsx-csi-driver add-on version (offered for the cluster's Kubernetes version).",
+        examples=["v1.5.0-eksbuild.1"],
+        json_schema_extra=pattern_rule(ADDON_VERSION_RULE),
+    )
+    file_system: LustreFileSystemRequest | None = Field(
+        default=None,
+        description="Create a new FSx for Lustre file system (only with enabled true); left out, a file system "
+        "created earlier is not touched.",
+    )
+
+
+class KubeRayRequest(ApiModel):
+    """``kubeRay`` in ``PATCH /clusters/{clusterTag}/features``: the KubeRay operator at the pinned version."""
+
+    enabled: bool = Field(
+        strict=True,
+        description="true applies the operator's objects; false deletes them (and, with the CRDs, every RayCluster, "
+        "RayJob and RayService).",
+    )
+
+
 class UpdateFeaturesRequest(ApiModel):
     """Body of ``PATCH /clusters/{clusterTag}/features``: only the features given act (an explicit diff).
 
@@ -75,6 +143,14 @@ class UpdateFeaturesRequest(ApiModel):
     )
     tiered_checkpointing: TieredCheckpointingRequest | None = Field(
         default=None, description="HyperPod TieredStorageConfig and the identity training pods use with it."
+    )
+    kube_ray: KubeRayRequest | None = Field(
+        default=None, description="The KubeRay operator (namespace kuberay-system, RBAC, ray.io CRDs, Deployment)."
+    )
+    fsx: FsxRequest | None = Field(
+        default=None,
+        description="EKS add-on aws-fsx-csi-driver with its role; optionally a new FSx for Lustre file system "
+        "and PersistentVolumeClaim fsx-claim.",
     )
 
     def wire(self) -> dict[str, Any]:
@@ -143,6 +219,26 @@ class InstalledAssociation(ApiModel):
     association_id: str = Field(description="EKS association id.", examples=["a-0123456789abcdef0"])
 
 
+class InstalledFileSystem(ApiModel):
+    """An FSx for Lustre file system a feature created (FSx DescribeFileSystems)."""
+
+    file_system_id: str = Field(description="FSx file system id.", examples=["fs-0123456789abcdef0"])
+    lifecycle: str = Field(description="FSx Lifecycle: CREATING, AVAILABLE, DELETING, FAILED.", examples=["AVAILABLE"])
+    storage_capacity: int = Field(description="StorageCapacity in GiB.", examples=[1200])
+    deployment_type: str | None = Field(
+        default=None, description="LustreConfiguration.DeploymentType.", examples=["PERSISTENT_2"]
+    )
+    per_unit_storage_throughput: int | None = Field(
+        default=None, description="LustreConfiguration.PerUnitStorageThroughput (MB/s/TiB)."
+    )
+    dns_name: str | None = Field(
+        default=None,
+        description="DNSName the Lustre client mounts.",
+        examples=["fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com"],
+    )
+    mount_name: str | None = Field(default=None, description="LustreConfiguration.MountName.", examples=["abcdefgh"])
+
+
 class FeatureState(ApiModel):
     """One feature in ``GET /clusters/{clusterTag}/features``: observed from AWS now, plus what was last applied."""
 
@@ -169,6 +265,12 @@ class FeatureState(ApiModel):
         examples=[["CustomResourceDefinition/hyperpodpytorchjobs.sagemaker.amazonaws.com"]],
     )
     buckets: list[str] = Field(default_factory=list, description="S3 buckets it created.")
+    file_systems: list[InstalledFileSystem] = Field(
+        default_factory=list, description="FSx for Lustre file systems it created (fsx), as FSx reports them."
+    )
+    security_groups: list[str] = Field(
+        default_factory=list, description="EC2 security groups it created (fsx: Lustre traffic to the file system)."
+    )
 
 
 class FeatureList(ApiModel):

@@ -4,8 +4,9 @@ Create steps: ``create_addons`` (every add-on requested at once: EKS installs th
 ``apply_hyperpod_prerequisites``, then the wait ``check_addons``: only what HyperPod needs before
 nodes join (the pod identity agent, a DaemonSet) must be ACTIVE; add-ons whose workloads are
 Deployments only need to exist without failing, and ``verify`` checks them after nodes joined.
-Teardown step: poll ``delete_addons`` (then pod identity associations, the storage role and the roles and bucket
-of managed features).
+Teardown step: poll ``delete_addons`` (with the FSx file systems and security group of the ``fsx`` feature, which
+must be gone before the network teardown; then pod identity associations, the storage role and the roles and
+bucket of managed features).
 """
 
 from __future__ import annotations
@@ -103,9 +104,15 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
 
 # -- teardown ----------------------------------------------------------------------------------
 def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every add-on of the stage is gone; then deletes pod identity associations and the storage role."""
+    """Done once every add-on of the stage and every FSx file system of the ``fsx`` feature (then its security
+    group: :func:`instantstart.features.fsx.teardown`) is gone; then deletes pod identity associations, the storage
+    role and the features' roles and bucket."""
+    from instantstart.features import fsx  # features import the stages
+
     eks = rt.client("eks")
     name = eks_cluster_name(p.cluster_tag)
+    # an FSx file system's network interface would keep the subnet and security groups from the network teardown
+    storage = fsx.teardown(rt, p.cluster_tag)
     remaining = []
     for addon in ADDONS:
         try:
@@ -117,10 +124,12 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         remaining.append(addon.name)
         if found["status"] != "DELETING":
             eks.delete_addon(clusterName=name, addonName=addon.name)
-    if remaining:
-        return PollResult(done=False, status=f"deleting {', '.join(remaining)}")
+    if remaining or storage:
+        return PollResult(done=False, status=f"deleting {', '.join(remaining + storage)}")
     try:
         for assoc in eks.list_pod_identity_associations(clusterName=name)["associations"]:
+            if assoc.get("ownerArn"):  # an add-on's (a feature's add-on): EKS refuses; it goes with the cluster
+                continue
             eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
     except ClientError as exc:
         if error_code(exc) not in GONE:
