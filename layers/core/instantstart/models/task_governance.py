@@ -177,7 +177,10 @@ class SchedulerConfigView(ApiModel):
     cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
     name: str = Field(description="SageMaker Name.", examples=["demo-scheduler-config"])
     cluster_scheduler_config_id: str = Field(description="ClusterSchedulerConfigId.", examples=["a1b2c3d4e5f6"])
-    cluster_scheduler_config_arn: str = Field(description="ClusterSchedulerConfigArn.")
+    cluster_scheduler_config_arn: str = Field(
+        description="ClusterSchedulerConfigArn.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster-scheduler-config/a1b2c3d4e5f6"],
+    )
     cluster_scheduler_config_version: int = Field(
         description="ClusterSchedulerConfigVersion: pass it as targetVersion to replace this version.", examples=[1]
     )
@@ -185,7 +188,11 @@ class SchedulerConfigView(ApiModel):
         description="SageMaker Status: Creating, Created, Updating, Updated, *Failed, Deleting.", examples=["Created"]
     )
     failure_reason: str | None = Field(default=None, description="SageMaker FailureReason, verbatim.")
-    cluster_arn: str | None = Field(default=None, description="The HyperPod cluster's ARN (ClusterArn).")
+    cluster_arn: str | None = Field(
+        default=None,
+        description="The HyperPod cluster's ARN (ClusterArn).",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/a1b2c3d4e5f6"],
+    )
     scheduler_config: SchedulerConfig | None = Field(default=None, description="SchedulerConfig.")
     description: str | None = Field(default=None, description="Description.")
     managed: bool = Field(description="True when this control plane created it (ownership tags).")
@@ -372,13 +379,19 @@ class ComputeQuotaView(ApiModel):
     cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
     name: str = Field(description="SageMaker Name (the path's computeQuotaName).", examples=["demo-research"])
     compute_quota_id: str = Field(description="ComputeQuotaId.", examples=["a1b2c3d4e5f6"])
-    compute_quota_arn: str = Field(description="ComputeQuotaArn.")
+    compute_quota_arn: str = Field(
+        description="ComputeQuotaArn.", examples=["arn:aws:sagemaker:us-west-2:123456789012:compute-quota/a1b2c3d4e5f6"]
+    )
     compute_quota_version: int | None = Field(
         default=None, description="ComputeQuotaVersion: pass it as targetVersion to change this version.", examples=[1]
     )
     status: str = Field(description="SageMaker Status.", examples=["Created"])
     failure_reason: str | None = Field(default=None, description="SageMaker FailureReason, verbatim.")
-    cluster_arn: str | None = Field(default=None, description="The HyperPod cluster's ARN (ClusterArn).")
+    cluster_arn: str | None = Field(
+        default=None,
+        description="The HyperPod cluster's ARN (ClusterArn).",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/a1b2c3d4e5f6"],
+    )
     compute_quota_config: ComputeQuotaConfig | None = Field(default=None, description="ComputeQuotaConfig.")
     compute_quota_target: ComputeQuotaTarget | None = Field(default=None, description="ComputeQuotaTarget.")
     activation_state: str | None = Field(default=None, description="ActivationState.", examples=["Enabled"])
