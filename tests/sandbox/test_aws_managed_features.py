@@ -445,8 +445,10 @@ def test_given_task_governance_resources_then_their_tags_list_and_the_hyperpod_c
         sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
     assert _code(still_deleting) == "ValidationException"
     wait_for(
-        lambda: not sm.list_compute_quotas(ClusterArn=arn)["ComputeQuotaSummaries"]
-        and not sm.list_cluster_scheduler_configs(ClusterArn=arn)["ClusterSchedulerConfigSummaries"]
+        lambda: (
+            not sm.list_compute_quotas(ClusterArn=arn)["ComputeQuotaSummaries"]
+            and not sm.list_cluster_scheduler_configs(ClusterArn=arn)["ClusterSchedulerConfigSummaries"]
+        )
     )
     sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
     assert sm.describe_cluster(ClusterName=hyperpod.hyperpod_cluster_name)["ClusterStatus"] == "Deleting"
