@@ -68,12 +68,9 @@ from instantstart.models.nodes import (
 from instantstart.models.operation import OperationId, OperationList, OperationView
 from instantstart.models.task_governance import (
     COMPUTE_QUOTA_NAME_PATTERN,
-    ComputeQuotaConfig,
     ComputeQuotaList,
-    ComputeQuotaTarget,
     ComputeQuotaView,
     PutSchedulerConfigRequest,
-    SchedulerConfig,
     SchedulerConfigView,
     UpdateComputeQuotaRequest,
 )
@@ -598,7 +595,7 @@ INSTANCE_GROUPS_SCHEMA = output_schema(InstanceGroupList)
 
 # -- task governance --------------------------------------------------------------------------------------
 SchedulerConfigParam = Annotated[
-    SchedulerConfig,
+    dict[str, Any],
     Field(
         description="The cluster policy (required): priorityClasses [{name, weight 0-100}] (0-10, unique names), "
         "fairShare Enabled|Disabled, idleResourceSharing Enabled|Disabled (SageMaker SchedulerConfig).",
@@ -613,7 +610,7 @@ GovernanceTargetVersionParam = Annotated[
     ),
 ]
 ComputeQuotaConfigParam = Annotated[
-    ComputeQuotaConfig,
+    dict[str, Any],
     Field(
         description="What the team is guaranteed (required): computeQuotaResources [{instanceType, count}], "
         "resourceSharingConfig {strategy Lend|DontLend|LendAndBorrow, borrowLimit}, preemptTeamTasks "
@@ -621,15 +618,17 @@ ComputeQuotaConfigParam = Annotated[
     ),
 ]
 ComputeQuotaTargetParam = Annotated[
-    ComputeQuotaTarget,
-    Field(description="The team (required): teamName (namespace hyperpod-ns-<teamName>), fairShareWeight 0-100."),
+    dict[str, Any],
+    Field(
+        description="The team (required): teamName (namespace hyperpod-ns-<teamName>), fairShareWeight 0-100.",
+    ),
 ]
 ComputeQuotaConfigChangeParam = Annotated[
-    ComputeQuotaConfig | None,
+    dict[str, Any] | None,
     Field(default=None, description="New ComputeQuotaConfig (default: none, unchanged)."),
 ]
 ComputeQuotaTargetChangeParam = Annotated[
-    ComputeQuotaTarget | None,
+    dict[str, Any] | None,
     Field(default=None, description="New fairShareWeight with the same teamName (default: none, unchanged)."),
 ]
 ActivationStateParam = Annotated[

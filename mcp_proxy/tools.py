@@ -917,7 +917,7 @@ class InstantStartTools:
         verbatim). Write tool: needs --allow-write.
         """
         self._require_write("scheduler_config_put")
-        body: dict[str, Any] = {"schedulerConfig": schedulerConfig.to_api()}
+        body: dict[str, Any] = {"schedulerConfig": schedulerConfig}
         if targetVersion is not None:
             body["targetVersion"] = targetVersion
         return self._call(lambda client: client.put_scheduler_config(clusterTag, _without_nulls(body)))
@@ -942,7 +942,7 @@ class InstantStartTools:
         --allow-write.
         """
         self._require_write("compute_quota_create")
-        body = {"computeQuotaConfig": computeQuotaConfig.to_api(), "computeQuotaTarget": computeQuotaTarget.to_api()}
+        body = {"computeQuotaConfig": computeQuotaConfig, "computeQuotaTarget": computeQuotaTarget}
         return self._call(
             lambda client: client.create_compute_quota(clusterTag, _without_nulls(body), idempotency_key=idempotencyKey)
         )
@@ -964,9 +964,9 @@ class InstantStartTools:
         self._require_write("compute_quota_update")
         body: dict[str, Any] = {}
         if computeQuotaConfig is not None:
-            body["computeQuotaConfig"] = computeQuotaConfig.to_api()
+            body["computeQuotaConfig"] = computeQuotaConfig
         if computeQuotaTarget is not None:
-            body["computeQuotaTarget"] = computeQuotaTarget.to_api()
+            body["computeQuotaTarget"] = computeQuotaTarget
         if activationState is not None:
             body["activationState"] = activationState
         if targetVersion is not None:
