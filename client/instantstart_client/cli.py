@@ -1124,7 +1124,11 @@ def _governance_wait(
         if current is not None:
             status = str(current.get("status"))
             if status.endswith("Failed"):
-                state.err_console.print(f"{current.get('name')} {status}: {current.get('failureReason') or ''}")
+                state.err_console.print(
+                    f"{current.get('name')} {status}: {current.get('failureReason') or ''}",
+                    markup=False,
+                    soft_wrap=True,
+                )
                 raise typer.Exit(EXIT_OPERATION_FAILED)
             if not gone and status in GOVERNANCE_SETTLED:
                 return current
