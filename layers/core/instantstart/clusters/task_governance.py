@@ -424,7 +424,7 @@ def get_compute_quota(rt: Runtime, tag: str, name: str) -> ComputeQuotaView:
 
 def _same_quota(described: dict[str, Any], params: dict[str, Any]) -> bool:
     """True when a described quota already is what a create asks (a retried create)."""
-    return (
+    return bool(
         described.get("ComputeQuotaConfig") == params["ComputeQuotaConfig"]
         and described.get("ComputeQuotaTarget") == params["ComputeQuotaTarget"]
         and (described.get("ActivationState") or "Enabled") == params["ActivationState"]
