@@ -66,6 +66,14 @@ from instantstart.models.nodes import (
     RebootOrReplaceNodesRequest,
 )
 from instantstart.models.operation import OperationId, OperationList, OperationView
+from instantstart.models.task_governance import (
+    COMPUTE_QUOTA_NAME_PATTERN,
+    ComputeQuotaList,
+    ComputeQuotaView,
+    PutSchedulerConfigRequest,
+    SchedulerConfigView,
+    UpdateComputeQuotaRequest,
+)
 
 _CONSTRAINT_KEYS = (
     "type",
@@ -613,6 +621,60 @@ FeaturesParam = Annotated[
     ),
 ]
 
+# -- task governance --------------------------------------------------------------------------------------
+SchedulerConfigParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The cluster policy (required): priorityClasses [{name, weight 0-100}] (0-10, unique names), "
+        "fairShare Enabled|Disabled, idleResourceSharing Enabled|Disabled (SageMaker SchedulerConfig).",
+    ),
+]
+GovernanceTargetVersionParam = Annotated[
+    Annotated[int, advertised_constraints(api_constraints(PutSchedulerConfigRequest, "targetVersion"))] | None,
+    Field(
+        default=None,
+        description="The version you read (clusterSchedulerConfigVersion / computeQuotaVersion; default: none, the "
+        "current one): the change is refused with 409 if it changed since.",
+    ),
+]
+ComputeQuotaConfigParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="What the team is guaranteed (required): computeQuotaResources [{instanceType, count}], "
+        "resourceSharingConfig {strategy Lend|DontLend|LendAndBorrow, borrowLimit}, preemptTeamTasks "
+        "Never|LowerPriority (SageMaker ComputeQuotaConfig).",
+    ),
+]
+ComputeQuotaTargetParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The team (required): teamName (namespace hyperpod-ns-<teamName>), fairShareWeight 0-100.",
+    ),
+]
+ComputeQuotaConfigChangeParam = Annotated[
+    dict[str, Any] | None,
+    Field(default=None, description="New ComputeQuotaConfig (default: none, unchanged)."),
+]
+ComputeQuotaTargetChangeParam = Annotated[
+    dict[str, Any] | None,
+    Field(default=None, description="New fairShareWeight with the same teamName (default: none, unchanged)."),
+]
+ActivationStateParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(UpdateComputeQuotaRequest, "activationState"))] | None,
+    Field(default=None, description="Enabled or Disabled (default: none, unchanged)."),
+]
+ComputeQuotaNameParam = Annotated[
+    str,
+    advertised(
+        "Compute quota name (required, no default), <clusterTag>-<teamName> for quotas created here; get it from "
+        "compute_quota_list.",
+        {"pattern": COMPUTE_QUOTA_NAME_PATTERN, "maxLength": 63},
+    ),
+]
+SCHEDULER_CONFIG_SCHEMA = output_schema(SchedulerConfigView)
+COMPUTE_QUOTA_SCHEMA = output_schema(ComputeQuotaView)
+COMPUTE_QUOTAS_SCHEMA = output_schema(ComputeQuotaList)
+
 __all__ = [
     "CAPACITY_TYPES",
     "EVENTS_DEFAULT_PAGE_SIZE",
@@ -624,12 +686,19 @@ __all__ = [
     "WAIT_MIN_SECONDS",
     "WAIT_PER_CALL_MAX_SECONDS",
     "WAIT_RECOMMENDED",
+    "ActivationStateParam",
     "AvailabilityZoneParam",
     "ClusterTagParam",
+    "ComputeQuotaConfigChangeParam",
+    "ComputeQuotaConfigParam",
+    "ComputeQuotaNameParam",
+    "ComputeQuotaTargetChangeParam",
+    "ComputeQuotaTargetParam",
     "EventLevelParam",
     "EventsInstanceGroupParam",
     "EventsMaxResultsParam",
     "EventsNextTokenParam",
+    "GovernanceTargetVersionParam",
     "IdempotencyKeyParam",
     "InstanceGroupInput",
     "InstanceGroupsParam",
@@ -641,6 +710,7 @@ __all__ = [
     "OperationIdParam",
     "OperationsMaxResultsParam",
     "OperationsNextTokenParam",
+    "SchedulerConfigParam",
     "StageParam",
     "WaitSecondsParam",
     "api_constraints",

@@ -35,17 +35,24 @@ from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationE
 from instantstart_client.shapes import InstanceGroupSpec
 from mcp_proxy import schemas
 from mcp_proxy.schemas import (
+    ActivationStateParam,
     AutoScalingEnabledParam,
     AutoScalingGroupsParam,
     AutoScalingLimitsParam,
     AvailabilityZoneParam,
     ClusterTagParam,
+    ComputeQuotaConfigChangeParam,
+    ComputeQuotaConfigParam,
+    ComputeQuotaNameParam,
+    ComputeQuotaTargetChangeParam,
+    ComputeQuotaTargetParam,
     ConsolidateAfterParam,
     DeleteNodeIdsParam,
     EventLevelParam,
     EventsInstanceGroupParam,
     EventsMaxResultsParam,
     EventsNextTokenParam,
+    GovernanceTargetVersionParam,
     HealthCheckGroupsParam,
     HyperPodOperationIdParam,
     HyperPodOperationStatusParam,
@@ -67,6 +74,7 @@ from mcp_proxy.schemas import (
     OperationIdParam,
     OperationsMaxResultsParam,
     OperationsNextTokenParam,
+    SchedulerConfigParam,
     StageParam,
     WaitSecondsParam,
 )
@@ -105,6 +113,12 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "UpdateAutoScaling": "autoscaling_update",
     "GetClusterFeatures": "cluster_get_features",
     "UpdateClusterFeatures": "cluster_update_features",
+    "GetSchedulerConfig": "scheduler_config_get",
+    "PutSchedulerConfig": "scheduler_config_put",
+    "ListComputeQuotas": "compute_quota_list",
+    "CreateComputeQuota": "compute_quota_create",
+    "UpdateComputeQuota": "compute_quota_update",
+    "DeleteComputeQuota": "compute_quota_delete",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -125,6 +139,10 @@ WRITE_TOOLS = frozenset(
         "cluster_start_health_check",
         "autoscaling_update",
         "cluster_update_features",
+        "scheduler_config_put",
+        "compute_quota_create",
+        "compute_quota_update",
+        "compute_quota_delete",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -200,6 +218,15 @@ def _write(name: str, title: str, schema: dict[str, Any], *, destructive: bool, 
         open_world_hint=True,
     )
     return ToolSpec(name, title, schema, hints)
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without null members (the API reads a missing member as "not given")."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
@@ -278,6 +305,36 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         idempotent=True,
     ),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
+    _read("scheduler_config_get", "Get the task governance scheduler config", schemas.SCHEDULER_CONFIG_SCHEMA),
+    _write(
+        "scheduler_config_put",
+        "Create or replace the scheduler config",
+        schemas.SCHEDULER_CONFIG_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _read("compute_quota_list", "List a cluster's compute quotas", schemas.COMPUTE_QUOTAS_SCHEMA),
+    _write(
+        "compute_quota_create",
+        "Create a team's compute quota",
+        schemas.COMPUTE_QUOTA_SCHEMA,
+        destructive=False,
+        idempotent=True,
+    ),
+    _write(
+        "compute_quota_update",
+        "Change a team's compute quota",
+        schemas.COMPUTE_QUOTA_SCHEMA,
+        destructive=True,
+        idempotent=False,
+    ),
+    _write(
+        "compute_quota_delete",
+        "Delete a team's compute quota",
+        schemas.COMPUTE_QUOTA_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
 )
 """Every tool, in the order they are listed."""
 
@@ -939,6 +996,120 @@ class InstantStartTools:
             message = f"Waited {target} s; check the status now (operation_get or cluster_get_stages)."
         return ok(
             {"waitedSeconds": target, "requestedSeconds": seconds, "remainingSeconds": remaining, "message": message}
+        )
+
+    # -- task governance ------------------------------------------------------------------------------
+
+    def scheduler_config_get(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Get the cluster's task governance scheduler config (GET /clusters/{clusterTag}/scheduler-config):
+        priority classes, fair share, version and SageMaker's status (Creating, Created, Updating, Updated, *Failed
+        with failureReason). 404 SchedulerConfigNotFound when there is none. Read-only.
+        """
+        return self._call(lambda client: client.get_scheduler_config(clusterTag))
+
+    def scheduler_config_put(
+        self,
+        clusterTag: ClusterTagParam,
+        schedulerConfig: SchedulerConfigParam,
+        targetVersion: GovernanceTargetVersionParam = None,
+    ) -> CallToolResult:
+        """Create or replace the cluster's scheduler config (PUT /clusters/{clusterTag}/scheduler-config).
+
+        Needs the taskGovernance feature (409 FeatureNotEnabled names it and PATCH /clusters/{clusterTag}/features).
+        Show the user the current policy first (scheduler_config_get) and pass its clusterSchedulerConfigVersion as
+        targetVersion: a 409 ConflictException means someone changed it meanwhile. The answer is Creating/Updating:
+        poll scheduler_config_get with wait_seconds until Created/Updated (report a *Failed failureReason
+        verbatim). Write tool: needs --allow-write.
+        """
+        self._require_write("scheduler_config_put")
+        body: dict[str, Any] = {"schedulerConfig": schedulerConfig}
+        if targetVersion is not None:
+            body["targetVersion"] = targetVersion
+        return self._call(lambda client: client.put_scheduler_config(clusterTag, _without_nulls(body)))
+
+    def compute_quota_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """List the cluster's compute quotas (GET /clusters/{clusterTag}/compute-quotas): per team its resources,
+        sharing strategy, fair-share weight, version and status. Read-only.
+        """
+        return self._call(lambda client: client.list_compute_quotas(clusterTag))
+
+    def compute_quota_create(
+        self,
+        clusterTag: ClusterTagParam,
+        computeQuotaConfig: ComputeQuotaConfigParam,
+        computeQuotaTarget: ComputeQuotaTargetParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Create a team's compute quota (POST /clusters/{clusterTag}/compute-quotas), named <clusterTag>-<teamName>.
+
+        Needs the taskGovernance feature. The team and its guaranteed instances are the user's decisions. One quota
+        per team (409). The answer is Creating: poll compute_quota_list until Created. Write tool: needs
+        --allow-write.
+        """
+        self._require_write("compute_quota_create")
+        body = {"computeQuotaConfig": computeQuotaConfig, "computeQuotaTarget": computeQuotaTarget}
+        return self._call(
+            lambda client: client.create_compute_quota(clusterTag, _without_nulls(body), idempotency_key=idempotencyKey)
+        )
+
+    def compute_quota_update(
+        self,
+        clusterTag: ClusterTagParam,
+        computeQuotaName: ComputeQuotaNameParam,
+        computeQuotaConfig: ComputeQuotaConfigChangeParam = None,
+        computeQuotaTarget: ComputeQuotaTargetChangeParam = None,
+        activationState: ActivationStateParam = None,
+        targetVersion: GovernanceTargetVersionParam = None,
+    ) -> CallToolResult:
+        """Change a team's compute quota (PATCH /clusters/{clusterTag}/compute-quotas/{computeQuotaName}): only the
+        members given. Pass the computeQuotaVersion you showed the user as targetVersion (409 when it changed). The
+        team cannot change. The answer is Updating: poll compute_quota_list until Updated. Write tool: needs
+        --allow-write.
+        """
+        self._require_write("compute_quota_update")
+        body: dict[str, Any] = {}
+        if computeQuotaConfig is not None:
+            body["computeQuotaConfig"] = computeQuotaConfig
+        if computeQuotaTarget is not None:
+            body["computeQuotaTarget"] = computeQuotaTarget
+        if activationState is not None:
+            body["activationState"] = activationState
+        if targetVersion is not None:
+            body["targetVersion"] = targetVersion
+        return self._call(
+            lambda client: client.update_compute_quota(clusterTag, computeQuotaName, _without_nulls(body))
+        )
+
+    def compute_quota_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        computeQuotaName: ComputeQuotaNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again (required, no default), exactly as the user typed it to confirm "
+                "deleting the quota; the call is refused unless it equals clusterTag. Never fill it in without the "
+                "user's explicit confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete a team's compute quota (DELETE /clusters/{clusterTag}/compute-quotas/{computeQuotaName}); its
+        team queues go with it and the team's tasks lose their guarantee.
+
+        Destructive: show the user the quota (compute_quota_list) and ask them to confirm by typing the cluster tag;
+        pass it as confirmClusterTag. Poll compute_quota_list until it is gone. Write tool: needs --allow-write.
+        """
+        self._require_write("compute_quota_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"compute_quota_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal clusterTag "
+                f"{clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting compute quota "
+                f"{computeQuotaName!r} of {clusterTag!r} by typing the cluster tag, then call compute_quota_delete "
+                "again with confirmClusterTag set to exactly what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_compute_quota(clusterTag, computeQuotaName, idempotency_key=idempotencyKey)
         )
 
     # -- publishing -----------------------------------------------------------------------------------

@@ -741,6 +741,76 @@ class InstantStartClient:
         out = self.request("PATCH", path, body=dict(features), headers=self._idempotency_headers(idempotency_key))
         return dict(out)
 
+    # -- task governance -------------------------------------------------------------------------------
+    def get_scheduler_config(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/scheduler-config``: the cluster policy as SageMaker describes it now.
+
+        Returns:
+            ``{"clusterTag", "name", "clusterSchedulerConfigId", "clusterSchedulerConfigVersion", "status",
+            "failureReason", "schedulerConfig": {"priorityClasses", "fairShare", ...}, "managed", ...}``.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound`` or ``SchedulerConfigNotFound``.
+        """
+        return cast(dict[str, Any], self.request("GET", f"/clusters/{self._segment(cluster_tag)}/scheduler-config"))
+
+    def put_scheduler_config(self, cluster_tag: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``PUT /clusters/{clusterTag}/scheduler-config``: create or replace the cluster policy (202, Creating).
+
+        Args:
+            body: ``{"schedulerConfig": {"priorityClasses": [{"name", "weight"}], "fairShare"}, "targetVersion"?}``.
+
+        Raises:
+            ApiError: 409 ``FeatureNotEnabled`` (taskGovernance off), ``ConflictException`` (stale targetVersion, still
+                settling); 422 a field breaks its rule.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/scheduler-config"
+        return cast(dict[str, Any], self.request("PUT", path, body=dict(body)))
+
+    def list_compute_quotas(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/compute-quotas``: ``{"clusterTag", "computeQuotas": [...]}``.
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound``.
+        """
+        return cast(dict[str, Any], self.request("GET", f"/clusters/{self._segment(cluster_tag)}/compute-quotas"))
+
+    def create_compute_quota(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/compute-quotas``: a team's quota, named ``<clusterTag>-<teamName>`` (202).
+
+        Raises:
+            ApiError: 409 ``FeatureNotEnabled``, ``ConflictException`` (the team has a quota),
+                ``ComputeQuotaAlreadyExists``; 422 a field breaks its rule.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas"
+        answer = self.request("POST", path, body=dict(body), headers=self._idempotency_headers(idempotency_key))
+        return cast(dict[str, Any], answer)
+
+    def update_compute_quota(
+        self, cluster_tag: str, compute_quota_name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``PATCH /clusters/{clusterTag}/compute-quotas/{computeQuotaName}``: change the members given (202).
+
+        Raises:
+            ApiError: 404 unknown quota; 409 ``ConflictException`` (stale targetVersion), ``ImmutableField``
+                (teamName), ``NotManaged``; 422 a field breaks its rule.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas/{self._segment(compute_quota_name)}"
+        return cast(dict[str, Any], self.request("PATCH", path, body=dict(body)))
+
+    def delete_compute_quota(
+        self, cluster_tag: str, compute_quota_name: str, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``DELETE /clusters/{clusterTag}/compute-quotas/{computeQuotaName}``: the quota, Deleting (202).
+
+        Raises:
+            ApiError: 404 unknown quota; 409 ``NotManaged``.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas/{self._segment(compute_quota_name)}"
+        return cast(dict[str, Any], self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key)))
+
     def list_availability_zones(self) -> list[AvailabilityZone]:
         """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""
         answer = self.request("GET", "/catalog/availability-zones")

@@ -32,6 +32,9 @@ HP_OPERATIONS = "/clusters/{clusterTag}/hyperpod-operations"
 HP_OPERATION = "/clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}"
 AUTOSCALING = "/clusters/{clusterTag}/autoscaling"
 FEATURES = "/clusters/{clusterTag}/features"
+POLICY = "/clusters/{clusterTag}/scheduler-config"
+QUOTAS = "/clusters/{clusterTag}/compute-quotas"
+QUOTA = "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
@@ -111,6 +114,24 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("hyperpod_operation_list", "type"): ("GET", HP_OPERATIONS, "query", "type"),
     ("hyperpod_operation_get", "clusterTag"): ("GET", HP_OPERATION, "path", "clusterTag"),
     ("hyperpod_operation_get", "operationId"): ("GET", HP_OPERATION, "path", "hyperPodOperationId"),
+    ("scheduler_config_get", "clusterTag"): ("GET", POLICY, "path", "clusterTag"),
+    ("scheduler_config_put", "clusterTag"): ("PUT", POLICY, "path", "clusterTag"),
+    ("scheduler_config_put", "schedulerConfig"): ("PUT", POLICY, "body", "schedulerConfig"),
+    ("scheduler_config_put", "targetVersion"): ("PUT", POLICY, "body", "targetVersion"),
+    ("compute_quota_list", "clusterTag"): ("GET", QUOTAS, "path", "clusterTag"),
+    ("compute_quota_create", "clusterTag"): ("POST", QUOTAS, "path", "clusterTag"),
+    ("compute_quota_create", "computeQuotaConfig"): ("POST", QUOTAS, "body", "computeQuotaConfig"),
+    ("compute_quota_create", "computeQuotaTarget"): ("POST", QUOTAS, "body", "computeQuotaTarget"),
+    ("compute_quota_create", "idempotencyKey"): ("POST", QUOTAS, "header", "Idempotency-Key"),
+    ("compute_quota_update", "clusterTag"): ("PATCH", QUOTA, "path", "clusterTag"),
+    ("compute_quota_update", "computeQuotaName"): ("PATCH", QUOTA, "path", "computeQuotaName"),
+    ("compute_quota_update", "computeQuotaConfig"): ("PATCH", QUOTA, "body", "computeQuotaConfig"),
+    ("compute_quota_update", "computeQuotaTarget"): ("PATCH", QUOTA, "body", "computeQuotaTarget"),
+    ("compute_quota_update", "activationState"): ("PATCH", QUOTA, "body", "activationState"),
+    ("compute_quota_update", "targetVersion"): ("PATCH", QUOTA, "body", "targetVersion"),
+    ("compute_quota_delete", "clusterTag"): ("DELETE", QUOTA, "path", "clusterTag"),
+    ("compute_quota_delete", "computeQuotaName"): ("DELETE", QUOTA, "path", "computeQuotaName"),
+    ("compute_quota_delete", "idempotencyKey"): ("DELETE", QUOTA, "header", "Idempotency-Key"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -126,6 +147,7 @@ MCP_ONLY = {
     ("wait_seconds", "seconds"): "a wait between polls inside the proxy; no API call",
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
     ("cluster_update_features", "features"): "the whole PATCH body (its keys are the API's feature fields)",
+    ("compute_quota_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
 }
 
 

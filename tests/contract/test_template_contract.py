@@ -60,6 +60,8 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "sagemaker:ListTrainingPlans",
         "sagemaker:SearchTrainingPlanOfferings",
     },
+    # Task governance listings (filtered by ClusterArn in the request) have no resource type.
+    "task-governance-listings": {"sagemaker:ListClusterSchedulerConfigs", "sagemaker:ListComputeQuotas"},
     # The EKS add-on catalog is a Region-wide read without a resource ARN.
     "eks-addon-catalog": {"eks:DescribeAddonVersions"},
     # Step Functions log delivery: these CloudWatch Logs actions support no resource-level permissions.

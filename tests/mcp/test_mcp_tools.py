@@ -18,6 +18,12 @@ pytestmark = pytest.mark.anyio
 
 OPENAPI = Path(__file__).resolve().parents[2] / "api_schema" / "openapi.json"
 EXPECTED_TOOLS = {
+    "scheduler_config_get",
+    "scheduler_config_put",
+    "compute_quota_list",
+    "compute_quota_create",
+    "compute_quota_update",
+    "compute_quota_delete",
     "cluster_list_all",
     "cluster_create",
     "cluster_get_status",

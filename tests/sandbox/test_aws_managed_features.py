@@ -411,3 +411,44 @@ def test_given_the_call_recorder_when_reads_and_writes_are_made_then_only_writes
     assert [c.operation for c in calls.writes("eks")] == ["CreateAddon"]
     calls.reset()
     assert calls.calls() == []
+
+
+def test_given_task_governance_resources_then_their_tags_list_and_the_hyperpod_cluster_cannot_be_deleted_until_gone(
+    server: AwsSandboxServer, sb: Client, hyperpod: Any
+) -> None:
+    sm, eks = sb("sagemaker"), sb("eks")
+    arn = hyperpod.hyperpod_cluster_arn
+    if GOVERNANCE not in eks.list_addons(clusterName=hyperpod.eks_cluster_name)["addons"]:
+        eks.create_addon(clusterName=hyperpod.eks_cluster_name, addonName=GOVERNANCE)
+    server.extension.eks.finish_addon(hyperpod.eks_cluster_name, GOVERNANCE)
+    tags = [{"Key": "instantstart:managed", "Value": "true"}]
+    created = sm.create_compute_quota(
+        Name="tagged",
+        ClusterArn=arn,
+        ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": "ml.g5.8xlarge", "Count": 1}]},
+        ComputeQuotaTarget={"TeamName": "tagged"},
+        Tags=tags,
+    )
+    assert sm.list_tags(ResourceArn=created["ComputeQuotaArn"])["Tags"] == tags
+
+    with pytest.raises(ClientError) as refused:
+        sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
+    assert _code(refused) == "ValidationException"
+    assert "tagged" in refused.value.response["Error"]["Message"]
+    assert sm.describe_cluster(ClusterName=hyperpod.hyperpod_cluster_name)["ClusterStatus"] == "InService"
+
+    for summary in sm.list_compute_quotas(ClusterArn=arn)["ComputeQuotaSummaries"]:
+        sm.delete_compute_quota(ComputeQuotaId=summary["ComputeQuotaId"])
+    for summary in sm.list_cluster_scheduler_configs(ClusterArn=arn)["ClusterSchedulerConfigSummaries"]:
+        sm.delete_cluster_scheduler_config(ClusterSchedulerConfigId=summary["ClusterSchedulerConfigId"])
+    with pytest.raises(ClientError) as still_deleting:
+        sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
+    assert _code(still_deleting) == "ValidationException"
+    wait_for(
+        lambda: (
+            not sm.list_compute_quotas(ClusterArn=arn)["ComputeQuotaSummaries"]
+            and not sm.list_cluster_scheduler_configs(ClusterArn=arn)["ClusterSchedulerConfigSummaries"]
+        )
+    )
+    sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
+    assert sm.describe_cluster(ClusterName=hyperpod.hyperpod_cluster_name)["ClusterStatus"] == "Deleting"

@@ -58,10 +58,47 @@ VALID_PATH_VALUES = {
     "operationId": "op-0123456789abcdef0123456789abcdef",
     "instanceGroupName": "accel",
     "hyperPodOperationId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+    "computeQuotaName": "demo-research",
 }
 """Valid values of the path parameters, to break one parameter at a time."""
 NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
+QUOTA_RESOURCE = {
+    "instanceType": "ml.g6.4xlarge",
+    "count": 1,
+    "accelerators": 1,
+    "vCpu": 4.0,
+    "memoryInGiB": 16.0,
+    "acceleratorPartition": {"type": "mig-1g.10gb", "count": 1},
+}
+QUOTA_CONFIG = {
+    "computeQuotaResources": [QUOTA_RESOURCE],
+    "resourceSharingConfig": {"strategy": "LendAndBorrow", "borrowLimit": 50, "absoluteBorrowLimits": [QUOTA_RESOURCE]},
+    "preemptTeamTasks": "LowerPriority",
+}
+QUOTA_TARGET = {"teamName": "research", "fairShareWeight": 10}
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("PUT", "/clusters/{clusterTag}/scheduler-config"): {
+        "schedulerConfig": {
+            "priorityClasses": [{"name": "inference", "weight": 100}],
+            "fairShare": "Enabled",
+            "idleResourceSharing": "Enabled",
+        },
+        "description": "policy",
+        "targetVersion": 1,
+    },
+    ("POST", "/clusters/{clusterTag}/compute-quotas"): {
+        "computeQuotaConfig": QUOTA_CONFIG,
+        "computeQuotaTarget": QUOTA_TARGET,
+        "activationState": "Enabled",
+        "description": "research",
+    },
+    ("PATCH", "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"): {
+        "computeQuotaConfig": QUOTA_CONFIG,
+        "computeQuotaTarget": QUOTA_TARGET,
+        "activationState": "Disabled",
+        "description": "research",
+        "targetVersion": 1,
+    },
     ("POST", "/clusters"): FULL_BODY,
     ("POST", "/clusters/{clusterTag}/instance-groups"): FULL_BODY["instanceGroups"][0],
     ("PATCH", "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"): {

@@ -205,3 +205,47 @@ def test_given_any_tag_then_the_tls_bucket_is_a_valid_name_distinct_from_storage
     assert len(name) <= 63 and name.endswith("-tls")
     assert name != storage_bucket_name(tag, "123456789012", region)
     assert all(len(feature_role_name(tag, r)) <= 64 for s in FEATURES.values() for r in s.roles)
+
+
+class _GovernanceRt:
+    """An EKS client (stubbed) and a SageMaker client that must not be called (release_owned is replaced)."""
+
+    def __init__(self, eks: Any) -> None:
+        self._eks = eks
+
+    def client(self, name: str) -> Any:
+        assert name in ("eks", "sagemaker"), name
+        return self._eks if name == "eks" else object()
+
+
+@pytest.mark.parametrize("left", [["demo-research (Deleting)"], []])
+def test_given_our_task_governance_resources_when_the_feature_is_turned_off_then_they_go_before_the_addon(
+    left: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    addon = active("amazon-sagemaker-hyperpod-taskgovernance", needers=frozenset({"taskGovernance"}))
+    obs = observation(amazon_sagemaker_hyperpod_taskgovernance=addon)
+    obs.hyperpod_cluster_arn = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abc"
+    released: list[tuple[str, str]] = []
+
+    def release_owned(sm: Any, cluster_arn: str, tag: str) -> list[str]:
+        released.append((cluster_arn, tag))
+        return left
+
+    monkeypatch.setattr(service.task_governance, "release_owned", release_owned)
+    eks = boto3.client("eks", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(eks)
+    if not left:
+        stub.add_response("delete_addon", {}, {"clusterName": "eks-cluster-demo", "addonName": addon.name})
+    ctx = service._Ctx(_GovernanceRt(eks), TAG, obs)  # type: ignore[arg-type]
+    actions: list[str] = []
+
+    with stub:  # while quotas are left no EKS call is queued: DeleteAddon would fail the test
+        done = service._converge_off(ctx, FEATURES["taskGovernance"], actions)
+
+    stub.assert_no_pending_responses()
+    assert released == [(obs.hyperpod_cluster_arn, TAG)]
+    assert done is False
+    if left:
+        assert actions == ["release task governance demo-research (Deleting)"]
+    else:
+        assert actions == [f"DeleteAddon {addon.name}"]

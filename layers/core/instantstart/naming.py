@@ -75,3 +75,13 @@ def owned_by(tags: Any, tag: str) -> bool:
     if isinstance(tags, list):
         tags = {t.get("Key"): t.get("Value") for t in tags}
     return bool(tags) and tags.get(TAG_KEY) == tag and tags.get(MANAGED_KEY) == "true"
+
+
+def scheduler_config_name(tag: str) -> str:
+    """SageMaker Name of the cluster's scheduler config (cluster policy): ``<tag>-scheduler-config``."""
+    return f"{tag}-scheduler-config"
+
+
+def compute_quota_name(tag: str, team: str) -> str:
+    """SageMaker Name of a team's compute quota on the cluster: ``<tag>-<team>`` (deterministic: retries find it)."""
+    return f"{tag}-{team}"

@@ -99,6 +99,8 @@ class ClusterObservation:
     """HyperPod ``VpcConfig.Subnets``: where the nodes, and a new FSx file system, live."""
     cluster_security_groups: tuple[str, ...] = ()
     """HyperPod ``VpcConfig.SecurityGroupIds``: the nodes' security groups (the Lustre clients)."""
+    hyperpod_cluster_arn: str | None = None
+    """HyperPod ``ClusterArn`` (None when it does not exist): the task governance resources hang off it."""
 
     def enabled(self, spec: FeatureSpec) -> bool:
         """Observed on: its add-on exists (not DELETING), or its cluster setting is ``Enable``."""
@@ -259,4 +261,5 @@ def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservatio
         vpc_id=(cluster.get("resourcesVpcConfig") or {}).get("vpcId"),
         compute_subnets=tuple(vpc_config.get("Subnets") or ()),
         cluster_security_groups=tuple(vpc_config.get("SecurityGroupIds") or ()),
+        hyperpod_cluster_arn=hp.get("ClusterArn"),
     )

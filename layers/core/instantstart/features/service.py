@@ -23,7 +23,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import changes, records, service
+from instantstart.clusters import changes, records, service, task_governance
 from instantstart.clusters.addons import (
     AddonHealth,
     create_addon,
@@ -76,6 +76,7 @@ from instantstart.models.features import (
     UpdateFeaturesRequest,
 )
 from instantstart.models.operation import OperationView
+from instantstart.models.task_governance import TASK_GOVERNANCE_FEATURE
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, storage_bucket_name, tag_list
 from instantstart.runtime import Runtime
@@ -592,8 +593,19 @@ def _delete_own_associations(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -
 
 
 def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
-    """One round of writes toward "off"; True when nothing the feature created is left."""
+    """One round of writes toward "off"; True when nothing the feature created is left.
+
+    ``taskGovernance``: the compute quotas and scheduler config this control plane created on the HyperPod cluster
+    are deleted first (:func:`instantstart.clusters.task_governance.release_owned`) and the add-on only once they
+    are gone; others' are left alone.
+    """
     obs = ctx.obs
+    if spec.key == TASK_GOVERNANCE_FEATURE and obs.hyperpod_cluster_arn:
+        # Our compute quotas and scheduler config go before the add-on that enforces them (others' stay).
+        left = task_governance.release_owned(ctx.rt.client("sagemaker"), obs.hyperpod_cluster_arn, ctx.tag)
+        if left:
+            actions.extend(f"release task governance {name}" for name in left)
+            return False
     storage_gone = _remove_file_system(ctx, spec, actions) if spec.lustre else True
     primary_gone = True
     if spec.addon:

@@ -128,6 +128,11 @@ class AwsExtension:
             self._handlers[("fsx", op)] = handler
         for op, handler in self.task_governance.handlers().items():
             self._handlers[("sagemaker", op)] = handler
+        hyperpod_list_tags = self._handlers[("sagemaker", "ListTags")]
+        self._handlers[("sagemaker", "ListTags")] = lambda req, fwd: self.task_governance.list_tags(
+            req, lambda: hyperpod_list_tags(req, fwd)
+        )
+        self.hyperpod.delete_checks.append(self.task_governance.refuse_cluster_delete)
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
             ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )

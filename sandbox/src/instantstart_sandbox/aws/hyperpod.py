@@ -233,6 +233,9 @@ class HyperPodEmulator:
         self.launch_checks: list[LaunchCheck] = []
         """Checks run before each continuous-mode launch (service quotas, training plans, ...): the first
         message returned fails the attempt like a capacity shortage (Error events, retried)."""
+        self.delete_checks: list[Callable[[str], str | None]] = []
+        """Checks run before DeleteCluster starts: (cluster ARN) -> a refusal message (ValidationException) or None
+        (task governance: a cluster with a scheduler config or compute quotas left)."""
 
     def handlers(self) -> dict[str, Callable[[AwsRequest, Callable[[], RawResponse]], Any]]:
         """Operation name -> handler."""
@@ -1196,8 +1199,14 @@ class HyperPodEmulator:
         return {"ClusterSummaries": page, **({"NextToken": token} if token else {})}
 
     def delete_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
-        """DeleteCluster: Deleting ~300 s, then gone with its Kubernetes nodes."""
+        """DeleteCluster: Deleting ~300 s, then gone with its Kubernetes nodes; refused (ValidationException) while a
+        :attr:`delete_checks` check objects (task governance resources left)."""
         cluster = self._find(req.params["ClusterName"])
+        if cluster.status != "Deleting":
+            for check in self.delete_checks:
+                refusal = check(cluster.arn)
+                if refusal:
+                    raise AwsError("ValidationException", refusal)
         with self._lock:
             if cluster.status == "Deleting":
                 return {"ClusterArn": cluster.arn}

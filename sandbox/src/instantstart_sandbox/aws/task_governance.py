@@ -390,6 +390,30 @@ class TaskGovernance:
             out["NextToken"] = str(start + size)
         return out
 
+    # -- tags and the cluster's deletion -------------------------------------------------------------
+    def list_tags(self, req: AwsRequest, forward: Callable[[], Any]) -> Any:
+        """ListTags of a scheduler config or compute quota ARN (the tags given at creation); other ARNs: ``forward``."""
+        arn = str(req.params.get("ResourceArn") or "")
+        with self._lock:
+            found = next((r for r in self._resources.values() if r.arn == arn), None)
+            if found is not None:
+                return {"Tags": [dict(t) for t in found.tags]}
+        return forward()
+
+    def refuse_cluster_delete(self, cluster_arn: str) -> str | None:
+        """DeleteCluster's check: a refusal while the cluster has a scheduler config or compute quota (even Deleting).
+
+        AWS does not document this; the sandbox models the harsher reading.
+        """
+        with self._lock:
+            left = sorted(r.name for r in self._resources.values() if r.cluster_arn == cluster_arn)
+        if not left:
+            return None
+        return (
+            f"Cluster {cluster_arn} has task governance resources ({', '.join(left)}); delete its cluster scheduler "
+            "config and compute quotas first"
+        )
+
     # -- Kubernetes side ---------------------------------------------------------------------------
     def _kube(self, resource: GovernanceResource) -> Any | None:
         cluster = self.hyperpod._by_arn(resource.cluster_arn)

@@ -3,7 +3,7 @@
 Create steps: ``ensure_compute_subnet`` -> poll ``clear_failed_hyperpod_cluster`` ->
 ``create_hyperpod_cluster`` -> event-or-poll ``check_hyperpod_cluster`` (:mod:`instantstart.clusters.waits`:
 the State Change event wakes it, else it checks every poll interval). Teardown step: poll
-``delete_hyperpod_cluster``.
+``delete_hyperpod_cluster`` (the cluster's own task governance resources first, then the cluster).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.capacity.subnets import check_pinned_subnets, ensure_group_subnet
-from instantstart.clusters import autoscaling_role, records
+from instantstart.clusters import autoscaling_role, records, task_governance
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
@@ -394,7 +394,10 @@ def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the HyperPod cluster is gone; starts SageMaker ``DeleteCluster`` if needed (ownership checked).
 
-    Once it is gone, the managed-Karpenter ClusterRole of the cluster (ours only) is deleted with it.
+    First the task governance resources this control plane created on it (compute quotas, the scheduler config) are
+    deleted and waited for (:func:`instantstart.clusters.task_governance.release_owned`: the harsher reading, that
+    SageMaker refuses ``DeleteCluster`` while they exist); others' are left alone. Once the cluster is gone, the
+    managed-Karpenter ClusterRole of the cluster (ours only) is deleted with it.
 
     Raises:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
@@ -408,6 +411,9 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     if found["ClusterStatus"] != "Deleting":
         if not owned_by(sm.list_tags(ResourceArn=found["ClusterArn"]).get("Tags", []), p.cluster_tag):
             raise StageFailed("ClusterNotOwned", f"HyperPod cluster {name} is not managed by InstantStart")
+        governance = task_governance.release_owned(sm, str(found["ClusterArn"]), p.cluster_tag)
+        if governance:
+            return PollResult(done=False, status=f"deleting task governance first: {', '.join(governance)}")
         sm.delete_cluster(ClusterName=name)
     return PollResult(done=False, status="Deleting")
 
