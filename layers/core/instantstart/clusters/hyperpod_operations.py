@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from instantstart.clusters import page_tokens
+from instantstart.clusters import page_tokens, records
 from instantstart.clusters.events_feed import event_view
 from instantstart.clusters.nodes import NoHyperPodCluster, all_nodes, call_sagemaker, writable_cluster
 from instantstart.clusters.records import live_cluster
@@ -40,7 +40,6 @@ from instantstart.models.hyperpod_operations import (
     ScalingDetail,
     SoftwareUpdateRequest,
 )
-from instantstart.naming import hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 TOKEN_PURPOSE = "hyperpod-operations"
@@ -118,7 +117,7 @@ def update_software(rt: Runtime, tag: str, request: SoftwareUpdateRequest) -> Hy
         UpstreamUnavailable: SageMaker failed.
     """
     writable_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     params: dict[str, Any] = {"ClusterName": name}
     if request.instance_group_names:
         params["InstanceGroups"] = [{"InstanceGroupName": g} for g in request.instance_group_names]
@@ -191,7 +190,7 @@ def start_health_check(rt: Runtime, tag: str, request: HealthCheckRequest) -> Hy
         UpstreamUnavailable: SageMaker failed.
     """
     writable_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     groups = request.instance_groups
     try:
         check_group_names(
@@ -267,7 +266,7 @@ def list_operations(
             continuous provisioning: its message verbatim).
     """
     cluster = live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     listing = {
         "tag": tag,
         "generation": cluster.generation,
@@ -334,7 +333,7 @@ def get_operation(rt: Runtime, tag: str, operation_id: str) -> HyperPodOperation
         UpstreamUnavailable: SageMaker failed or refused.
     """
     live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     missing = NotFound(
         f"HyperPod operation '{operation_id}' does not exist on cluster '{tag}'",
         code="HyperPodOperationNotFound",

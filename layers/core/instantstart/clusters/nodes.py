@@ -20,7 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import page_tokens
+from instantstart.clusters import page_tokens, records
 from instantstart.clusters.records import live_cluster
 from instantstart.errors import Conflict, InvalidRequest, UpstreamUnavailable, ValidationFailed
 from instantstart.models.cluster import NodeView
@@ -34,7 +34,6 @@ from instantstart.models.nodes import (
     NodeFailure,
 )
 from instantstart.models.records import ClusterRecord
-from instantstart.naming import hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 TOKEN_PURPOSE = "cluster-nodes"
@@ -209,7 +208,7 @@ def list_cluster_nodes(
         UpstreamUnavailable: SageMaker failed.
     """
     cluster = live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     fresh_size = NODES_MAX_PAGE_SIZE if instance_group_name else max_results
     listing = {"tag": tag, "generation": cluster.generation, "group": instance_group_name}
     if next_token:
@@ -300,7 +299,7 @@ def act_on_nodes(rt: Runtime, tag: str, action: NodeAction, node_ids: list[str])
         UpstreamUnavailable: SageMaker failed.
     """
     writable_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     operation, method = _BATCH_CALLS[action]
     try:
         check_own_nodes(node_ids, (str(n["InstanceId"]) for n in all_nodes(rt, name)))

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from instantstart.models.capacity import AvailabilityZoneChange
-from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
+from instantstart.models.cluster import TIMESTAMP_EXAMPLE, RetainedResource, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
 
@@ -71,6 +71,11 @@ class OperationView(ApiModel):
         ],
     )
     error: StageError | None = Field(default=None, description="The error that ended the operation; null otherwise.")
+    retained: list[RetainedResource] | None = Field(
+        default=None,
+        description="DELETE of an imported cluster: the resources that existed before the import and are left in "
+        "place (only what this control plane created is deleted); null otherwise.",
+    )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,
         description="Only in the 202 answer of POST /clusters: set when the cluster was moved from the requested "

@@ -20,7 +20,7 @@ from instantstart.kube import objects
 from instantstart.models.common import StageName
 from instantstart.models.resources import AddonResource, DependenciesResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, owned_by, storage_role_name
+from instantstart.naming import owned_by, storage_role_name
 from instantstart.runtime import Runtime
 
 STAGE = StageName.DEPENDENCIES
@@ -40,7 +40,7 @@ def create_addons(rt: Runtime, p: StepPayload) -> StepResult:
             rt.client("eks"),
             rt.client("iam"),
             tag=p.cluster_tag,
-            cluster_name=eks_cluster_name(p.cluster_tag),
+            cluster_name=records.eks_name(rt, p.cluster_tag),
             addon=a,
             account_id=rt.account_id,
             region=rt.region,
@@ -64,7 +64,7 @@ def check_addons(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: an add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
     """
     eks = rt.client("eks")
-    states = {a.name: addon_state(eks, eks_cluster_name(p.cluster_tag), a.name) for a in ADDONS}
+    states = {a.name: addon_state(eks, records.eks_name(rt, p.cluster_tag), a.name) for a in ADDONS}
     _record(rt, p, DependenciesResources(addons={n: AddonResource(status=h.status) for n, h in states.items()}))
     for health in states.values():
         if health.failed:
@@ -79,7 +79,7 @@ def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
     """Server-side apply the Kubernetes objects HyperPod needs before nodes join."""
     from instantstart.kube.client import apply, connect
 
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     applied = []
     for obj in objects.hyperpod_prerequisites(rt.region):
         apply(dyn, obj)
@@ -103,9 +103,13 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
 
 # -- teardown ----------------------------------------------------------------------------------
 def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every add-on of the stage is gone; then deletes pod identity associations and the storage role."""
+    """Done once every add-on of the stage is gone; then deletes pod identity associations and the storage role.
+
+    Only add-ons and associations carrying the cluster's ownership tags are deleted (EKS ``DescribeAddon``,
+    ``DescribePodIdentityAssociation``): those that existed before ``POST /clusters/import`` stay.
+    """
     eks = rt.client("eks")
-    name = eks_cluster_name(p.cluster_tag)
+    name = records.eks_name(rt, p.cluster_tag)
     remaining = []
     for addon in ADDONS:
         try:
@@ -114,6 +118,8 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
             if error_code(exc) in GONE:
                 continue
             raise
+        if not owned_by(found.get("tags", {}), p.cluster_tag):
+            continue
         remaining.append(addon.name)
         if found["status"] != "DELETING":
             eks.delete_addon(clusterName=name, addonName=addon.name)
@@ -121,7 +127,9 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         return PollResult(done=False, status=f"deleting {', '.join(remaining)}")
     try:
         for assoc in eks.list_pod_identity_associations(clusterName=name)["associations"]:
-            eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
+            found = eks.describe_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
+            if owned_by(found["association"].get("tags", {}), p.cluster_tag):
+                eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
     except ClientError as exc:
         if error_code(exc) not in GONE:
             raise
