@@ -325,7 +325,7 @@ EksClusterNameParam = Annotated[
 ]
 
 HyperPodClusterNameParam = Annotated[
-    Annotated[str, advertised_constraints({"pattern": HYPERPOD_CLUSTER_NAME_PATTERN, "maxLength": 63})] | None,
+    Annotated[str, advertised_constraints({"pattern": HYPERPOD_CLUSTER_NAME_PATTERN})] | None,
     Field(
         default=None,
         description="An existing HyperPod cluster orchestrated by that EKS cluster, imported with it (default: "
@@ -343,7 +343,7 @@ ImportAvailabilityZoneParam = Annotated[
 ]
 
 ImportInstanceGroupsParam = Annotated[
-    list[InstanceGroupInput] | None,
+    Annotated[list[InstanceGroupInput], advertised_constraints({"minItems": 1, "maxItems": 20})] | None,
     Field(
         default=None,
         description="Without hyperPodClusterName (required then; not allowed with it): instance groups of the "

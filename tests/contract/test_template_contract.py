@@ -26,6 +26,7 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "ec2:DescribeInstanceTypes",
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSubnets",
+        "ec2:DescribeVpcs",
     },
     # HyperPod node agents (AWS's documented execution-role policy): ENIs the service creates on its own
     # instances, and image pulls from AWS-owned registries in other accounts; GetAuthorizationToken has no

@@ -20,6 +20,7 @@ OPENAPI = Path(__file__).resolve().parents[2] / "api_schema" / "openapi.json"
 EXPECTED_TOOLS = {
     "cluster_list_all",
     "cluster_create",
+    "cluster_import",
     "cluster_get_status",
     "cluster_get_stages",
     "cluster_list_events",

@@ -63,6 +63,12 @@ VALID_PATH_VALUES = {
 NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/clusters"): FULL_BODY,
+    ("POST", "/clusters/import"): {
+        "eksClusterName": "platform-eks",
+        "clusterTag": "demo",
+        "availabilityZone": "us-west-2c",
+        "instanceGroups": FULL_BODY["instanceGroups"],
+    },
     ("POST", "/clusters/{clusterTag}/instance-groups"): FULL_BODY["instanceGroups"][0],
     ("PATCH", "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"): {
         "instanceCount": 2,

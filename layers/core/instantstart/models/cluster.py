@@ -571,9 +571,15 @@ class ImportedView(ApiModel):
         examples=["sg-0123456789abcdef0"],
     )
     hyper_pod_cluster_name: str | None = Field(
-        default=None, description="The imported HyperPod cluster; null when the control plane creates one."
+        default=None,
+        description="The imported HyperPod cluster; null when the control plane creates one.",
+        examples=["platform-eks-hp"],
     )
-    hyper_pod_cluster_arn: str | None = Field(default=None, description="Its ARN.")
+    hyper_pod_cluster_arn: str | None = Field(
+        default=None,
+        description="Its ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef012345"],
+    )
     addons: list[str] = Field(default_factory=list, description="EKS add-ons present at import (kept on delete).")
     access_entry: bool = Field(
         default=False, description="True when the control plane's access entry existed at import (kept on delete)."
