@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRequest
 from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
 from instantstart.models.cluster import (
+    HYPERPOD_CLUSTER_NAME_PATTERN,
     INSTANCE_GROUP_NAME_PATTERN,
     INSTANCE_TYPE_PATTERN,
     SUPPORTED_CAPACITY_TYPES,
@@ -32,6 +33,7 @@ from instantstart.models.cluster import (
     ClusterView,
     CreateClusterRequest,
     DeepHealthCheckType,
+    ImportClusterRequest,
     InstanceGroupRequest,
     InstanceStorageConfig,
     KubernetesTaint,
@@ -325,6 +327,42 @@ InstanceGroupsParam = Annotated[
         "Instance groups of the HyperPod cluster (required, no default), usually one, e.g. "
         '[{"instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}].',
         api_constraints(CreateClusterRequest, "instanceGroups"),
+    ),
+]
+
+EksClusterNameParam = Annotated[
+    str,
+    advertised(
+        "Name of the existing EKS cluster to import (required, no default), as the user names it.",
+        api_constraints(ImportClusterRequest, "eksClusterName"),
+    ),
+]
+
+HyperPodClusterNameParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": HYPERPOD_CLUSTER_NAME_PATTERN})] | None,
+    Field(
+        default=None,
+        description="An existing HyperPod cluster orchestrated by that EKS cluster, imported with it (default: "
+        "none; then instanceGroups is required and the control plane creates the HyperPod cluster).",
+    ),
+]
+
+ImportAvailabilityZoneParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(CreateClusterRequest, "availabilityZone"))] | None,
+    Field(
+        default=None,
+        description="Without hyperPodClusterName: zone of the compute subnet created in the cluster's VPC "
+        "(default: the zone of the cluster's first subnet).",
+    ),
+]
+
+ImportInstanceGroupsParam = Annotated[
+    Annotated[list[InstanceGroupInput], advertised_constraints({"minItems": 1, "maxItems": 20})] | None,
+    Field(
+        default=None,
+        description="Without hyperPodClusterName (required then; not allowed with it): instance groups of the "
+        'HyperPod cluster the control plane creates, e.g. [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1, '
+        '"capacityType": "OnDemand"}].',
     ),
 ]
 

@@ -48,16 +48,20 @@ from mcp_proxy.schemas import (
     ComputeQuotaTargetParam,
     ConsolidateAfterParam,
     DeleteNodeIdsParam,
+    EksClusterNameParam,
     EventLevelParam,
     EventsInstanceGroupParam,
     EventsMaxResultsParam,
     EventsNextTokenParam,
     GovernanceTargetVersionParam,
     HealthCheckGroupsParam,
+    HyperPodClusterNameParam,
     HyperPodOperationIdParam,
     HyperPodOperationStatusParam,
     HyperPodOperationTypeParam,
     IdempotencyKeyParam,
+    ImportAvailabilityZoneParam,
+    ImportInstanceGroupsParam,
     InstanceCountParam,
     InstanceGroupNameParam,
     InstanceGroupNamesParam,
@@ -85,6 +89,7 @@ ALLOW_WRITE_ENV = "INSTANTSTART_ALLOW_WRITE"
 OPERATION_TOOLS: Mapping[str, str] = {
     "ListClusters": "cluster_list_all",
     "CreateCluster": "cluster_create",
+    "ImportCluster": "cluster_import",
     "GetCluster": "cluster_get_status",
     "ListStages": "cluster_get_stages",
     "ListClusterEvents": "cluster_list_events",
@@ -126,6 +131,7 @@ operation of the contract has no entry, so every new route gets its tool in the 
 WRITE_TOOLS = frozenset(
     {
         "cluster_create",
+        "cluster_import",
         "cluster_retry_stage",
         "cluster_delete",
         "operation_cancel",
@@ -233,6 +239,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     _read("cluster_list_all", "List all clusters", schemas.CLUSTER_LIST_SCHEMA),
     _write(
         "cluster_create", "Create a HyperPod cluster", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
+    ),
+    _write(
+        "cluster_import",
+        "Import an existing EKS cluster",
+        schemas.OPERATION_SCHEMA,
+        destructive=False,
+        idempotent=False,
     ),
     _read("cluster_get_status", "Get a cluster's status", schemas.CLUSTER_SCHEMA),
     _read("cluster_get_stages", "Get a cluster's stages", schemas.STAGES_SCHEMA),
@@ -443,6 +456,41 @@ class InstantStartTools:
                 availabilityZone,
                 groups,
                 kubernetes_version=kubernetesVersion,
+                idempotency_key=idempotencyKey,
+            )
+
+        return self._call(request)
+
+    def cluster_import(
+        self,
+        eksClusterName: EksClusterNameParam,
+        clusterTag: ClusterTagParam,
+        hyperPodClusterName: HyperPodClusterNameParam = None,
+        availabilityZone: ImportAvailabilityZoneParam = None,
+        instanceGroups: ImportInstanceGroupsParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Bring an existing EKS cluster (and its HyperPod cluster) under management (POST /clusters/import);
+        returns the IMPORT_CLUSTER operation.
+
+        The API inspects the EKS cluster and records the stages whose resources exist as SUCCEEDED and imported;
+        only the missing ones run (e.g. the HyperPod cluster, storage, verify). It refuses a CONFIG_MAP-only
+        cluster and Kubernetes versions HyperPod does not support (422 naming eksClusterName). A later
+        cluster_delete removes only what the control plane created; its answer lists what it left (retained).
+        Ask the user for the EKS cluster name, the tag, and either the HyperPod cluster to import or the
+        instance type and count for a new one. Poll the operation to a terminal state like cluster_create.
+        Write tool: needs --allow-write.
+        """
+        self._require_write("cluster_import")
+        groups = cast(list[InstanceGroupSpec], [group.to_api() for group in instanceGroups]) if instanceGroups else None
+
+        def request(client: InstantStartClient) -> Mapping[str, Any]:
+            return client.import_cluster(
+                eksClusterName,
+                clusterTag,
+                hyper_pod_cluster_name=hyperPodClusterName,
+                availability_zone=availabilityZone,
+                instance_groups=groups,
                 idempotency_key=idempotencyKey,
             )
 

@@ -457,6 +457,48 @@ class InstantStartClient:
         op = self.request("POST", "/clusters", body=body, headers=self._idempotency_headers(idempotency_key))
         return cast(Operation, op)
 
+    def import_cluster(
+        self,
+        eks_cluster_name: str,
+        cluster_tag: str,
+        *,
+        hyper_pod_cluster_name: str | None = None,
+        availability_zone: str | None = None,
+        instance_groups: Sequence[InstanceGroupSpec] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Operation:
+        """``POST /clusters/import``: bring an existing EKS cluster (and its HyperPod cluster) under management.
+
+        Stages whose resources exist are recorded SUCCEEDED and ``imported``; the missing ones run (an
+        ``IMPORT_CLUSTER`` operation). A later delete removes only what the control plane created.
+
+        Args:
+            eks_cluster_name: the existing EKS cluster.
+            cluster_tag: the tag to manage it under.
+            hyper_pod_cluster_name: an existing HyperPod cluster orchestrated by it, imported with it.
+            availability_zone: without ``hyper_pod_cluster_name``: zone of the compute subnet (server default:
+                the zone of the cluster's first subnet).
+            instance_groups: without ``hyper_pod_cluster_name`` (required then): the groups of the HyperPod
+                cluster the control plane creates.
+            idempotency_key: ``Idempotency-Key`` (generated per call when None).
+
+        Returns:
+            The Operation (``type`` ``IMPORT_CLUSTER``) from the 202 answer.
+
+        Raises:
+            ApiError: 404 unknown EKS or HyperPod cluster, 422 CONFIG_MAP-only authentication or an unsupported
+                Kubernetes version (details name the field), 409 the tag is in use.
+        """
+        body: dict[str, Any] = {"eksClusterName": eks_cluster_name, "clusterTag": cluster_tag}
+        if hyper_pod_cluster_name is not None:
+            body["hyperPodClusterName"] = hyper_pod_cluster_name
+        if availability_zone is not None:
+            body["availabilityZone"] = availability_zone
+        if instance_groups is not None:
+            body["instanceGroups"] = [dict(g) for g in instance_groups]
+        op = self.request("POST", "/clusters/import", body=body, headers=self._idempotency_headers(idempotency_key))
+        return cast(Operation, op)
+
     def get_cluster(self, cluster_tag: str) -> Cluster:
         """``GET /clusters/{clusterTag}``: the cluster with its stages, EKS, HyperPod, nodes, storage.
 

@@ -394,6 +394,59 @@ def clusters_create(
     _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 
 
+@clusters_app.command("import")
+@handle_errors
+def clusters_import(
+    ctx: typer.Context,
+    eks_cluster_name: Annotated[str, typer.Option("--eks-cluster-name", help="The existing EKS cluster to import.")],
+    tag: Annotated[str, typer.Option("--tag", help="Cluster tag to manage it under.")],
+    hyperpod_cluster_name: Annotated[
+        str | None,
+        typer.Option("--hyperpod-cluster-name", help="An existing HyperPod cluster of this EKS cluster to import."),
+    ] = None,
+    az: Annotated[
+        str | None,
+        typer.Option("--az", help="Without --hyperpod-cluster-name: zone of the new compute subnet (API default)."),
+    ] = None,
+    instance_type: Annotated[
+        str | None,
+        typer.Option("--instance-type", help="Without --hyperpod-cluster-name (required then): the instance type."),
+    ] = None,
+    count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
+    capacity_type: Annotated[
+        str,
+        typer.Option("--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."),
+    ] = "OnDemand",
+    group_name: Annotated[str, typer.Option("--group-name", help="Instance group name.")] = "accel",
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Import an existing EKS cluster (and its HyperPod cluster); only the missing stages run."""
+    state = _state(ctx)
+    groups: list[InstanceGroupSpec] | None = None
+    if instance_type is not None:
+        groups = [
+            {
+                "instanceGroupName": group_name,
+                "instanceType": instance_type,
+                "instanceCount": count,
+                "capacityType": capacity_type,
+            }
+        ]
+    operation = state.client().import_cluster(
+        eks_cluster_name,
+        tag,
+        hyper_pod_cluster_name=hyperpod_cluster_name,
+        availability_zone=az,
+        instance_groups=groups,
+        idempotency_key=idempotency_key,
+    )
+    _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
+
+
 def _report_operation(
     state: CliState,
     operation: Operation,

@@ -37,6 +37,7 @@ from instantstart.models.cluster import (
     ClusterTag,
     ClusterView,
     CreateClusterRequest,
+    ImportClusterRequest,
     StageList,
 )
 from instantstart.models.cluster_events import (
@@ -191,6 +192,30 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
         idempotency_key,
         request.to_api(),
         lambda: service.create_cluster(runtime(), request).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/import",
+    operation_id="ImportCluster",
+    summary="Import an existing EKS cluster (and its HyperPod cluster) (staged, asynchronous)",
+    description="Inspects the EKS cluster (version, authentication mode, VPC and subnets, add-ons, the HyperPod "
+    "cluster named by hyperPodClusterName), records the stages whose resources exist as SUCCEEDED and imported, and "
+    "runs only the missing ones (an IMPORT_CLUSTER operation); verify always runs. Refused: unknown eksClusterName "
+    "or hyperPodClusterName (404), CONFIG_MAP-only authentication or a Kubernetes version HyperPod does not support "
+    "(422 naming eksClusterName), a HyperPod cluster orchestrated by another EKS cluster (422), a live clusterTag "
+    "(409). DELETE of an imported cluster removes only what this control plane created; its answer lists the rest "
+    "under retained.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["clusters"],
+)
+def import_cluster(request: ImportClusterRequest, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
+    """Start the import of an existing EKS cluster; answers the operation to poll."""
+    return _idempotent(
+        "POST /clusters/import",
+        idempotency_key,
+        request.to_api(),
+        lambda: service.import_cluster(runtime(), request).to_api(),
     )
 
 

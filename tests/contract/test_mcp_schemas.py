@@ -18,6 +18,7 @@ from mcp_proxy.server import build_server
 COMPARED = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "enum", "default")
 
 POST_CLUSTERS = ("POST", "/clusters")
+POST_IMPORT = ("POST", "/clusters/import")
 CLUSTER = "/clusters/{clusterTag}"
 OFFERINGS = "/catalog/training-plan-offerings"
 RETRY = "/clusters/{clusterTag}/stages/{stage}/retry"
@@ -49,6 +50,12 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("cluster_create", "instanceGroups"): (*POST_CLUSTERS, "body", "instanceGroups"),
     ("cluster_create", "kubernetesVersion"): (*POST_CLUSTERS, "body", "kubernetesVersion"),
     ("cluster_create", "idempotencyKey"): (*POST_CLUSTERS, "header", "Idempotency-Key"),
+    ("cluster_import", "eksClusterName"): (*POST_IMPORT, "body", "eksClusterName"),
+    ("cluster_import", "clusterTag"): (*POST_IMPORT, "body", "clusterTag"),
+    ("cluster_import", "hyperPodClusterName"): (*POST_IMPORT, "body", "hyperPodClusterName"),
+    ("cluster_import", "availabilityZone"): (*POST_IMPORT, "body", "availabilityZone"),
+    ("cluster_import", "instanceGroups"): (*POST_IMPORT, "body", "instanceGroups"),
+    ("cluster_import", "idempotencyKey"): (*POST_IMPORT, "header", "Idempotency-Key"),
     ("cluster_get_status", "clusterTag"): ("GET", CLUSTER, "path", "clusterTag"),
     ("cluster_get_stages", "clusterTag"): ("GET", f"{CLUSTER}/stages", "path", "clusterTag"),
     ("cluster_list_events", "clusterTag"): ("GET", EVENTS, "path", "clusterTag"),

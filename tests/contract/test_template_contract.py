@@ -27,6 +27,7 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSubnets",
         "ec2:DescribeSecurityGroups",
+        "ec2:DescribeVpcs",
     },
     # FSx DescribeFileSystems (managed feature fsx) lists file systems without a resource ARN.
     "fsx-describe": {"fsx:DescribeFileSystems"},

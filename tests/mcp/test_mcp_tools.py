@@ -26,6 +26,7 @@ EXPECTED_TOOLS = {
     "compute_quota_delete",
     "cluster_list_all",
     "cluster_create",
+    "cluster_import",
     "cluster_get_status",
     "cluster_get_stages",
     "cluster_list_events",

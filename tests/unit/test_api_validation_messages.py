@@ -100,6 +100,12 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "targetVersion": 1,
     },
     ("POST", "/clusters"): FULL_BODY,
+    ("POST", "/clusters/import"): {
+        "eksClusterName": "platform-eks",
+        "clusterTag": "demo",
+        "availabilityZone": "us-west-2c",
+        "instanceGroups": FULL_BODY["instanceGroups"],
+    },
     ("POST", "/clusters/{clusterTag}/instance-groups"): FULL_BODY["instanceGroups"][0],
     ("PATCH", "/clusters/{clusterTag}/instance-groups/{instanceGroupName}"): {
         "instanceCount": 2,

@@ -43,7 +43,6 @@ from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord
 from instantstart.models.resources import HyperPodResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 AUTO_SCALER_TYPE = "Karpenter"
@@ -67,13 +66,13 @@ def get_autoscaling(rt: Runtime, tag: str) -> AutoScalingView:
         NotFound: no live cluster with this tag.
     """
     cluster = records.live_cluster(rt, tag)
-    found = hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag)) or {}
+    found = hyperpod.describe(rt.client("sagemaker"), records.hyperpod_name(rt, tag)) or {}
     auto = found.get("AutoScaling") or {}
     karpenter = recorded_karpenter(rt, cluster)
     on = karpenter.enabled
     return AutoScalingView(
         cluster_tag=tag,
-        hyper_pod_cluster_name=hyperpod_cluster_name(tag),
+        hyper_pod_cluster_name=records.hyperpod_name(rt, tag),
         mode=auto.get("Mode"),
         auto_scaler_type=auto.get("AutoScalerType"),
         status=auto.get("Status"),
@@ -142,16 +141,16 @@ def _change(rt: Runtime, p: StepPayload) -> AutoScalingChange:
 
 
 def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:
-    found = hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag))
+    found = hyperpod.describe(rt.client("sagemaker"), records.hyperpod_name(rt, tag))
     if found is None:
-        raise StageFailed("ResourceNotFound", f"HyperPod cluster {hyperpod_cluster_name(tag)} does not exist")
+        raise StageFailed("ResourceNotFound", f"HyperPod cluster {records.hyperpod_name(rt, tag)} does not exist")
     return found
 
 
 def _kube(rt: Runtime, tag: str) -> Any:
     from instantstart.kube.client import connect
 
-    return connect(eks_cluster_name(tag), rt.region)
+    return connect(records.eks_name(rt, tag), rt.region)
 
 
 def _delete_ours(dyn: Any, api_version: str, kind: str, name: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import page_tokens
+from instantstart.clusters import page_tokens, records
 from instantstart.clusters.records import live_cluster
 from instantstart.errors import InvalidRequest, UpstreamUnavailable
 from instantstart.models.cluster_events import (
@@ -31,7 +31,6 @@ from instantstart.models.cluster_events import (
     ClusterEventView,
 )
 from instantstart.models.common import iso
-from instantstart.naming import hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 MAX_SAGEMAKER_CALLS = 5
@@ -128,7 +127,7 @@ def list_cluster_events(
         UpstreamUnavailable: SageMaker failed (throttling after retries, access denied, ...).
     """
     cluster = live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     wanted = level.value if level else None
     fresh_size = EVENTS_MAX_PAGE_SIZE if wanted else max_results
     listing = {"tag": tag, "generation": cluster.generation, "level": wanted, "group": instance_group_name}

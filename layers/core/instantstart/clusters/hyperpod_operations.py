@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from instantstart.capacity import groups as group_rules
-from instantstart.clusters import changes, page_tokens, service
+from instantstart.clusters import changes, page_tokens, records, service
 from instantstart.clusters.events_feed import event_view
 from instantstart.clusters.nodes import (
     NoHyperPodCluster,
@@ -54,7 +54,6 @@ from instantstart.models.hyperpod_operations import (
 from instantstart.models.nodes import NodeFailure
 from instantstart.models.operation import OperationView
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 TOKEN_PURPOSE = "hyperpod-operations"
@@ -158,7 +157,7 @@ def update_software(rt: Runtime, tag: str, request: SoftwareUpdateRequest) -> Op
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     try:
         groups = _group_names(rt, name)
     except NoHyperPodCluster as exc:
@@ -198,7 +197,7 @@ def start_health_check(rt: Runtime, tag: str, request: HealthCheckRequest) -> Op
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     groups = request.instance_groups
     try:
         check_group_names(
@@ -271,7 +270,7 @@ def apply_software_update(rt: Runtime, p: StepPayload) -> StepResult:
     if result.get("called"):
         return StepResult(status="UpdateClusterSoftware already called")
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     found = _describe(sm, name)
     names = list(request.instance_group_names or [str(g["InstanceGroupName"]) for g in found["InstanceGroups"]])
     if result.get("calling") and _updating(found, names):
@@ -302,7 +301,7 @@ def check_software_update(rt: Runtime, p: StepPayload) -> PollResult:
     op, change = changes.operation_change(rt, p)
     request = SoftwareUpdateRequest.model_validate(change)
     result = dict(op.result or {})
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     found = _describe(rt.client("sagemaker"), name)
     names = list(result.get("groups") or request.instance_group_names or [])
     seen = bool(result.get("updating_seen")) or _updating(found, names)
@@ -367,7 +366,7 @@ def apply_health_check(rt: Runtime, p: StepPayload) -> StepResult:
     if result.get("hyper_pod_operation_id"):
         return StepResult(status=f"DeepHealthCheck {result['hyper_pod_operation_id']} already started")
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     newest = _newest_health_check_id(sm, name)
     if "previous_health_check" in result:
         if newest and newest != result["previous_health_check"]:
@@ -427,7 +426,7 @@ def check_health_check(rt: Runtime, p: StepPayload) -> PollResult:
     op, _ = changes.operation_change(rt, p)
     result = dict(op.result or {})
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     operation_id = result.get("hyper_pod_operation_id")
     if not operation_id:
         newest = _newest_health_check_id(sm, name)
@@ -486,7 +485,7 @@ def list_operations(
             continuous provisioning: its message verbatim).
     """
     cluster = live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     listing = {
         "tag": tag,
         "generation": cluster.generation,
@@ -553,7 +552,7 @@ def get_operation(rt: Runtime, tag: str, operation_id: str) -> HyperPodOperation
         UpstreamUnavailable: SageMaker failed or refused.
     """
     live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     missing = NotFound(
         f"HyperPod operation '{operation_id}' does not exist on cluster '{tag}'",
         code="HyperPodOperationNotFound",

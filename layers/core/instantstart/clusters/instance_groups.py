@@ -38,7 +38,6 @@ from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 MAX_INSTANCE_GROUPS = 20
@@ -55,7 +54,7 @@ _CHANGEABLE_CLUSTER = (ClusterStatus.READY, ClusterStatus.DEGRADED)
 
 # -- API side -----------------------------------------------------------------------------------
 def _describe(rt: Runtime, tag: str) -> dict[str, Any] | None:
-    return hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag))
+    return hyperpod.describe(rt.client("sagemaker"), records.hyperpod_name(rt, tag))
 
 
 def list_instance_groups(rt: Runtime, tag: str) -> InstanceGroupList:
@@ -70,7 +69,7 @@ def list_instance_groups(rt: Runtime, tag: str) -> InstanceGroupList:
     found = _describe(rt, tag)
     return InstanceGroupList(
         cluster_tag=tag,
-        hyper_pod_cluster_name=hyperpod_cluster_name(tag),
+        hyper_pod_cluster_name=records.hyperpod_name(rt, tag),
         hyper_pod_status=found.get("ClusterStatus") if found else None,
         instance_groups=[rules.detail_of(g) for g in (found or {}).get("InstanceGroups", [])],
     )
@@ -97,7 +96,7 @@ def _changeable(rt: Runtime, tag: str) -> tuple[ClusterRecord, dict[str, Any]]:
     status = found.get("ClusterStatus") if found else None
     if found is None or status != "InService":
         raise Conflict(
-            f"HyperPod cluster {hyperpod_cluster_name(tag)} is {status or 'absent'}; instance groups can change "
+            f"HyperPod cluster {records.hyperpod_name(rt, tag)} is {status or 'absent'}; instance groups can change "
             "only while it is InService",
             code="HyperPodClusterNotInService",
             details=[{"field": "clusterTag", "status": status}],
@@ -213,7 +212,7 @@ def _operation(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, InstanceGr
 def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:
     found = _describe(rt, tag)
     if found is None:
-        raise StageFailed("ResourceNotFound", f"HyperPod cluster {hyperpod_cluster_name(tag)} does not exist")
+        raise StageFailed("ResourceNotFound", f"HyperPod cluster {records.hyperpod_name(rt, tag)} does not exist")
     if found.get("ClusterStatus") == "Failed":
         raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or "HyperPod cluster is Failed"))
     return found
@@ -488,7 +487,7 @@ def refresh_cluster_record(rt: Runtime, p: StepPayload) -> None:
     found = _describe_or_fail(rt, p.cluster_tag)
     cluster = records.cluster_record(rt, p.cluster_tag)
     groups = groups_after_change(cluster.request.instance_groups, found.get("InstanceGroups", []), change)
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     nodes = [verify.node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=verify.HYPERPOD_NODES)]
     rt.store.record_instance_groups(
         p.cluster_tag, generation=p.generation, instance_groups=groups, nodes=nodes, now=records.now()

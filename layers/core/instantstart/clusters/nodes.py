@@ -39,7 +39,6 @@ from instantstart.models.nodes import (
 from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 TOKEN_PURPOSE = "cluster-nodes"
@@ -223,7 +222,7 @@ def list_cluster_nodes(
         UpstreamUnavailable: SageMaker failed.
     """
     cluster = live_cluster(rt, tag)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     fresh_size = NODES_MAX_PAGE_SIZE if instance_group_name else max_results
     listing = {"tag": tag, "generation": cluster.generation, "group": instance_group_name}
     if next_token:
@@ -294,7 +293,7 @@ def act_on_nodes(rt: Runtime, tag: str, action: NodeAction, node_ids: list[str])
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     try:
         check_own_nodes(node_ids, (str(n["InstanceId"]) for n in all_nodes(rt, name)))
     except NoHyperPodCluster as exc:
@@ -404,7 +403,7 @@ def apply_node_action(rt: Runtime, p: StepPayload) -> StepResult:
         _fail_if_all_failed(result, operation)
         return StepResult(status=f"{operation} already called")
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     retried = bool(result.get("calling"))
     if not retried:
         listed = listed_nodes(sm, name)
@@ -461,15 +460,15 @@ def _check_reboot(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
 
     result = dict(op.result or {})
     seen = set(result.get("rebooting") or [])
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     waiting: list[str] = []
     for node_id in result.get("successful") or []:
         node = nodes.get(node_id)
         if node is None:
             raise StageFailed(
                 "NodeNotFound",
-                f"node {node_id} is no longer a node of {hyperpod_cluster_name(p.cluster_tag)} (HyperPod replaced or "
-                "removed it during the reboot)",
+                f"node {node_id} is no longer a node of {records.hyperpod_name(rt, p.cluster_tag)} (HyperPod "
+                "replaced or removed it during the reboot)",
             )
         status, message = _status_of(node)
         if status == "Failure":
@@ -493,7 +492,7 @@ def _check_replace(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict
     """What still keeps a replacement from done: the old ids still listed, or a group not back at its target with
     Running nodes (``DescribeCluster`` ``TargetCount``, the group InService)."""
     result = dict(op.result or {})
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in result.get("successful") or [] if i in nodes]
     found = _describe(rt.client("sagemaker"), name)
     groups_of: dict[str, str] = result.get("groups_of") or {}
@@ -524,7 +523,7 @@ def _check_delete(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
     deleted = list(result.get("successful") or [])
     waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in deleted if i in nodes]
     ids_gone = not waiting
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     sm = rt.client("sagemaker")
     found = _describe(sm, name)
     groups_of: dict[str, str] = result.get("groups_of") or {}
@@ -563,7 +562,7 @@ def check_node_action(rt: Runtime, p: StepPayload) -> PollResult:
     """
     op, _ = changes.operation_change(rt, p)
     action = ACTIONS[op.type]
-    nodes = listed_nodes(rt.client("sagemaker"), hyperpod_cluster_name(p.cluster_tag))
+    nodes = listed_nodes(rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag))
     check = {NodeAction.REBOOT: _check_reboot, NodeAction.REPLACE: _check_replace, NodeAction.DELETE: _check_delete}
     waiting = check[action](rt, p, op, nodes)
     observed = "; ".join(waiting) if waiting else f"{action.value} done"

@@ -77,6 +77,28 @@ def cluster_record(rt: Runtime, tag: str) -> ClusterRecord:
     return record
 
 
+def eks_name(rt: Runtime, tag: str) -> str:
+    """The EKS cluster name of cluster ``tag``: the imported cluster's, else ``eks-cluster-<tag>``."""
+    from instantstart.naming import eks_cluster_name
+
+    record = rt.store.get_cluster(tag)
+    return record.eks_cluster_name if record else eks_cluster_name(tag)
+
+
+def hyperpod_name(rt: Runtime, tag: str) -> str:
+    """The HyperPod cluster name of cluster ``tag``: the imported one, else ``hp-cluster-<tag>``."""
+    from instantstart.naming import hyperpod_cluster_name
+
+    record = rt.store.get_cluster(tag)
+    return record.hyper_pod_cluster_name if record else hyperpod_cluster_name(tag)
+
+
+def stage_imported(rt: Runtime, tag: str, generation: int, stage: StageName) -> bool:
+    """True when ``stage``'s resources existed before ``POST /clusters/import`` (its teardown deletes nothing)."""
+    record = rt.store.get_stage(tag, generation, stage)
+    return bool(record and record.imported)
+
+
 def begin_stage(rt: Runtime, *, operation_id: str, tag: str, generation: int, stage: StageName) -> StageStarted:
     """Mark ``stage`` RUNNING (from PENDING or FAILED), count the attempt, and the operation RUNNING.
 

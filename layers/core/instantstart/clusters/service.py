@@ -16,10 +16,17 @@ import uuid
 from instantstart.aws.clients import error_code, error_message
 from instantstart.capacity.preflight import preflight
 from instantstart.capacity.training_plans import check_training_plans
-from instantstart.clusters import records, views
+from instantstart.clusters import importing, records, views
 from instantstart.clusters.catalog import check_availability_zone, list_availability_zones
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable
-from instantstart.models.cluster import ClusterList, ClusterView, CreateClusterRequest, StageError, StageList
+from instantstart.models.cluster import (
+    ClusterList,
+    ClusterView,
+    CreateClusterRequest,
+    ImportClusterRequest,
+    StageError,
+    StageList,
+)
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName
 from instantstart.models.operation import OperationList, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
@@ -174,6 +181,104 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     return view.model_copy(update={"availability_zone_change": placement.change})
 
 
+def _imported_by(rt: Runtime, eks_cluster_name: str) -> str | None:
+    """The tag of a live cluster that imported EKS cluster ``eks_cluster_name``, if any (every page of the list)."""
+    token: str | None = None
+    while True:
+        page, token = rt.store.list_clusters(100, token)
+        for record in page:
+            if record.status is not ClusterStatus.DELETED and record.eks_cluster_name == eks_cluster_name:
+                return record.cluster_tag
+        if not token:
+            return None
+
+
+def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
+    """Import an existing EKS cluster (and its HyperPod cluster): records, then the create workflow from the first
+    missing stage (``IMPORT_CLUSTER`` operation; stages already SUCCEEDED are skipped, ``verify`` always runs).
+
+    Before any write: the refusal rules of :func:`instantstart.clusters.importing.inspect`; without
+    ``hyperPodClusterName`` also the zone, training-plan and preflight checks of ``POST /clusters`` for the
+    HyperPod cluster that will be created. The cluster record carries ``imported`` (the foreign resources and what
+    DELETE leaves); imported stages are SUCCEEDED with ``imported: true``.
+
+    Raises:
+        NotFound: unknown ``eksClusterName`` / ``hyperPodClusterName``.
+        ValidationFailed: CONFIG_MAP-only authentication, an unsupported Kubernetes version, a HyperPod cluster of
+            another EKS cluster, missing ``instanceGroups``, a failed preflight check.
+        Conflict: a live cluster has the tag, the EKS cluster is already managed or not ACTIVE, a HyperPod cluster
+            is attached but not named.
+        UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
+    """
+    tag = request.cluster_tag
+    existing = rt.store.get_cluster(tag)
+    if existing and existing.status is not ClusterStatus.DELETED:
+        raise Conflict(
+            f"cluster '{tag}' already exists with status {existing.status.value}; "
+            "delete it first or choose another clusterTag",
+            code="ClusterAlreadyExists",
+            details=[{"field": "clusterTag", "status": existing.status.value}],
+        )
+    found = importing.inspect(
+        rt.client("eks"),
+        rt.client("ec2"),
+        rt.client("sagemaker"),
+        request,
+        principal_arn=rt.settings.CONTROL_PLANE_ROLE_ARN,
+        imported_by=_imported_by(rt, request.eks_cluster_name),
+    )
+    create = importing.create_request(request, found)
+    if found.hyperpod is None:
+        check_availability_zone(rt, create.availability_zone)
+        placement = check_training_plans(rt.client("sagemaker"), rt.client("ec2"), create)
+        if placement.change is not None:
+            create = create.model_copy(update={"availability_zone": placement.availability_zone})
+        preflight(
+            rt.client("ec2"),
+            rt.client("service-quotas"),
+            rt.client("sagemaker"),
+            create,
+            [z.zone_name for z in list_availability_zones(rt)],
+        )
+    generation = existing.generation + 1 if existing else 1
+    now = records.now()
+    operation = _new_operation(OperationType.IMPORT_CLUSTER, tag, generation, now)
+    cluster = ClusterRecord(
+        cluster_tag=tag,
+        generation=generation,
+        status=ClusterStatus.CREATING,
+        availability_zone=create.availability_zone,
+        region=rt.region,
+        request=create,
+        created_at=now,
+        updated_at=now,
+        current_operation_id=operation.operation_id,
+        imported=importing.imported_view(request, found, principal_arn=rt.settings.CONTROL_PLANE_ROLE_ARN),
+    )
+    stages = importing.plan_stages(
+        request, found, generation=generation, now=now, principal_arn=rt.settings.CONTROL_PLANE_ROLE_ARN
+    )
+    try:
+        rt.store.create_cluster(
+            cluster, stages, operation, replaces_generation=existing.generation if existing else None
+        )
+    except ConditionFailed as exc:
+        raise Conflict(
+            f"cluster '{tag}' is being created by another request",
+            code="ClusterAlreadyExists",
+            details=[{"field": "clusterTag"}],
+        ) from exc
+    return _launch(
+        rt,
+        operation,
+        state_machine_arn=rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN,
+        start_stage=importing.first_missing_stage(stages),
+        undo_to=ClusterStatus.DELETED,
+        undo_operation_id=None,
+        started_status=ClusterStatus.CREATING,
+    )
+
+
 def refuse_while_running(rt: Runtime, cluster: ClusterRecord) -> None:
     """The one-operation-per-cluster guard.
 
@@ -257,6 +362,8 @@ def _start_on_live_cluster(
         Conflict: a concurrent request changed the cluster or the stage first.
     """
     operation = _new_operation(op_type, cluster.cluster_tag, cluster.generation, records.now(), retry_stage)
+    if op_type is OperationType.DELETE_CLUSTER and cluster.imported is not None:
+        operation = operation.model_copy(update={"retained": list(cluster.imported.retained)})
     try:
         rt.store.start_operation(
             operation, cluster_status=new_status, from_status=cluster.status, retry_stage=retry_stage
@@ -280,6 +387,9 @@ def _start_on_live_cluster(
 
 def delete_cluster(rt: Runtime, tag: str) -> OperationView:
     """Start teardown of a READY, DEGRADED or FAILED cluster, in reverse stage order.
+
+    Of an imported cluster only what this control plane created is deleted; the operation's ``retained`` names
+    the foreign resources left in place (the cluster record's ``imported.retained``).
 
     Raises:
         NotFound: no live cluster with this tag.

@@ -53,8 +53,6 @@ from instantstart.models.task_governance import (
 )
 from instantstart.naming import (
     compute_quota_name,
-    eks_cluster_name,
-    hyperpod_cluster_name,
     owned_by,
     ownership_tags,
     scheduler_config_name,
@@ -122,7 +120,7 @@ def governed_cluster(rt: Runtime, tag: str, *, write: bool) -> GovernedCluster:
             code="ClusterNotReady",
             details=[{"field": "clusterTag", "status": record.status.value}],
         )
-    name = record.hyper_pod.cluster_name if record.hyper_pod else hyperpod_cluster_name(tag)
+    name = record.hyper_pod_cluster_name
     try:
         found = rt.client("sagemaker").describe_cluster(ClusterName=name)
     except ClientError as exc:
@@ -135,7 +133,7 @@ def governed_cluster(rt: Runtime, tag: str, *, write: bool) -> GovernedCluster:
         raise UpstreamUnavailable(
             f"SageMaker DescribeCluster failed ({error_code(exc)}: {error_message(exc)})"
         ) from exc
-    eks = record.eks.cluster_name if record.eks else eks_cluster_name(tag)
+    eks = record.eks_cluster_name
     return GovernedCluster(record=record, cluster_arn=str(found["ClusterArn"]), eks_cluster_name=eks)
 
 

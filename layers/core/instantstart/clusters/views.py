@@ -13,7 +13,6 @@ from instantstart.models.cluster import (
 from instantstart.models.features import FeatureOutcome
 from instantstart.models.operation import ChangeResult, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 
 
 def operation_view(record: OperationRecord) -> OperationView:
@@ -38,6 +37,7 @@ def operation_view(record: OperationRecord) -> OperationView:
             if record.feature_results is not None
             else None
         ),
+        retained=record.retained,
     )
 
 
@@ -66,13 +66,14 @@ def stage_view(record: StageRecord) -> StageView:
         resources=record.resources,
         error=record.error,
         teardown_status=record.teardown_status,
+        imported=bool(record.imported),
     )
 
 
 def planned_hyperpod(record: ClusterRecord) -> HyperPodView:
     """The HyperPod cluster as requested, before anything was observed."""
     return HyperPodView(
-        cluster_name=hyperpod_cluster_name(record.cluster_tag),
+        cluster_name=record.hyper_pod_cluster_name,
         instance_groups=[
             InstanceGroupView(
                 instance_group_name=g.instance_group_name,
@@ -97,10 +98,12 @@ def cluster_view(record: ClusterRecord, stages: list[StageRecord]) -> ClusterVie
         updated_at=record.updated_at,
         current_operation_id=record.current_operation_id,
         stages=[stage_view(s) for s in stages],
-        eks=record.eks or EksView(cluster_name=eks_cluster_name(record.cluster_tag)),
+        eks=record.eks or EksView(cluster_name=record.eks_cluster_name),
         hyper_pod=record.hyper_pod or planned_hyperpod(record),
         nodes=record.nodes,
         storage=record.storage,
+        imported=record.imported is not None,
+        imported_resources=record.imported,
     )
 
 
@@ -112,6 +115,6 @@ def cluster_summary(record: ClusterRecord) -> ClusterSummary:
         availability_zone=record.availability_zone,
         created_at=record.created_at,
         updated_at=record.updated_at,
-        eks_cluster_name=eks_cluster_name(record.cluster_tag),
-        hyper_pod_cluster_name=hyperpod_cluster_name(record.cluster_tag),
+        eks_cluster_name=record.eks_cluster_name,
+        hyper_pod_cluster_name=record.hyper_pod_cluster_name,
     )

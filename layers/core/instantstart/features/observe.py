@@ -15,10 +15,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
+from instantstart.clusters import records
 from instantstart.clusters.stages import hyperpod
 from instantstart.features import fsx, kuberay
 from instantstart.features.catalog import FEATURES, FeatureSpec, feature_role_name, tls_bucket_name
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name, owned_by
+from instantstart.naming import owned_by
 
 NEEDED_BY_KEY = "instantstart:needed-by"
 """EKS add-on tag listing (space-separated) who needs the add-on: ``create`` and feature keys."""
@@ -217,7 +218,7 @@ def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservatio
         botocore.exceptions.ClientError: an AWS read failed (other than "not found").
     """
     eks, iam, s3 = rt.client("eks"), rt.client("iam"), rt.client("s3")
-    name = eks_cluster_name(tag)
+    name = records.eks_name(rt, tag)
     cluster = eks.describe_cluster(name=name)["cluster"]
     addon_names = sorted(
         {a for spec in FEATURES.values() for a in ((spec.addon,) if spec.addon else ()) + spec.requires}
@@ -247,7 +248,7 @@ def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservatio
         dyn = kube.connect(name, rt.region)
         for key in KUBERNETES_KINDS:
             features[key].kubernetes = _kubernetes_objects(dyn, FEATURES[key])
-    hp = hyperpod.describe(rt.client("sagemaker"), hyperpod_cluster_name(tag)) or {}
+    hp = hyperpod.describe(rt.client("sagemaker"), records.hyperpod_name(rt, tag)) or {}
     tiered, hp_status = hp.get("TieredStorageConfig"), hp.get("ClusterStatus")
     vpc_config = hp.get("VpcConfig") or {}
     return ClusterObservation(

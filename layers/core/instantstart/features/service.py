@@ -78,7 +78,7 @@ from instantstart.models.features import (
 from instantstart.models.operation import OperationView
 from instantstart.models.task_governance import TASK_GOVERNANCE_FEATURE
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, storage_bucket_name, tag_list
+from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, tag_list
 from instantstart.runtime import Runtime
 
 _CHANGEABLE = (ClusterStatus.READY, ClusterStatus.DEGRADED)
@@ -429,7 +429,9 @@ def _tiered_on(ctx: _Ctx, req: TieredCheckpointingRequest, actions: list[str]) -
     wanted: dict[str, Any] = {"Mode": "Enable"}
     if pct is not None:
         wanted["InstanceMemoryAllocationPercentage"] = pct
-    ctx.rt.client("sagemaker").update_cluster(ClusterName=hyperpod_cluster_name(ctx.tag), TieredStorageConfig=wanted)
+    ctx.rt.client("sagemaker").update_cluster(
+        ClusterName=records.hyperpod_name(ctx.rt, ctx.tag), TieredStorageConfig=wanted
+    )
     actions.append(f"UpdateCluster TieredStorageConfig {wanted}")
 
 
@@ -623,7 +625,7 @@ def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
     setting_off = True
     if spec.tiered_storage and (obs.tiered_storage or {}).get("Mode") == "Enable":
         ctx.rt.client("sagemaker").update_cluster(
-            ClusterName=hyperpod_cluster_name(ctx.tag), TieredStorageConfig={"Mode": "Disable"}
+            ClusterName=records.hyperpod_name(ctx.rt, ctx.tag), TieredStorageConfig={"Mode": "Disable"}
         )
         actions.append("UpdateCluster TieredStorageConfig {'Mode': 'Disable'}")
         setting_off = False

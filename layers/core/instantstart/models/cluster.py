@@ -46,10 +46,20 @@ AVAILABILITY_ZONE_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
 AVAILABILITY_ZONE_RULE = "an Availability Zone name such as us-west-2c (the Region name followed by a zone letter)"
 """The availabilityZone pattern in words."""
 
-KUBERNETES_VERSION_PATTERN = r"^1\.(2[89]|3[0-3])$"
-"""The EKS Kubernetes versions HyperPod supports."""
+HYPERPOD_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+"""The EKS Kubernetes versions SageMaker HyperPod supports: the one list (create and import use it).
 
-KUBERNETES_VERSION_RULE = "a Kubernetes minor version from 1.28 to 1.33, written like 1.32"
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html
+("SageMaker HyperPod supports Kubernetes versions 1.28, 1.29, 1.30, 1.31, 1.32, and 1.33").
+"""
+
+KUBERNETES_VERSION_PATTERN = "^(" + "|".join(re.escape(v) for v in HYPERPOD_KUBERNETES_VERSIONS) + ")$"
+"""The EKS Kubernetes versions HyperPod supports (:data:`HYPERPOD_KUBERNETES_VERSIONS`)."""
+
+KUBERNETES_VERSION_RULE = (
+    f"a Kubernetes minor version from {HYPERPOD_KUBERNETES_VERSIONS[0]} to {HYPERPOD_KUBERNETES_VERSIONS[-1]}, "
+    "written like 1.32"
+)
 """The kubernetesVersion pattern in words."""
 
 MAX_INSTANCE_COUNT = 6758
@@ -486,6 +496,116 @@ class CreateClusterRequest(ApiModel):
         return groups
 
 
+EKS_CLUSTER_NAME_PATTERN = r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$"
+"""EKS ``CreateCluster`` ``name``: 1-100 characters, a letter or digit first, then letters, digits, ``-``, ``_``."""
+
+HYPERPOD_CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+"""SageMaker ``ClusterName``: 1-63 letters and digits, optionally joined by hyphens."""
+
+
+class ImportClusterRequest(ApiModel):
+    """Body of ``POST /clusters/import``: bring an existing EKS cluster (and its HyperPod cluster) under management.
+
+    With ``hyperPodClusterName`` the HyperPod cluster it names (orchestrated by this EKS cluster) is imported and
+    its instance groups are the cluster's; without it the control plane creates one, so ``availabilityZone`` and
+    ``instanceGroups`` (as in ``POST /clusters``) are required.
+    """
+
+    eks_cluster_name: str = Field(
+        pattern=EKS_CLUSTER_NAME_PATTERN,
+        description="Name of the existing EKS cluster (EKS DescribeCluster), in this account and Region.",
+        examples=["platform-eks"],
+        json_schema_extra=pattern_rule(
+            "an EKS cluster name: 1-100 letters, digits, hyphens or underscores, starting with a letter or digit"
+        ),
+    )
+    cluster_tag: ClusterTag
+    hyper_pod_cluster_name: str | None = Field(
+        default=None,
+        pattern=HYPERPOD_CLUSTER_NAME_PATTERN,
+        description="Name of an existing HyperPod cluster orchestrated by this EKS cluster, to import with it.",
+        examples=["platform-eks-hp"],
+        json_schema_extra=pattern_rule("a HyperPod cluster name: 1-63 letters or digits, optionally joined by hyphens"),
+    )
+    availability_zone: str | None = Field(
+        default=None,
+        pattern=AVAILABILITY_ZONE_PATTERN,
+        description="Without hyperPodClusterName: zone of the compute subnet created in the cluster's VPC "
+        "(default: the zone of the cluster's first subnet).",
+        examples=["us-west-2c"],
+        json_schema_extra=pattern_rule(AVAILABILITY_ZONE_RULE),
+    )
+    instance_groups: list[InstanceGroupRequest] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20,
+        description="Without hyperPodClusterName (required then): the instance groups of the HyperPod cluster "
+        "created for it (1-20); not allowed with hyperPodClusterName.",
+    )
+
+    @field_validator("instance_groups")
+    @classmethod
+    def _groups_only_without_hyperpod(
+        cls, groups: list[InstanceGroupRequest] | None, info: ValidationInfo
+    ) -> list[InstanceGroupRequest] | None:
+        if groups is not None and info.data.get("hyper_pod_cluster_name"):
+            raise ValueError(
+                "not allowed with hyperPodClusterName: the imported HyperPod cluster's own instance groups are used"
+            )
+        if groups is not None:
+            names = [g.instance_group_name for g in groups]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise ValueError(f"instanceGroupName values must be unique; repeated: {', '.join(duplicates)}")
+        return groups
+
+
+class RetainedResource(ApiModel):
+    """A resource of an imported cluster that was not created by this control plane and is never deleted by it."""
+
+    resource_type: str = Field(
+        description="What it is: EksCluster, HyperPodCluster, Vpc, Subnet, SecurityGroup, EksAddon, EksAccessEntry.",
+        examples=["EksCluster"],
+    )
+    name: str = Field(description="Its name or id, as AWS names it.", examples=["platform-eks"])
+
+
+class ImportedView(ApiModel):
+    """What ``POST /clusters/import`` found: the foreign resources the cluster uses and never deletes."""
+
+    eks_cluster_name: str = Field(description="The imported EKS cluster.", examples=["platform-eks"])
+    eks_cluster_arn: str = Field(
+        description="Its ARN.", examples=["arn:aws:eks:us-west-2:123456789012:cluster/platform-eks"]
+    )
+    kubernetes_version: str = Field(description="Its Kubernetes version at import.", examples=["1.32"])
+    authentication_mode: str = Field(
+        description="Its accessConfig.authenticationMode at import.", examples=["API_AND_CONFIG_MAP"]
+    )
+    vpc_id: str = Field(description="Its VPC.", examples=["vpc-0123456789abcdef0"])
+    subnet_ids: list[str] = Field(description="Its subnets (resourcesVpcConfig.subnetIds).")
+    security_group_id: str = Field(
+        description="The security group HyperPod nodes use: the EKS cluster security group.",
+        examples=["sg-0123456789abcdef0"],
+    )
+    hyper_pod_cluster_name: str | None = Field(
+        default=None,
+        description="The imported HyperPod cluster; null when the control plane creates one.",
+        examples=["platform-eks-hp"],
+    )
+    hyper_pod_cluster_arn: str | None = Field(
+        default=None,
+        description="Its ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef012345"],
+    )
+    addons: list[str] = Field(default_factory=list, description="EKS add-ons present at import (kept on delete).")
+    access_entry: bool = Field(
+        default=False, description="True when the control plane's access entry existed at import (kept on delete)."
+    )
+    retained: list[RetainedResource] = Field(
+        default_factory=list, description="Everything above that DELETE leaves in place."
+    )
+
+
 TIMESTAMP_EXAMPLE = "2026-11-29T17:04:05Z"
 """Example of the API's timestamps: ISO-8601 UTC, seconds, ``Z`` suffix."""
 
@@ -533,6 +653,11 @@ class StageView(ApiModel):
     error: StageError | None = Field(default=None, description="The error that failed the stage; null otherwise.")
     teardown_status: StageStatus | None = Field(
         default=None, description="Progress of this stage's teardown while the cluster is deleted."
+    )
+    imported: bool = Field(
+        default=False,
+        description="True when the stage's resources existed before POST /clusters/import (recorded SUCCEEDED, "
+        "never deleted).",
     )
 
 
@@ -704,6 +829,10 @@ class ClusterView(ApiModel):
     hyper_pod: HyperPodView | None = Field(default=None, description="The HyperPod cluster as last observed.")
     nodes: list[NodeView] = Field(default_factory=list, description="HyperPod nodes as last observed.")
     storage: StorageView | None = Field(default=None, description="The S3 storage as last observed.")
+    imported: bool = Field(default=False, description="True for a cluster brought in by POST /clusters/import.")
+    imported_resources: ImportedView | None = Field(
+        default=None, description="For an imported cluster: the foreign resources it uses and DELETE leaves."
+    )
 
 
 class ClusterSummary(ApiModel):

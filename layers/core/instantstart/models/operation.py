@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from instantstart.models.capacity import AvailabilityZoneChange
-from instantstart.models.cluster import TIMESTAMP_EXAMPLE, StageError
+from instantstart.models.cluster import TIMESTAMP_EXAMPLE, RetainedResource, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
 from instantstart.models.features import FeatureOutcome
@@ -113,6 +113,11 @@ class OperationView(ApiModel):
         default=None,
         description="For UPDATE_FEATURES: each feature of the request and its outcome (changed, unchanged, failed "
         "with AWS's error verbatim, or pending while the operation runs).",
+    )
+    retained: list[RetainedResource] | None = Field(
+        default=None,
+        description="DELETE of an imported cluster: the resources that existed before the import and are left in "
+        "place (only what this control plane created is deleted); null otherwise.",
     )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,

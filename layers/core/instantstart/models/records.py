@@ -17,11 +17,14 @@ from instantstart.models.cluster import (
     CreateClusterRequest,
     EksView,
     HyperPodView,
+    ImportedView,
     NodeView,
+    RetainedResource,
     StageError,
     StorageView,
 )
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 
 
 class Record(BaseModel):
@@ -53,6 +56,21 @@ class ClusterRecord(Record):
     desired_features: dict[str, Any] | None = Field(
         default=None, description="What PATCH /features last applied, by feature key (the request of each)."
     )
+    imported: ImportedView | None = Field(
+        default=None, description="Set by POST /clusters/import: the foreign resources the cluster uses."
+    )
+
+    @property
+    def eks_cluster_name(self) -> str:
+        """The EKS cluster's name: the imported one, else ``eks-cluster-<tag>``."""
+        return self.imported.eks_cluster_name if self.imported else eks_cluster_name(self.cluster_tag)
+
+    @property
+    def hyper_pod_cluster_name(self) -> str:
+        """The HyperPod cluster's name: the imported one, else ``hp-cluster-<tag>`` (created here)."""
+        if self.imported and self.imported.hyper_pod_cluster_name:
+            return self.imported.hyper_pod_cluster_name
+        return hyperpod_cluster_name(self.cluster_tag)
 
 
 class StageRecord(Record):
@@ -88,6 +106,9 @@ class StageRecord(Record):
     teardown_status: StageStatus | None = None
     teardown_started_at: str | None = None
     teardown_ended_at: str | None = None
+    imported: bool | None = Field(
+        default=None, description="The stage's resources existed before import: SUCCEEDED, never torn down."
+    )
 
     @classmethod
     def pending(cls, tag: str, generation: int, stage: StageName, now: str) -> StageRecord:
@@ -138,4 +159,7 @@ class OperationRecord(Record):
     feature_results: dict[str, Any] | None = Field(
         default=None,
         description="UPDATE_FEATURES: each feature's outcome (``models.features.FeatureOutcome``), by feature key.",
+    )
+    retained: list[RetainedResource] | None = Field(
+        default=None, description="For a DELETE of an imported cluster: the foreign resources it leaves in place."
     )

@@ -65,6 +65,8 @@ class DependenciesResources(StageResources):
 
     addons: dict[str, AddonResource] = {}
     kubernetes_objects: list[str] | None = None
+    imported_addons: list[str] | None = None
+    """Add-ons present before ``POST /clusters/import``: never deleted by this control plane."""
 
     @model_validator(mode="before")
     @classmethod

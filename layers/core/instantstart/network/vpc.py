@@ -498,8 +498,55 @@ def _ensure_routed_subnet(
     )
 
 
-def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str) -> None:
-    """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC."""
+def _free_block(ec2: Ec2, vpc_id: str, prefix: int) -> str:
+    vpc_cidr = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]["CidrBlock"]
+    used = [s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]]
+    return free_compute_cidr(vpc_cidr, used, prefix=prefix)
+
+
+def ensure_egress(ec2: Ec2, *, tag: str, vpc_id: str, region: str, availability_zone: str) -> NetworkResources:
+    """Egress for HyperPod nodes in an imported VPC (one this control plane did not create), owned by ``tag``.
+
+    The VPC's attached internet gateway is used when it has one (else an owned one is created and attached);
+    an owned public /24 (the first free block) with its route table to the internet gateway, an owned NAT
+    gateway there and an owned S3 gateway endpoint are found or created. Nothing of the VPC's own is changed,
+    and :func:`delete_network` later deletes exactly these (``imported_vpc_id``). The NAT gateway may still be
+    ``pending``: the caller waits for ``available`` before HyperPod is created. Calls ``DescribeVpcs``,
+    ``DescribeSubnets``, ``DescribeInternetGateways``, ``CreateInternetGateway``, ``AttachInternetGateway``,
+    ``CreateSubnet``, ``CreateRouteTable``, ``CreateRoute``, ``AssociateRouteTable``, ``CreateNatGateway``,
+    ``CreateVpcEndpoint``.
+    """
+    attached = ec2.describe_internet_gateways(Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}])[
+        "InternetGateways"
+    ]
+    igw_id = str(attached[0]["InternetGatewayId"]) if attached else ensure_internet_gateway(ec2, tag, vpc_id)
+    name = f"instantstart-{tag}-public-{availability_zone}"
+    found = ec2.describe_subnets(
+        Filters=[
+            *_owned_filters(tag, "public-subnet"),
+            {"Name": "vpc-id", "Values": [vpc_id]},
+            {"Name": "tag:Name", "Values": [name]},
+        ]
+    )["Subnets"]
+    cidr = found[0]["CidrBlock"] if found else _free_block(ec2, vpc_id, 24)
+    public = _ensure_subnet(ec2, tag, vpc_id, cidr, availability_zone, name, "public-subnet")
+    public_rt = _ensure_route_table(ec2, tag, vpc_id, f"instantstart-{tag}-public", "public-route-table")
+    _ensure_default_route(ec2, public_rt, GatewayId=igw_id)
+    _associate(ec2, public_rt, public)
+    nat_id, nat_state = ensure_nat_gateway(ec2, tag, vpc_id, public)
+    return NetworkResources(
+        internet_gateway_id=igw_id,
+        public_subnet_ids=[public],
+        public_route_table_id=public_rt,
+        nat_gateway_id=nat_id,
+        nat_gateway_state=nat_state,
+        s3_endpoint_id=ensure_s3_endpoint(ec2, tag, vpc_id, region, public_rt),
+    )
+
+
+def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str, *, keep_vpc: bool = False) -> None:
+    """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC
+    (``keep_vpc``: an imported VPC, which is not ours, stays)."""
     endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
     # an endpoint deleted by an earlier poll (which then met DependencyViolation) is listed as deleted
     owned_endpoints = [
@@ -520,21 +567,25 @@ def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str) -> None:
         if owned_by(subnet.get("Tags", []), tag):
             ec2.delete_subnet(SubnetId=subnet["SubnetId"])
     for igw in ec2.describe_internet_gateways(Filters=_owned_filters(tag))["InternetGateways"]:
+        if not owned_by(igw.get("Tags", []), tag):  # never another owner's gateway, whatever the filter did
+            continue
         for att in igw.get("Attachments", []):
             ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=att["VpcId"])
         ec2.delete_internet_gateway(InternetGatewayId=igw["InternetGatewayId"])
     for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["SecurityGroups"]:
         if group["GroupName"] != "default" and owned_by(group.get("Tags", []), tag):
             ec2.delete_security_group(GroupId=group["GroupId"])
-    ec2.delete_vpc(VpcId=vpc_id)
+    if not keep_vpc:
+        ec2.delete_vpc(VpcId=vpc_id)
 
 
-def delete_network(ec2: Ec2, tag: str) -> list[str]:
+def delete_network(ec2: Ec2, tag: str, imported_vpc_id: str | None = None) -> list[str]:
     """Delete every network resource carrying this cluster's ownership tags, dependants first.
 
     Returns the NAT gateways still deleting: while the list is not empty the caller polls and calls
     again (the function is idempotent); an empty list means everything is gone. Resources without
-    the ownership tags are never touched.
+    the ownership tags are never touched: in an ``imported_vpc_id`` (a VPC of an imported cluster) only
+    what :func:`ensure_egress` and :func:`ensure_compute_subnet` created goes, the VPC stays.
     """
     deleting = []
     for nat in ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]:
@@ -553,4 +604,6 @@ def delete_network(ec2: Ec2, tag: str) -> list[str]:
     for vpc in ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]:
         if owned_by(vpc.get("Tags", []), tag):
             _delete_vpc(ec2, tag, vpc["VpcId"])
+    if imported_vpc_id:
+        _delete_vpc(ec2, tag, imported_vpc_id, keep_vpc=True)
     return []

@@ -13,7 +13,7 @@ from instantstart.clusters.stages.common import GONE, Step
 from instantstart.models.common import StageName
 from instantstart.models.resources import AccessResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, ownership_tags
+from instantstart.naming import owned_by, ownership_tags
 from instantstart.runtime import Runtime
 
 STAGE = StageName.ACCESS
@@ -27,7 +27,7 @@ def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
     (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html).
     """
     eks = rt.client("eks")
-    name = eks_cluster_name(p.cluster_tag)
+    name = records.eks_name(rt, p.cluster_tag)
     principal = rt.settings.CONTROL_PLANE_ROLE_ARN
     try:
         eks.create_access_entry(clusterName=name, principalArn=principal, tags=ownership_tags(p.cluster_tag))
@@ -57,7 +57,7 @@ def check_kubernetes_access(rt: Runtime, p: StepPayload) -> PollResult:
     from instantstart.kube.client import connect, list_objects
 
     try:
-        dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+        dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
         version = dyn.version.get("kubernetes", {}).get("gitVersion")
         namespaces = [n["metadata"]["name"] for n in list_objects(dyn, "v1", "Namespace")]
     except ApiException as exc:
@@ -77,11 +77,18 @@ def check_kubernetes_access(rt: Runtime, p: StepPayload) -> PollResult:
 
 # -- teardown ----------------------------------------------------------------------------------
 def revoke_access(rt: Runtime, p: StepPayload) -> StepResult:
-    """Delete the control plane's access entry (EKS ``DeleteAccessEntry``; absent is fine)."""
+    """Delete the control plane's access entry when it carries the cluster's ownership tags (EKS
+    ``DescribeAccessEntry``, ``DeleteAccessEntry``; absent is fine).
+
+    An entry without them (it existed before ``POST /clusters/import``) is left in place.
+    """
+    eks = rt.client("eks")
+    name, principal = records.eks_name(rt, p.cluster_tag), rt.settings.CONTROL_PLANE_ROLE_ARN
     try:
-        rt.client("eks").delete_access_entry(
-            clusterName=eks_cluster_name(p.cluster_tag), principalArn=rt.settings.CONTROL_PLANE_ROLE_ARN
-        )
+        entry = eks.describe_access_entry(clusterName=name, principalArn=principal)["accessEntry"]
+        if not owned_by(entry.get("tags", {}), p.cluster_tag):
+            return StepResult(status="retained: access entry not created by InstantStart")
+        eks.delete_access_entry(clusterName=name, principalArn=principal)
     except ClientError as exc:
         if error_code(exc) not in GONE:
             raise

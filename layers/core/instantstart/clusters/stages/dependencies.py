@@ -21,7 +21,7 @@ from instantstart.kube import objects
 from instantstart.models.common import StageName
 from instantstart.models.resources import AddonResource, DependenciesResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, storage_role_name
+from instantstart.naming import owned_by, storage_role_name
 from instantstart.runtime import Runtime
 
 STAGE = StageName.DEPENDENCIES
@@ -41,7 +41,7 @@ def create_addons(rt: Runtime, p: StepPayload) -> StepResult:
             rt.client("eks"),
             rt.client("iam"),
             tag=p.cluster_tag,
-            cluster_name=eks_cluster_name(p.cluster_tag),
+            cluster_name=records.eks_name(rt, p.cluster_tag),
             addon=a,
             account_id=rt.account_id,
             region=rt.region,
@@ -65,7 +65,7 @@ def check_addons(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: an add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
     """
     eks = rt.client("eks")
-    states = {a.name: addon_state(eks, eks_cluster_name(p.cluster_tag), a.name) for a in ADDONS}
+    states = {a.name: addon_state(eks, records.eks_name(rt, p.cluster_tag), a.name) for a in ADDONS}
     _record(rt, p, DependenciesResources(addons={n: AddonResource(status=h.status) for n, h in states.items()}))
     for health in states.values():
         if health.failed:
@@ -80,7 +80,7 @@ def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
     """Server-side apply the Kubernetes objects HyperPod needs before nodes join."""
     from instantstart.kube.client import apply, connect
 
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     applied = []
     for obj in objects.hyperpod_prerequisites(rt.region):
         apply(dyn, obj)
@@ -106,11 +106,16 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
 def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once every add-on of the stage and every FSx file system of the ``fsx`` feature (then its security
     group: :func:`instantstart.features.fsx.teardown`) is gone; then deletes pod identity associations, the storage
-    role and the features' roles and bucket."""
+    role and the features' roles and bucket.
+
+    Only add-ons and associations carrying the cluster's ownership tags are deleted (EKS ``DescribeAddon``,
+    ``DescribePodIdentityAssociation``): those that existed before ``POST /clusters/import`` stay. Associations an
+    add-on owns (``ownerArn``) are skipped: EKS refuses to delete them, they go with the add-on.
+    """
     from instantstart.features import fsx  # features import the stages
 
     eks = rt.client("eks")
-    name = eks_cluster_name(p.cluster_tag)
+    name = records.eks_name(rt, p.cluster_tag)
     # an FSx file system's network interface would keep the subnet and security groups from the network teardown
     storage = fsx.teardown(rt, p.cluster_tag)
     remaining = []
@@ -121,6 +126,8 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
             if error_code(exc) in GONE:
                 continue
             raise
+        if not owned_by(found.get("tags", {}), p.cluster_tag):
+            continue
         remaining.append(addon.name)
         if found["status"] != "DELETING":
             eks.delete_addon(clusterName=name, addonName=addon.name)
@@ -128,9 +135,11 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         return PollResult(done=False, status=f"deleting {', '.join(remaining + storage)}")
     try:
         for assoc in eks.list_pod_identity_associations(clusterName=name)["associations"]:
-            if assoc.get("ownerArn"):  # an add-on's (a feature's add-on): EKS refuses; it goes with the cluster
+            if assoc.get("ownerArn"):  # an add-on's (a feature's add-on): EKS refuses; it goes with the add-on
                 continue
-            eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
+            found = eks.describe_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
+            if owned_by(found["association"].get("tags", {}), p.cluster_tag):
+                eks.delete_pod_identity_association(clusterName=name, associationId=assoc["associationId"])
     except ClientError as exc:
         if error_code(exc) not in GONE:
             raise

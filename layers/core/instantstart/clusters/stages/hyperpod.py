@@ -24,19 +24,36 @@ from instantstart.models.common import CapacityType, StageName
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, tag_list
+from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
 STAGE = StageName.HYPERPOD
+
+
+def _imported_egress(rt: Runtime, p: StepPayload, net: NetworkResources, zone: str) -> NetworkResources:
+    """An imported VPC's owned egress (:func:`instantstart.network.vpc.ensure_egress`), merged into the (imported)
+    network stage's resources so its teardown finds it; returns the network resources with it."""
+    egress = vpc.ensure_egress(
+        rt.client("ec2"), tag=p.cluster_tag, vpc_id=str(net.vpc_id), region=rt.region, availability_zone=zone
+    )
+    records.update_stage_resources(
+        rt, tag=p.cluster_tag, generation=p.generation, stage=StageName.NETWORK, resources=egress
+    )
+    return net.model_copy(update=egress.model_dump(exclude_none=True))
 
 
 def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
     """The per-AZ compute subnet of the requested zone, and the own subnet of each ``dedicatedSubnet`` group.
 
     Both through :func:`instantstart.capacity.subnets.ensure_group_subnet` (under the VPC's subnet lock, so a
-    concurrent group add never makes a second subnet for the zone).
+    concurrent group add never makes a second subnet for the zone). In an imported VPC the NAT gateway, public subnet
+    and S3 endpoint the subnets route through are created first, owned by the cluster
+    (:func:`instantstart.network.vpc.ensure_egress`).
     """
     cluster = records.cluster_record(rt, p.cluster_tag)
     net = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
+    if records.stage_imported(rt, p.cluster_tag, p.generation, StageName.NETWORK):
+        net = _imported_egress(rt, p, net, cluster.availability_zone)
     where = {
         "tag": p.cluster_tag,
         "vpc_id": str(net.vpc_id),
@@ -96,12 +113,21 @@ def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 
     A Failed HyperPod cluster cannot be resumed: a retried stage deletes it (SageMaker
     ``DeleteCluster``, ownership checked) and waits until it is gone before creating a new one.
+    In an imported VPC it first waits for the owned NAT gateway to be ``available`` (EC2
+    ``DescribeNatGateways``): HyperPod nodes need egress when they come up.
 
     Raises:
         StageFailed: the Failed cluster is not ours (``ClusterNotOwned``).
     """
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
+    if records.stage_imported(rt, p.cluster_tag, p.generation, StageName.NETWORK):
+        nat = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
+        state, message = vpc.nat_gateway_state(rt.client("ec2"), str(nat.nat_gateway_id))
+        if state == "failed":
+            raise StageFailed("NatGatewayFailed", message or "NAT gateway failed")
+        if state != "available":
+            return PollResult(done=False, status=f"NatGateway {state}")
     found = describe(sm, name)
     if found is None:
         return PollResult(done=True, status="absent")
@@ -338,7 +364,7 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     tag, generation = p.cluster_tag, p.generation
     groups = records.cluster_record(rt, tag).request.instance_groups
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     found = describe(sm, name)
     if found is not None and found.get("ClusterStatus") == "Failed":
         raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
@@ -378,7 +404,7 @@ def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim) or gone.
     """
     cluster = records.cluster_record(rt, p.cluster_tag)
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
     found = describe(rt.client("sagemaker"), name)
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
@@ -399,11 +425,20 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     SageMaker refuses ``DeleteCluster`` while they exist); others' are left alone. Once the cluster is gone, the
     managed-Karpenter ClusterRole of the cluster (ours only) is deleted with it.
 
+    An imported HyperPod cluster (the stage is ``imported``) is never deleted: only the task governance resources
+    created here are released (waited for), then the step is done and the cluster is retained.
+
     Raises:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
     """
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag)
+    if records.stage_imported(rt, p.cluster_tag, p.generation, STAGE):
+        imported = describe(sm, name)
+        governance = task_governance.release_owned(sm, str(imported["ClusterArn"]), p.cluster_tag) if imported else []
+        if governance:
+            return PollResult(done=False, status=f"deleting task governance: {', '.join(governance)}")
+        return PollResult(done=True, status=f"imported HyperPod cluster {name} retained")
     found = describe(sm, name)
     if found is None:
         role_deleted = autoscaling_role.delete_cluster_role(rt.client("iam"), p.cluster_tag)

@@ -199,9 +199,13 @@ def check_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 def delete_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the EKS cluster is gone; starts EKS ``DeleteCluster`` if needed (ownership checked).
 
+    An imported EKS cluster (the stage is ``imported``) is never deleted: done at once.
+
     Raises:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
     """
+    if records.stage_imported(rt, p.cluster_tag, p.generation, STAGE):
+        return PollResult(done=True, status=f"imported EKS cluster {records.eks_name(rt, p.cluster_tag)} retained")
     eks = rt.client("eks")
     name = eks_cluster_name(p.cluster_tag)
     try:
@@ -222,10 +226,13 @@ def delete_network(rt: Runtime, p: StepPayload) -> PollResult:
 
     Network interfaces of a deleted HyperPod or EKS cluster linger for a while (AWS releases them
     asynchronously), and EC2 refuses to delete their subnet, security group or VPC with
-    ``DependencyViolation`` until then: that is "not yet", checked again at the next poll.
+    ``DependencyViolation`` until then: that is "not yet", checked again at the next poll. In an imported
+    VPC only the owned egress and compute resources go (:func:`instantstart.network.vpc.ensure_egress`).
     """
+    imported = records.stage_imported(rt, p.cluster_tag, p.generation, STAGE)
+    imported_vpc = _resources(rt, p).vpc_id if imported else None
     try:
-        deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag)
+        deleting = vpc.delete_network(rt.client("ec2"), p.cluster_tag, imported_vpc_id=imported_vpc)
     except ClientError as exc:
         if error_code(exc) != "DependencyViolation":
             raise

@@ -20,7 +20,7 @@ from instantstart.models.cluster import StorageView
 from instantstart.models.common import StageName, StageStatus
 from instantstart.models.resources import StorageResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, owned_by, ownership_tags, storage_bucket_name, tag_list
+from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, tag_list
 from instantstart.runtime import Runtime
 
 STAGE = StageName.STORAGE
@@ -90,7 +90,7 @@ def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
         )
         return PollResult(done=False, status=status)
     bucket = storage_bucket_name(p.cluster_tag, rt.account_id, rt.region)
-    dyn = connect(eks_cluster_name(p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     phase = pvc_phase(dyn)
     if phase is None:
         apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
@@ -129,7 +129,7 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
 
     tag = p.cluster_tag
     try:
-        dyn = connect(eks_cluster_name(tag), rt.region)
+        dyn = connect(records.eks_name(rt, tag), rt.region)
         delete(dyn, "v1", "PersistentVolumeClaim", objects.S3_CLAIM, objects.STORAGE_NAMESPACE)
         delete(dyn, "v1", "PersistentVolume", objects.S3_VOLUME)
     except ClientError as exc:

@@ -29,7 +29,6 @@ from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import StageName
 from instantstart.models.resources import VerifyResources
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
-from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart.runtime import Runtime
 
 STAGE = StageName.VERIFY
@@ -96,7 +95,7 @@ def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> GroupCounts:
     cluster = records.cluster_record(rt, tag)
     groups = cluster.request.instance_groups
     sm = rt.client("sagemaker")
-    name = hyperpod_cluster_name(tag)
+    name = records.hyperpod_name(rt, tag)
     found = hyperpod.describe(sm, name)
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
@@ -148,13 +147,13 @@ def inspect(rt: Runtime, tag: str, generation: int) -> Inspection:
     from instantstart.kube.client import connect, list_objects
 
     counts = _observe_hyperpod(rt, tag, generation)
-    dyn = connect(eks_cluster_name(tag), rt.region)
+    dyn = connect(records.eks_name(rt, tag), rt.region)
     nodes = [node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=HYPERPOD_NODES)]
     rt.store.record_observations(tag, now=records.now(), nodes=nodes)
     ready = healthy_nodes(nodes, counts.current)
     short = {g: (ready.get(g, 0), t) for g, t in counts.targets.items() if ready.get(g, 0) < t}
     eks = rt.client("eks")
-    addons = [addon_state(eks, eks_cluster_name(tag), a.name) for a in ADDONS]
+    addons = [addon_state(eks, records.eks_name(rt, tag), a.name) for a in ADDONS]
     return Inspection(targets=counts.targets, short=short, addons=addons, pvc_phase=pvc_phase(dyn))
 
 
@@ -179,7 +178,7 @@ def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]
     targets, current = counts.targets, counts.current
     short = {g: (current.get(g, 0), t) for g, t in targets.items() if current.get(g, 0) < t}
     eks = rt.client("eks")
-    pending = [a.name for a in ADDONS if not addon_state(eks, eks_cluster_name(tag), a.name).active]
+    pending = [a.name for a in ADDONS if not addon_state(eks, records.eks_name(rt, tag), a.name).active]
     expected = sum(targets.values())
     running = expected - sum(t - c for c, t in short.values())
     summary = f"{running}/{expected} instances running, {len(ADDONS) - len(pending)}/{len(ADDONS)} add-ons ACTIVE"
@@ -241,7 +240,7 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
             with suppress(ClientError):  # the summary is still worth reporting
                 reason = (
                     event_failure_message(
-                        rt.client("sagemaker"), hyperpod_cluster_name(p.cluster_tag), errors[0].event_id
+                        rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag), errors[0].event_id
                     )
                     or reason
                 )
