@@ -53,6 +53,8 @@ EXPECTED_TOOLS = {
     "hyperpod_operation_get",
     "autoscaling_get",
     "autoscaling_update",
+    "cluster_get_features",
+    "cluster_update_features",
     "wait_seconds",
 }
 

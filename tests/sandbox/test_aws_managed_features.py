@@ -284,7 +284,8 @@ def test_given_task_governance_when_quotas_and_priorities_are_set_then_statuses_
         timeout=20,
     )
     quota_id = sm.create_compute_quota(Name="research", ClusterArn=arn, **quota)["ComputeQuotaId"]
-    assert sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Creating"
+    # 30 simulated seconds are 10 wall ms at this clock: a loaded machine may read it already settled
+    assert sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] in ("Creating", "Created")
     with pytest.raises(ClientError) as duplicate:
         sm.create_compute_quota(Name="research-2", ClusterArn=arn, **quota)
     assert _code(duplicate) == "ConflictException"
