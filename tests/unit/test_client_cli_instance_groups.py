@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import Clients
 from inprocess_api import InProcessApi
 from typer.testing import CliRunner, Result
 
@@ -47,7 +46,7 @@ def run(inprocess_api: InProcessApi, monkeypatch: pytest.MonkeyPatch) -> Run:
     return _run
 
 
-def hyperpod_cluster(aws: Clients, tag: str, *groups: tuple[str, int]) -> None:
+def hyperpod_cluster(aws: Any, tag: str, *groups: tuple[str, int]) -> None:
     """``hp-cluster-<tag>`` InService in moto with ``groups`` (name, count) of ml.g5.8xlarge (moto's list of
     HyperPod types lacks ml.g6)."""
     aws.client("sagemaker").create_cluster(
@@ -67,7 +66,7 @@ def hyperpod_cluster(aws: Clients, tag: str, *groups: tuple[str, int]) -> None:
 
 
 @pytest.fixture
-def ready(inprocess_api: InProcessApi, aws: Clients) -> Iterator[None]:
+def ready(inprocess_api: InProcessApi, aws: Any) -> Iterator[None]:
     """Cluster ``demo`` READY with its HyperPod cluster InService (groups accel 1 and spare 2)."""
     inprocess_api.add_cluster("demo")
     hyperpod_cluster(aws, "demo", ("accel", 1), ("spare", 2))
@@ -225,7 +224,7 @@ def test_clusters_create_with_dedicated_subnet_sends_it_on_the_group(run: Run, i
 
 
 def test_nodes_list_prints_the_nodes_of_the_hyperpod_cluster_and_filters_by_group(
-    ready: None, run: Run, aws: Clients
+    ready: None, run: Run, aws: Any
 ) -> None:
     """Given the HyperPod cluster's nodes as SageMaker lists them,
     when `nodes list demo` runs, then each node is a row with its group and type;
@@ -395,7 +394,7 @@ def test_catalog_training_plan_offerings_prints_each_offering_and_sends_the_sear
 
 
 def test_clusters_operations_lists_the_control_planes_operations_newest_first(
-    run: Run, inprocess_api: InProcessApi, aws: Clients
+    run: Run, inprocess_api: InProcessApi, aws: Any
 ) -> None:
     """Given a cluster created (SUCCEEDED) then being deleted,
     when `clusters operations demo` runs, then both operations are rows, the delete first;
