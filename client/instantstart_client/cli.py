@@ -129,6 +129,14 @@ IdempotencyOption = Annotated[
         help="Idempotency-Key header: repeating the request with the same key returns the same operation.",
     ),
 ]
+DedicatedSubnetOption = Annotated[
+    bool,
+    typer.Option(
+        "--dedicated-subnet",
+        help="Give the group its own compute subnet (a /20 in the cluster's zone) instead of the zone's shared one "
+        "(request field dedicatedSubnet).",
+    ),
+]
 WaitOption = Annotated[
     bool, typer.Option("--wait", help="Follow the operation live until it ends; exit 1 if it fails.")
 ]
@@ -364,7 +372,9 @@ def clusters_create(
     tag: Annotated[str, typer.Option("--tag", help="Cluster tag (names eks-cluster-<tag>, hp-cluster-<tag>).")],
     az: Annotated[str, typer.Option("--az", help="Availability Zone of the HyperPod compute subnet.")],
     instance_type: Annotated[str, typer.Option("--instance-type", help="HyperPod instance type, e.g. ml.g6.4xlarge.")],
-    count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
+    count: Annotated[
+        int, typer.Option("--count", help="Number of instances, at least 1 (the add-ons of the create need a node).")
+    ] = 1,
     capacity_type: Annotated[
         str,
         typer.Option("--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."),
@@ -374,6 +384,7 @@ def clusters_create(
         str | None,
         typer.Option("--kubernetes-version", help="EKS Kubernetes version (API default if unset)."),
     ] = None,
+    dedicated_subnet: DedicatedSubnetOption = False,
     idempotency_key: IdempotencyOption = None,
     wait: WaitOption = False,
     poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
@@ -388,6 +399,8 @@ def clusters_create(
         "instanceCount": count,
         "capacityType": capacity_type,
     }
+    if dedicated_subnet:
+        group["dedicatedSubnet"] = True
     operation = state.client().create_cluster(
         tag, az, [group], kubernetes_version=kubernetes_version, idempotency_key=idempotency_key
     )
@@ -1042,10 +1055,14 @@ def groups_add(
     tag: TagArgument,
     group_name: Annotated[str, typer.Option("--group-name", help="Name of the new instance group.")],
     instance_type: Annotated[str, typer.Option("--instance-type", help="HyperPod instance type, e.g. ml.g6.4xlarge.")],
-    count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
+    count: Annotated[
+        int,
+        typer.Option("--count", help="Number of instances (0: the group starts empty, e.g. for managed Karpenter)."),
+    ] = 1,
     capacity_type: Annotated[
         str, typer.Option("--capacity-type", help="OnDemand (what the API accepts).")
     ] = "OnDemand",
+    dedicated_subnet: DedicatedSubnetOption = False,
     idempotency_key: IdempotencyOption = None,
     wait: WaitOption = False,
     poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
@@ -1060,6 +1077,8 @@ def groups_add(
         "instanceCount": count,
         "capacityType": capacity_type,
     }
+    if dedicated_subnet:
+        group["dedicatedSubnet"] = True
     operation = state.client().add_instance_group(tag, group, idempotency_key=idempotency_key)
     _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
 

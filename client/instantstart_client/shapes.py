@@ -61,6 +61,7 @@ class InstanceGroupSpec(TypedDict):
     labels: NotRequired[dict[str, str] | None]
     taints: NotRequired[list[dict[str, Any]] | None]
     subnetId: NotRequired[str | None]
+    dedicatedSubnet: NotRequired[bool]
     autoPatch: NotRequired[dict[str, Any] | None]
 
 

@@ -174,7 +174,7 @@ def test_given_no_json_object_body_when_creating_then_400_bad_request(api: Modul
 def test_given_invalid_fields_when_creating_then_422_with_one_detail_per_field_path(api: ModuleType) -> None:
     body = create_body(clusterTag="Demo")
     body["instanceGroups"][0]["instanceType"] = "ml.g6.3xlarge"
-    body["instanceGroups"][0]["instanceCount"] = 0
+    body["instanceGroups"][0]["instanceCount"] = -1
 
     answer = call(api, api_event("POST", "/clusters", body=body))
 

@@ -375,15 +375,27 @@ def test_given_a_value_breaking_a_rule_then_422_names_the_field_and_states_the_r
         assert detail["allowedValues"] == [str(v) for v in case.schema["enum"]]
 
 
-def test_given_instance_count_zero_then_the_message_gives_both_bounds(handler: ModuleType) -> None:
+def test_given_a_negative_instance_count_then_the_message_gives_both_bounds(handler: ModuleType) -> None:
+    body = copy.deepcopy(SAMPLE_BODY)
+    body["instanceGroups"][0]["instanceCount"] = -1
+
+    answer = call(handler, api_event("POST", "/clusters", body=body))
+
+    [detail] = answer.error["details"]
+    assert detail["message"] == "instanceGroups[0].instanceCount must be an integer between 0 and 6758; got -1"
+    assert (detail["minimum"], detail["maximum"], detail["type"]) == (0, 6758, "greater_than_equal")
+
+
+def test_given_every_group_at_0_instances_then_422_names_instance_groups_and_the_addons(handler: ModuleType) -> None:
     body = copy.deepcopy(SAMPLE_BODY)
     body["instanceGroups"][0]["instanceCount"] = 0
 
     answer = call(handler, api_event("POST", "/clusters", body=body))
 
+    assert answer.status == 422
     [detail] = answer.error["details"]
-    assert detail["message"] == "instanceGroups[0].instanceCount must be an integer between 1 and 6758; got 0"
-    assert (detail["minimum"], detail["maximum"], detail["type"]) == (1, 6758, "greater_than_equal")
+    assert detail["field"] == "instanceGroups" and detail["instanceCounts"] == [0]
+    assert "cert-manager" in detail["message"] and "metrics-server" in detail["message"]
 
 
 def test_given_an_unknown_body_field_then_the_message_lists_the_fields_of_that_object(handler: ModuleType) -> None:

@@ -88,12 +88,25 @@ def test_given_a_tag_outside_the_pattern_when_validating_then_cluster_tag_is_rej
     assert [e["loc"] for e in errors] == [("clusterTag",)]
 
 
-@pytest.mark.parametrize("count", [0, MAX_INSTANCE_COUNT + 1])
-def test_given_an_instance_count_outside_1_to_6758_when_validating_then_it_is_rejected(count: int) -> None:
+@pytest.mark.parametrize("count", [-1, MAX_INSTANCE_COUNT + 1])
+def test_given_an_instance_count_outside_0_to_6758_when_validating_then_it_is_rejected(count: int) -> None:
     errors = errors_of(body(instanceGroups=[group(instanceCount=count)]))
 
     assert [e["loc"] for e in errors] == [("instanceGroups", 0, "instanceCount")]
-    assert str(MAX_INSTANCE_COUNT if count else 1) in errors[0]["msg"]
+    assert str(MAX_INSTANCE_COUNT if count > 0 else 0) in errors[0]["msg"]
+
+
+def test_given_a_group_of_0_instances_when_validating_then_it_is_accepted_with_a_minimum_of_0() -> None:
+    request = CreateClusterRequest.model_validate(
+        body(instanceGroups=[group(), group(instanceGroupName="karpenter", instanceCount=0, minInstanceCount=0)])
+    )
+
+    assert [g.instance_count for g in request.instance_groups] == [1, 0]
+    assert errors_of(body(instanceGroups=[group(instanceCount=0, minInstanceCount=1)]))[0]["loc"] == (
+        "instanceGroups",
+        0,
+        "minInstanceCount",
+    )
 
 
 def test_given_the_hyperpod_maximum_of_6758_instances_when_validating_then_it_is_accepted() -> None:

@@ -101,6 +101,39 @@ def check_zones(zone: str, region_zones: list[str]) -> None:
         )
 
 
+ADDONS_NEEDING_NODES = ("cert-manager", "metrics-server")
+"""Add-ons the create installs that run on the HyperPod nodes, so cannot become healthy without one."""
+
+
+def check_some_instances(request: CreateClusterRequest) -> None:
+    """A create needs at least one group with ``instanceCount`` >= 1 (a group may start at 0, not all of them).
+
+    The rule lives here, not on :class:`~instantstart.models.cluster.CreateClusterRequest`, because a stored
+    cluster's request may have every group scaled to 0 later (``PATCH`` allows 0) and must still load.
+
+    Raises:
+        ValidationFailed: every group asks for 0 instances (422; the detail names ``instanceGroups``).
+    """
+    if any(g.instance_count >= 1 for g in request.instance_groups):
+        return
+    addons = " and ".join(ADDONS_NEEDING_NODES)
+    message = (
+        f"instanceGroups: every group has instanceCount 0; at least one group needs 1 or more, because the "
+        f"add-ons the create installs ({addons}) cannot become healthy without a node (add the empty groups "
+        "later, or give one group instances)"
+    )
+    raise ValidationFailed(
+        message,
+        details=[
+            {
+                "field": "instanceGroups",
+                "message": message,
+                "instanceCounts": [g.instance_count for g in request.instance_groups],
+            }
+        ],
+    )
+
+
 def check_offerings(ec2: Any, request: CreateClusterRequest, zone: str) -> list[dict[str, Any]]:
     """Problems (422 details) of groups whose instance types are not offered in ``zone``."""
     problems: list[dict[str, Any]] = []

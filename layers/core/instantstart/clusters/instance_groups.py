@@ -501,8 +501,7 @@ def groups_after_change(
     """The instance groups of the cluster's request after ``change``, in HyperPod's order. Pure.
 
     A group HyperPod reports keeps its requested fields with ``instanceCount`` = its ``TargetCount`` (and the
-    change's labels); the added group is the add's request; a deleted group is gone. A group scaled to 0 keeps
-    its last count (a request has at least 1 instance; its ``targetCount`` 0 is on the ``hyperPod`` view).
+    change's labels; a group scaled to 0 shows 0); the added group is the add's request; a deleted group is gone.
     Groups HyperPod reports that neither the request nor the change knows are left out.
     """
     by_name = {g.instance_group_name: g for g in requested}
@@ -515,11 +514,10 @@ def groups_after_change(
             continue
         update: dict[str, Any] = {}
         target = int(d.get("TargetCount") or 0)
-        if target >= 1:
-            update["instance_count"] = target
-            minimum = by_name[name].min_instance_count
-            if minimum is not None and minimum > target:  # a request's minimum is at most its count
-                update["min_instance_count"] = target
+        update["instance_count"] = target
+        minimum = by_name[name].min_instance_count
+        if minimum is not None and minimum > target:  # a request's minimum is at most its count
+            update["min_instance_count"] = target
         if name == change.instance_group_name and change.labels is not None:
             update["labels"] = change.labels
         out.append(by_name[name].model_copy(update=update))

@@ -14,7 +14,7 @@ import time
 import uuid
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.capacity.preflight import preflight
+from instantstart.capacity.preflight import check_some_instances, preflight
 from instantstart.capacity.training_plans import check_training_plans
 from instantstart.clusters import importing, records, views
 from instantstart.clusters.catalog import check_availability_zone, list_availability_zones
@@ -115,12 +115,14 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     zone (:func:`instantstart.capacity.preflight.preflight`: zones, offerings, service quotas).
 
     Raises:
-        ValidationFailed: the zone is not in the Region; a training plan does not fit; a preflight check failed.
+        ValidationFailed: every group asks for 0 instances; the zone is not in the Region; a training plan
+            does not fit; a preflight check failed.
         Conflict: the tag already has a live (not DELETED) cluster, or a concurrent create won; training plans
             and a pinned subnet are in different zones.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     tag = request.cluster_tag
+    check_some_instances(request)
     check_availability_zone(rt, request.availability_zone)
     existing = rt.store.get_cluster(tag)
     if existing and existing.status is not ClusterStatus.DELETED:

@@ -296,9 +296,10 @@ class InstanceGroupRequest(ApiModel):
     )
     instance_count: int = Field(
         strict=True,  # a JSON integer: "2", 2.0 and true are refused, not coerced
-        ge=1,
+        ge=0,  # HyperPod's InstanceCount minimum is 0: a group for managed Karpenter starts empty
         le=MAX_INSTANCE_COUNT,
-        description=f"Number of instances, 1-{MAX_INSTANCE_COUNT}.",
+        description=f"Number of instances, 0-{MAX_INSTANCE_COUNT}. 0 creates the group empty (e.g. for managed "
+        "Karpenter, which needs its groups at 0); POST /clusters needs at least one group with 1 or more.",
         examples=[1],
     )
     capacity_type: CapacityType = Field(
@@ -476,7 +477,9 @@ class CreateClusterRequest(ApiModel):
     instance_groups: list[InstanceGroupRequest] = Field(
         min_length=1,
         max_length=20,
-        description="Instance groups of the HyperPod cluster (1-20), usually one.",
+        description="Instance groups of the HyperPod cluster (1-20), usually one. At least one group needs "
+        "instanceCount 1 or more: the add-ons the create installs (cert-manager, metrics-server) cannot become "
+        "healthy without a node.",
     )
     kubernetes_version: str | None = Field(
         default=None,
