@@ -906,7 +906,8 @@ def test_job_runs_a_pod_to_completion(api: client.ApiClient, core: client.CoreV1
 
 
 def test_controllers_take_simulated_time_with_a_clock(tmp_path: Path) -> None:
-    clock = SimClock(scale=200.0)
+    # schedule + start are 5 simulated seconds: 0.5 wall s at 10x, room for a loaded machine to read Pending first
+    clock = SimClock(scale=10.0)
     srv = KubeApiServer(clock=clock)
     srv.start()
     try:
@@ -919,7 +920,7 @@ def test_controllers_take_simulated_time_with_a_clock(tmp_path: Path) -> None:
             {"metadata": {"name": "slow"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
         )
         assert core.read_namespaced_pod("slow", "default").status.phase == "Pending"
-        wait_for(lambda: core.read_namespaced_pod("slow", "default").status.phase == "Running", 2.0)
+        wait_for(lambda: core.read_namespaced_pod("slow", "default").status.phase == "Running", 5.0)
     finally:
         srv.stop()
         clock.stop()

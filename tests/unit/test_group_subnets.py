@@ -37,6 +37,23 @@ class SlowEc2:
         return getattr(self._ec2, name)
 
 
+@pytest.fixture(autouse=True)
+def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB's conditional writes are atomic; in-process moto checks, then writes. These tests race threads on
+    the lock record, so moto's writes take turns here (as the sandbox server's DynamoDB requests do)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    turn = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        original = getattr(DynamoDBBackend, name)
+
+        def serialised(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with turn:
+                return __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, serialised)
+
+
 @pytest.fixture
 def ec2(aws: Any) -> Any:
     return aws.client("ec2")
