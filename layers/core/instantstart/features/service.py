@@ -207,7 +207,7 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
             ``fsx.fileSystem`` is one FSx would refuse (:func:`instantstart.features.fsx.check_file_system`).
 
     Features with Kubernetes objects of their own (fsx with ``fileSystem``) are not known to be in place here
-    (the API does not read Kubernetes): they go to the operation, whose workflow reads Kubernetes and writes
+    (PATCH does not read Kubernetes at the API): they go to the operation, whose workflow reads Kubernetes and writes
     nothing when they are.
     """
     cluster = records.live_cluster(rt, tag)

@@ -64,9 +64,7 @@ def connect(cluster_name: str, region: str, *, timeout: float | None = None) -> 
         config.retries = 0
     api = k8s.ApiClient(config)
     if timeout is not None:  # discovery requests pass no timeout of their own: bound the pool's sockets
-        import urllib3
-
-        api.rest_client.pool_manager.connection_pool_kw["timeout"] = urllib3.Timeout(total=timeout)
+        api.rest_client.pool_manager.connection_pool_kw["timeout"] = timeout
     digest = hashlib.sha256(endpoint.encode()).hexdigest()[:16]
     cache = os.path.join(tempfile.gettempdir(), f"instantstart-discovery-{digest}.json")
     dynamic: Any = DynamicClient
