@@ -167,6 +167,10 @@ def test_when_kuberay_goes_on_then_off_then_the_operator_objects_exist_then_none
         assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"{plural}.ray.io") is not None
     binding = kube.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "kuberay-operator")
     assert binding is not None and binding["subjects"][0]["namespace"] == "kuberay-system"
+    shown = api.get_features(TAG)["features"]["kubeRay"]  # read from Kubernetes by the API
+    assert shown["enabled"] is True and shown["kubernetesUnknown"] == {}
+    assert "Deployment/kuberay-system/kuberay-operator" in shown["kubernetesObjects"]
+    assert "CustomResourceDefinition/rayjobs.ray.io" in shown["kubernetesObjects"]
 
     calls = sandbox.aws.extension.calls
     calls.reset()
@@ -182,6 +186,24 @@ def test_when_kuberay_goes_on_then_off_then_the_operator_objects_exist_then_none
     assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "rayclusters.ray.io") is None
     assert kube.get("rbac.authorization.k8s.io/v1", "ClusterRole", "kuberay-operator") is None
     assert kube.get("v1", "Namespace", "kuberay-system") is None
+    shown = api.get_features(TAG)["features"]["kubeRay"]
+    assert shown["enabled"] is False and shown["kubernetesObjects"] == [] and shown["kubernetesUnknown"] == {}
+
+
+def test_when_the_cluster_is_created_then_the_api_role_has_a_read_only_access_entry_owned_by_the_cluster(
+    cluster: Any, sandbox: Sandbox
+) -> None:
+    api_role = sandbox.deployment.environment["API_ROLE_ARN"] if sandbox.deployment else ""
+    eks = boto3.client("eks", region_name=sandbox.region)
+
+    entry = eks.describe_access_entry(clusterName=EKS_NAME, principalArn=api_role)["accessEntry"]
+    policies = eks.list_associated_access_policies(clusterName=EKS_NAME, principalArn=api_role)
+
+    assert ":role/" in api_role and api_role != sandbox.deployment.environment["CONTROL_PLANE_ROLE_ARN"]
+    assert entry["tags"]["instantstart:cluster-tag"] == TAG
+    assert [
+        (p["policyArn"].rsplit("/", 1)[1], p["accessScope"]["type"]) for p in policies["associatedAccessPolicies"]
+    ] == [("AmazonEKSViewPolicy", "cluster")]
 
 
 @pytest.mark.parametrize(

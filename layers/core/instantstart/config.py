@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     EKS_CLUSTER_ROLE_ARN: str = ""
     HYPERPOD_EXECUTION_ROLE_ARN: str = ""
     CONTROL_PLANE_ROLE_ARN: str = ""
+    API_ROLE_ARN: str = ""
+    """The API function's role: the access stage gives it a read-only EKS access entry (empty: none is made and
+    the API's Kubernetes reads answer ``unknown``)."""
     STORAGE_ROLE_PATH: str = "/instantstart/"
     STORAGE_PERMISSIONS_BOUNDARY_ARN: str = ""
     KUBERNETES_VERSION: str = "1.32"

@@ -9,6 +9,8 @@ removed" holds whatever the records say.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +80,15 @@ class FeatureObservation:
     security_group: str | None = None
     """The security group it created (fsx), when it exists."""
     kubernetes: set[str] | None = None
-    """``Kind/namespace/name`` of the Kubernetes objects it created that exist now; None when not observed (the API
-    has no Kubernetes access: only the workflow reads Kubernetes)."""
+    """``Kind/namespace/name`` of the Kubernetes objects it created that exist now (of the kinds that could be
+    read); None when Kubernetes was not read."""
+    kubernetes_unknown: dict[str, str] = field(default_factory=dict)
+    """Kind -> why the API could not read it (forbidden, no answer in time, unreachable): that part is unknown."""
+
+    @property
+    def kubernetes_complete(self) -> bool:
+        """Every kind of its Kubernetes objects was read."""
+        return self.kubernetes is not None and not self.kubernetes_unknown
 
 
 @dataclass
@@ -109,7 +118,7 @@ class ClusterObservation:
             return self.addons[spec.addon].present
         if spec.tiered_storage:
             return (self.tiered_storage or {}).get("Mode") == "Enable"
-        if spec.operator_objects:  # False when not observed (the API does not read Kubernetes)
+        if spec.operator_objects:  # False when not observed or none of its readable objects exists
             return bool(self.features[spec.key].kubernetes)
         return False
 
@@ -185,18 +194,90 @@ def owned_bucket(s3: Any, name: str, tag: str) -> str | None:
     return name if owned_by(tags, tag) else None
 
 
-def _kubernetes_objects(dyn: Any, spec: FeatureSpec) -> set[str]:
-    """``Kind/namespace/name`` of the objects feature ``spec`` created that exist now (label
-    ``instantstart/feature=<key>``)."""
+def _kubernetes_objects(
+    dyn: Any, spec: FeatureSpec, *, tolerant: bool = False, timeout: float | None = None
+) -> tuple[set[str], dict[str, str]]:
+    """``(found, unknown)``: ``Kind/namespace/name`` of the objects feature ``spec`` created that exist now (label
+    ``instantstart/feature=<key>``), and, with ``tolerant``, the kinds that could not be read with the reason
+    (otherwise the error is raised). ``timeout``: seconds per Kubernetes request."""
     from instantstart.kube import client as kube
 
     found: set[str] = set()
+    unknown: dict[str, str] = {}
     for api_version, kind in KUBERNETES_KINDS.get(spec.key, ()):
-        for obj in kube.list_objects(dyn, api_version, kind, label_selector=f"instantstart/feature={spec.key}"):
+        try:
+            objects = kube.list_objects(
+                dyn, api_version, kind, label_selector=f"instantstart/feature={spec.key}", timeout=timeout
+            )
+        except Exception as exc:
+            if not tolerant:
+                raise
+            unknown[kind] = kubernetes_failure(exc)
+            continue
+        for obj in objects:
             meta = obj.get("metadata") or {}
             ns = meta.get("namespace")
             found.add(f"{kind}/{ns + '/' if ns else ''}{meta.get('name')}")
-    return found
+    return found, unknown
+
+
+def kubernetes_failure(exc: BaseException) -> str:
+    """A short reason for a failed Kubernetes read (HTTP status and reason, or the error's type and message)."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        reason = getattr(exc, "reason", None) or ""
+        hint = " (the API role's access entry does not allow it)" if status in (401, 403) else ""
+        return f"Kubernetes answered {status} {reason}".rstrip() + hint
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+KUBERNETES_READ_SECONDS = 3.0
+"""Seconds one Kubernetes request of the API may take."""
+
+KUBERNETES_READ_BUDGET_SECONDS = 8.0
+"""Seconds the API's Kubernetes reads may take together (connection, discovery, every list); the API function's
+timeout is 30 s."""
+
+
+def read_kubernetes(
+    rt: Any, cluster_name: str, features: dict[str, FeatureObservation], *, budget: float | None = None
+) -> None:
+    """Set ``kubernetes`` (and ``kubernetes_unknown``) of each feature with objects of its own.
+
+    ``budget`` None (the workflow, cluster admin): every read must succeed (errors are raised). A ``budget`` in
+    seconds (the API, read-only entry): the reads run in a worker bounded by it; a read that fails or does not
+    answer in time marks that kind unknown with the reason, never an error.
+    """
+    from instantstart.kube import client as kube
+
+    if budget is None:
+        dyn = kube.connect(cluster_name, rt.region)
+        for key in KUBERNETES_KINDS:
+            features[key].kubernetes, _ = _kubernetes_objects(dyn, FEATURES[key])
+        return
+
+    def read() -> dict[str, tuple[set[str], dict[str, str]]]:
+        try:
+            dyn = kube.connect(cluster_name, rt.region, timeout=KUBERNETES_READ_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is shown as unknown, never a 500
+            reason = kubernetes_failure(exc)
+            return {k: (set(), {kind: reason for _, kind in KUBERNETES_KINDS[k]}) for k in KUBERNETES_KINDS}
+        return {
+            k: _kubernetes_objects(dyn, FEATURES[k], tolerant=True, timeout=KUBERNETES_READ_SECONDS)
+            for k in KUBERNETES_KINDS
+        }
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kube-read")
+    try:
+        results = pool.submit(read).result(timeout=budget)
+    except FutureTimeout:
+        reason = f"no answer from Kubernetes within {budget:g} s"
+        results = {k: (set(), {kind: reason for _, kind in KUBERNETES_KINDS[k]}) for k in KUBERNETES_KINDS}
+    finally:
+        pool.shutdown(wait=False)
+    for key, (found, unknown) in results.items():
+        features[key].kubernetes, features[key].kubernetes_unknown = found, unknown
 
 
 KUBERNETES_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -206,13 +287,17 @@ KUBERNETES_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
 """The kinds of the Kubernetes objects each feature creates itself (read back by label)."""
 
 
-def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservation:
+def observe(
+    rt: Any, tag: str, *, kubernetes: bool = False, kubernetes_budget: float | None = None
+) -> ClusterObservation:
     """Every feature of cluster ``tag`` as AWS (and, with ``kubernetes``, the Kubernetes API) reports it now
     (reads only; see the module docstring).
 
-    ``rt`` is a :class:`~instantstart.runtime.Runtime` (clients, Region, account). ``kubernetes`` is for the
-    workflow, whose role has the cluster's access entry; the API leaves it off (the feature's ``kubernetes`` is
-    None: not observed). Also reads FSx DescribeFileSystems and EC2 DescribeSecurityGroups (fsx).
+    ``rt`` is a :class:`~instantstart.runtime.Runtime` (clients, Region, account). ``kubernetes``: read the objects
+    features create themselves (:func:`read_kubernetes`): the workflow (cluster admin) with no budget, errors
+    raised; ``GET .../features`` with ``kubernetes_budget`` seconds through the API role's read-only access entry,
+    failures shown as unknown. Left off, each feature's ``kubernetes`` is None (not observed). Also reads FSx
+    DescribeFileSystems and EC2 DescribeSecurityGroups (fsx).
 
     Raises:
         botocore.exceptions.ClientError: an AWS read failed (other than "not found").
@@ -243,11 +328,7 @@ def observe(rt: Any, tag: str, *, kubernetes: bool = False) -> ClusterObservatio
             fo.security_group = fsx.observe_security_group(rt.client("ec2"), tag)
         features[key] = fo
     if kubernetes:
-        from instantstart.kube import client as kube
-
-        dyn = kube.connect(name, rt.region)
-        for key in KUBERNETES_KINDS:
-            features[key].kubernetes = _kubernetes_objects(dyn, FEATURES[key])
+        read_kubernetes(rt, name, features, budget=kubernetes_budget)
     hp = hyperpod.describe(rt.client("sagemaker"), records.hyperpod_name(rt, tag)) or {}
     tiered, hp_status = hp.get("TieredStorageConfig"), hp.get("ClusterStatus")
     vpc_config = hp.get("VpcConfig") or {}

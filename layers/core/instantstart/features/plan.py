@@ -68,13 +68,13 @@ def _file_system_in_place(fo: FeatureObservation, req: FsxRequest) -> bool:
     found = live_file_system(fo)
     if found is None or found.lifecycle != "AVAILABLE" or not fsx.matches(found, req.file_system):
         return False
-    return fo.security_group is not None and fo.kubernetes is not None and claim_names() <= fo.kubernetes
+    return fo.security_group is not None and fo.kubernetes_complete and claim_names() <= (fo.kubernetes or set())
 
 
 def operator_in_place(fo: FeatureObservation, enabled: bool) -> bool:
     """kubeRay: every operator object exists (on) or none does (off), as the workflow read them from Kubernetes;
     not observed (the API) -> not known in place."""
-    if fo.kubernetes is None:
+    if not fo.kubernetes_complete or fo.kubernetes is None:
         return False
     wanted = {kuberay.object_ref(o) for o in kuberay.operator_objects()}
     return wanted <= fo.kubernetes if enabled else not fo.kubernetes

@@ -46,6 +46,7 @@ from instantstart.features.catalog import (
 from instantstart.features.observe import (
     ABSENT,
     KUBERNETES_KINDS,
+    KUBERNETES_READ_BUDGET_SECONDS,
     NEEDED_BY_KEY,
     AddonObservation,
     ClusterObservation,
@@ -126,7 +127,9 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
         addons=addons,
         roles=[arn for arn in fo.roles.values() if arn],
         pod_identity_associations=associations,
-        kubernetes_objects=(list(spec.kubernetes_objects) if enabled else []) + sorted(fo.kubernetes or ()),
+        kubernetes_objects=(list(spec.kubernetes_objects) if enabled and not spec.operator_objects else [])
+        + sorted(fo.kubernetes or ()),
+        kubernetes_unknown=dict(fo.kubernetes_unknown),
         buckets=[fo.tls_bucket] if fo.tls_bucket else [],
         file_systems=[
             InstalledFileSystem(
@@ -145,16 +148,18 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
 
 
 def get_features(rt: Runtime, tag: str) -> FeatureList:
-    """Every managed feature of the cluster: observed from AWS now, plus what PATCH last applied.
+    """Every managed feature of the cluster: observed from AWS and Kubernetes now, plus what PATCH last applied.
 
     Calls EKS DescribeCluster/DescribeAddon/ListPodIdentityAssociations, IAM GetRole, S3 GetBucketTagging and
-    SageMaker DescribeCluster (reads only; :func:`instantstart.features.observe.observe`).
+    SageMaker DescribeCluster, and lists the features' own Kubernetes objects through the API role's read-only
+    access entry within :data:`~instantstart.features.observe.KUBERNETES_READ_BUDGET_SECONDS` (a kind that cannot be
+    read is shown in ``kubernetesUnknown``, never an error; reads only: :func:`instantstart.features.observe.observe`).
 
     Raises:
         NotFound: no live cluster with this tag.
     """
     cluster = records.live_cluster(rt, tag)
-    obs = observe(rt, tag)
+    obs = observe(rt, tag, kubernetes=True, kubernetes_budget=KUBERNETES_READ_BUDGET_SECONDS)
     desired = cluster.desired_features or {}
     return FeatureList(
         cluster_tag=tag,
@@ -202,7 +207,7 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
             ``fsx.fileSystem`` is one FSx would refuse (:func:`instantstart.features.fsx.check_file_system`).
 
     Features with Kubernetes objects of their own (fsx with ``fileSystem``) are not known to be in place here
-    (the API does not read Kubernetes): they go to the operation, whose workflow reads Kubernetes and writes
+    (PATCH does not read Kubernetes at the API): they go to the operation, whose workflow reads Kubernetes and writes
     nothing when they are.
     """
     cluster = records.live_cluster(rt, tag)

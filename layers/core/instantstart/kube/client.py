@@ -35,12 +35,13 @@ def _ca_file(ca_data_b64: str) -> str:
     return path
 
 
-def connect(cluster_name: str, region: str) -> DynamicClient:
+def connect(cluster_name: str, region: str, *, timeout: float | None = None) -> DynamicClient:
     """A ``DynamicClient`` for the Kubernetes API of EKS cluster ``cluster_name``.
 
     Reads ``endpoint`` and ``certificateAuthority.data`` from EKS ``DescribeCluster``
     (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html) and authenticates
-    with a fresh EKS bearer token. TLS is verified against the cluster CA.
+    with a fresh EKS bearer token. TLS is verified against the cluster CA. ``timeout``: seconds each request
+    (API discovery included) may take (None: no limit).
 
     Raises:
         botocore.exceptions.ClientError: DescribeCluster failed (e.g. ResourceNotFoundException).
@@ -59,7 +60,11 @@ def connect(cluster_name: str, region: str) -> DynamicClient:
     config.ssl_ca_cert = _ca_file(ca)
     config.verify_ssl = True
     config.api_key = {"authorization": "Bearer " + get_token(cluster_name, region)}
+    if timeout is not None:
+        config.retries = 0
     api = k8s.ApiClient(config)
+    if timeout is not None:  # discovery requests pass no timeout of their own: bound the pool's sockets
+        api.rest_client.pool_manager.connection_pool_kw["timeout"] = timeout
     digest = hashlib.sha256(endpoint.encode()).hexdigest()[:16]
     cache = os.path.join(tempfile.gettempdir(), f"instantstart-discovery-{digest}.json")
     dynamic: Any = DynamicClient
@@ -102,10 +107,13 @@ def list_objects(
     kind: str,
     namespace: str | None = None,
     label_selector: str | None = None,
+    timeout: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of a kind (optionally in one namespace, filtered by a label selector)."""
+    """Every object of a kind (optionally in one namespace, filtered by a label selector; ``timeout`` seconds)."""
     resource = dyn.resources.get(api_version=api_version, kind=kind)
     kwargs: dict[str, Any] = {}
+    if timeout is not None:
+        kwargs["_request_timeout"] = timeout
     if namespace:
         kwargs["namespace"] = namespace
     if label_selector:

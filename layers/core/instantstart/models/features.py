@@ -242,7 +242,10 @@ class InstalledFileSystem(ApiModel):
 class FeatureState(ApiModel):
     """One feature in ``GET /clusters/{clusterTag}/features``: observed from AWS now, plus what was last applied."""
 
-    enabled: bool = Field(description="Observed: the feature's add-on exists (or its cluster setting is on).")
+    enabled: bool = Field(
+        description="Observed: the feature's add-on exists, its cluster setting is on, or (kubeRay) its objects exist "
+        "in Kubernetes."
+    )
     desired: dict[str, Any] | None = Field(
         default=None, description="What this control plane last applied for the feature (PATCH body); null if never."
     )
@@ -261,8 +264,15 @@ class FeatureState(ApiModel):
     )
     kubernetes_objects: list[str] = Field(
         default_factory=list,
-        description="Kubernetes objects it installs (kind/name; CRDs come with the add-on).",
+        description="Kubernetes objects it installs (kind/name): those it creates itself (kubeRay's operator, "
+        "fsx's PersistentVolume and claim) as read from Kubernetes now, plus, when on, those its add-on brings.",
         examples=[["CustomResourceDefinition/hyperpodpytorchjobs.sagemaker.amazonaws.com"]],
+    )
+    kubernetes_unknown: dict[str, str] = Field(
+        default_factory=dict,
+        description="Kinds of the Kubernetes objects it creates that the API could not read now, with why "
+        "(forbidden to the API's read-only access entry, no answer in time, unreachable): that part is unknown.",
+        examples=[{"CustomResourceDefinition": "Kubernetes answered 403 Forbidden"}],
     )
     buckets: list[str] = Field(default_factory=list, description="S3 buckets it created.")
     file_systems: list[InstalledFileSystem] = Field(

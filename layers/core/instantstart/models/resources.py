@@ -46,6 +46,9 @@ class AccessResources(StageResources):
 
     principal_arn: str | None = None
     access_policy_arn: str | None = None
+    api_principal_arn: str | None = None
+    """The API function's role, given a read-only entry (``api_access_policy_arn``) for GET .../features."""
+    api_access_policy_arn: str | None = None
     kubernetes_version: str | None = None
     namespaces: int | None = None
 

@@ -5,6 +5,8 @@ Create steps: ``grant_access`` -> poll ``check_kubernetes_access``. Teardown ste
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
@@ -18,10 +20,29 @@ from instantstart.runtime import Runtime
 
 STAGE = StageName.ACCESS
 EKS_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+EKS_VIEW_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+"""The API function's access policy: the Kubernetes ``view`` role's verbs (get/list/watch) on namespaced objects
+(Namespaces, ServiceAccounts, Deployments, PersistentVolumeClaims, ...). It does not read cluster-scoped objects
+such as CustomResourceDefinitions, ClusterRoles or PersistentVolumes, nor Secrets: the API shows those kinds as
+``unknown`` (AmazonEKSAdminViewPolicy would read them, Secrets included; the narrower policy is kept)."""
+
+
+def _ensure_entry(eks: Any, cluster: str, principal: str, policy: str, tag: str) -> None:
+    """Access entry for ``principal`` (with the cluster's ownership tags; one that exists is kept) and ``policy``
+    at cluster scope (EKS ``CreateAccessEntry``, ``AssociateAccessPolicy``: both idempotent here)."""
+    try:
+        eks.create_access_entry(clusterName=cluster, principalArn=principal, tags=ownership_tags(tag))
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":
+            raise
+    eks.associate_access_policy(
+        clusterName=cluster, principalArn=principal, policyArn=policy, accessScope={"type": "cluster"}
+    )
 
 
 def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
-    """Access entry + cluster-admin access policy for the control plane's role (EKS access entries API).
+    """Access entry + cluster-admin access policy for the control plane's role, and a read-only entry
+    (:data:`EKS_VIEW_POLICY`) for the API function's role when ``API_ROLE_ARN`` is set (EKS access entries API).
 
     Calls ``CreateAccessEntry`` and ``AssociateAccessPolicy``
     (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html).
@@ -29,20 +50,21 @@ def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
     eks = rt.client("eks")
     name = records.eks_name(rt, p.cluster_tag)
     principal = rt.settings.CONTROL_PLANE_ROLE_ARN
-    try:
-        eks.create_access_entry(clusterName=name, principalArn=principal, tags=ownership_tags(p.cluster_tag))
-    except ClientError as exc:
-        if error_code(exc) != "ResourceInUseException":
-            raise
-    eks.associate_access_policy(
-        clusterName=name, principalArn=principal, policyArn=EKS_ADMIN_POLICY, accessScope={"type": "cluster"}
-    )
+    _ensure_entry(eks, name, principal, EKS_ADMIN_POLICY, p.cluster_tag)
+    api_principal = rt.settings.API_ROLE_ARN
+    if api_principal and api_principal != principal:
+        _ensure_entry(eks, name, api_principal, EKS_VIEW_POLICY, p.cluster_tag)
     records.update_stage_resources(
         rt,
         tag=p.cluster_tag,
         generation=p.generation,
         stage=STAGE,
-        resources=AccessResources(principal_arn=principal, access_policy_arn=EKS_ADMIN_POLICY),
+        resources=AccessResources(
+            principal_arn=principal,
+            access_policy_arn=EKS_ADMIN_POLICY,
+            api_principal_arn=api_principal or None,
+            api_access_policy_arn=EKS_VIEW_POLICY if api_principal else None,
+        ),
     )
     return StepResult(status=principal)
 
@@ -76,22 +98,33 @@ def check_kubernetes_access(rt: Runtime, p: StepPayload) -> PollResult:
 
 
 # -- teardown ----------------------------------------------------------------------------------
+def _revoke(eks: Any, cluster: str, principal: str, tag: str) -> bool:
+    """Delete ``principal``'s access entry when it carries the cluster's ownership tags; False when one without
+    them is left in place (absent is fine)."""
+    try:
+        entry = eks.describe_access_entry(clusterName=cluster, principalArn=principal)["accessEntry"]
+        if not owned_by(entry.get("tags", {}), tag):
+            return False
+        eks.delete_access_entry(clusterName=cluster, principalArn=principal)
+    except ClientError as exc:
+        if error_code(exc) not in GONE:
+            raise
+    return True
+
+
 def revoke_access(rt: Runtime, p: StepPayload) -> StepResult:
-    """Delete the control plane's access entry when it carries the cluster's ownership tags (EKS
+    """Delete the control plane's and the API's access entries when they carry the cluster's ownership tags (EKS
     ``DescribeAccessEntry``, ``DeleteAccessEntry``; absent is fine).
 
     An entry without them (it existed before ``POST /clusters/import``) is left in place.
     """
     eks = rt.client("eks")
     name, principal = records.eks_name(rt, p.cluster_tag), rt.settings.CONTROL_PLANE_ROLE_ARN
-    try:
-        entry = eks.describe_access_entry(clusterName=name, principalArn=principal)["accessEntry"]
-        if not owned_by(entry.get("tags", {}), p.cluster_tag):
-            return StepResult(status="retained: access entry not created by InstantStart")
-        eks.delete_access_entry(clusterName=name, principalArn=principal)
-    except ClientError as exc:
-        if error_code(exc) not in GONE:
-            raise
+    api_principal = rt.settings.API_ROLE_ARN
+    if api_principal and api_principal != principal:
+        _revoke(eks, name, api_principal, p.cluster_tag)
+    if not _revoke(eks, name, principal, p.cluster_tag):
+        return StepResult(status="retained: access entry not created by InstantStart")
     return StepResult(status="revoked")
 
 
