@@ -50,9 +50,19 @@ def test_when_the_signature_is_wrong_then_403(sandbox: Any) -> None:
         ({"clusterTag": "Bad_Tag", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]}, 422, "clusterTag"),
         ({"clusterTag": "ab", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]}, 422, "clusterTag"),
         (
-            {"clusterTag": "okay", "availabilityZone": "us-west-2c", "instanceGroups": [{**GROUP, "instanceCount": 0}]},
+            {
+                "clusterTag": "okay",
+                "availabilityZone": "us-west-2c",
+                "instanceGroups": [{**GROUP, "instanceCount": -1}],
+            },
             422,
             "instanceGroups[0].instanceCount",
+        ),
+        (
+            # 0 is a valid count (a group for Karpenter), but a cluster whose every group is empty is refused
+            {"clusterTag": "okay", "availabilityZone": "us-west-2c", "instanceGroups": [{**GROUP, "instanceCount": 0}]},
+            422,
+            "instanceGroups",
         ),
         (
             {
@@ -175,7 +185,7 @@ def test_when_listing_zones_and_instance_types_then_only_offered_values(api: Ins
 
 def test_when_different_requests_arrive_at_once_then_each_gets_its_own_answer(sandbox: Any) -> None:
     """Concurrent invocations must not see each other's event (one execution environment per invocation)."""
-    bad = {"clusterTag": "okay", "availabilityZone": "us-west-2c", "instanceGroups": [{**GROUP, "instanceCount": 0}]}
+    bad = {"clusterTag": "okay", "availabilityZone": "us-west-2c", "instanceGroups": [{**GROUP, "instanceCount": -1}]}
 
     def call(i: int) -> tuple[int, Any]:
         if i % 3 == 0:
