@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +81,26 @@ def test_given_three_rich_groups_when_creating_then_ready_and_hyperpod_has_every
         {"Key": "dedicated", "Value": "train", "Effect": "NoSchedule"}
     ]
     assert groups["flex"]["InstanceRequirements"]["DesiredInstanceTypes"] == ["ml.g6.4xlarge", "ml.g5.8xlarge"]
+
+    # the rich group scaled from 1 to 3 keeps every field it was created with; the other groups are untouched
+    op = api.update_instance_group("capgroups", "checked", {"instanceCount": 3})
+    deadline = time.monotonic() + 300
+    while (done := api.get_operation(op["operationId"]))["status"] in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, done
+        time.sleep(0.5)
+    assert done["status"] == "SUCCEEDED", done
+    after = {
+        g["InstanceGroupName"]: g
+        for g in _sagemaker(sandbox).describe_cluster(ClusterName="hp-cluster-capgroups")["InstanceGroups"]
+    }
+    assert (after["checked"]["TargetCount"], after["checked"]["CurrentCount"]) == (3, 3)
+    counts = ("TargetCount", "CurrentCount", "Status", "SoftwareUpdateStatus", "ActiveSoftwareUpdateConfig")
+    for name, group in groups.items():
+        for key, value in group.items():
+            if key not in counts:
+                assert after[name].get(key) == value, (name, key)
+        if name != "checked":
+            assert after[name]["TargetCount"] == group["TargetCount"], name
     api.delete_cluster("capgroups")
 
 
