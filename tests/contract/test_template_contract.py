@@ -31,6 +31,8 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
     },
     # FSx DescribeFileSystems (managed feature fsx) lists file systems without a resource ARN.
     "fsx-describe": {"fsx:DescribeFileSystems"},
+    # ListWorkspaces authorizes on no resource type (a list call; the alias filter is in the request).
+    "aps-list": {"aps:ListWorkspaces"},
     # HyperPod node agents (AWS's documented execution-role policy): ENIs the service creates on its own
     # instances, and image pulls from AWS-owned registries in other accounts; GetAuthorizationToken has no
     # resource at all; pod identity is requested by the node for whichever cluster it joined.

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 
 from instantstart.clusters.addons import pod_identity_trust
 from instantstart.features import service
-from instantstart.features.catalog import FEATURES, feature_role_name, tls_bucket_name
+from instantstart.features.catalog import FEATURES, addons_of, all_roles, feature_role_name, tls_bucket_name
 from instantstart.features.observe import AddonObservation, ClusterObservation, FeatureObservation, needed_by
 from instantstart.features.plan import plan
 from instantstart.models.features import UpdateFeaturesRequest
@@ -23,11 +23,11 @@ ARN = "arn:aws:eks:us-west-2:123456789012:addon/eks-cluster-demo/{}/1"
 
 def observation(**addons: AddonObservation) -> ClusterObservation:
     """A cluster where only ``addons`` exist (by name) and no feature role, association or bucket."""
-    names = {a for s in FEATURES.values() for a in (s.requires + ((s.addon,) if s.addon else ()))}
+    names = {a for s in FEATURES.values() for a in addons_of(s)}
     features = {}
     for key, spec in FEATURES.items():
         fo = FeatureObservation(key)
-        for role in spec.roles:
+        for role in all_roles(spec):
             fo.roles[feature_role_name(TAG, role)] = None
             fo.associations[(role.namespace, role.service_account)] = []
         features[key] = fo

@@ -180,9 +180,11 @@ def create_addon(
     version: str | None = None,
     associations: Sequence[tuple[str, str]] = (),
     association_tags: dict[str, str] | None = None,
+    configuration_values: str | None = None,
 ) -> dict[str, Any]:
     """EKS ``CreateAddon`` (``resolveConflicts=OVERWRITE``) with ``associations`` (``(serviceAccount, roleArn)``)
-    inline as ``podIdentityAssociations``; returns the add-on.
+    inline as ``podIdentityAssociations`` and ``configuration_values`` (``configurationValues``, JSON); returns the
+    add-on.
 
     Add-on versions that reject inline associations (``InvalidParameterException``) are created without them
     and each association is made with ``CreatePodIdentityAssociation`` (tagged ``association_tags``) instead.
@@ -196,6 +198,8 @@ def create_addon(
     }
     if version:
         kwargs["addonVersion"] = version
+    if configuration_values:
+        kwargs["configurationValues"] = configuration_values
     if associations:
         kwargs["podIdentityAssociations"] = [{"serviceAccount": sa, "roleArn": arn} for sa, arn in associations]
     try:

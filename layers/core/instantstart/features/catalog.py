@@ -25,6 +25,7 @@ from typing import Any
 
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
 CERT_MANAGER = "cert-manager"
+CLOUDWATCH_OBSERVABILITY = "amazon-cloudwatch-observability"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class PolicyContext:
     tag: str
     storage_bucket: str
     tls_bucket: str
+    eks_cluster_name: str = ""
+    prometheus_workspace_arn: str | None = None
+    """The cluster's Amazon Managed Service for Prometheus workspace (observability), once it exists."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,19 @@ class PodIdentityRole:
     service_account: str
     policy: Callable[[PolicyContext], dict[str, Any]]
     via_addon: bool = True
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A further EKS add-on of a feature, installed when request option ``option`` is true, with its own roles.
+
+    Owned like the feature's own add-on (ownership tags, ``instantstart:needed-by`` the feature's key); turning
+    the option or the feature off removes it with its roles.
+    """
+
+    option: str
+    addon: str
+    roles: tuple[PodIdentityRole, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,12 @@ class FeatureSpec:
     lustre: bool = False
     """It may create an FSx for Lustre file system, its security group and claim ``fsx-claim``
     (:mod:`instantstart.features.fsx`)."""
+    addon_option: str | None = None
+    """Request option (attribute name) that turns ``addon`` on; None: ``addon`` is always on with the feature."""
+    companions: tuple[Companion, ...] = ()
+    prometheus_workspace: bool = False
+    """With ``addon`` it creates an Amazon Managed Service for Prometheus workspace owned by the cluster and passes
+    it to the add-on (:mod:`instantstart.features.amp`)."""
     cost: str = ""
 
 
@@ -118,11 +141,42 @@ def _inference_operator_policy(c: PolicyContext) -> dict[str, Any]:
 
 
 def _observability_policy(c: PolicyContext) -> dict[str, Any]:
+    # The HyperPod observability guide's collector role: aps:RemoteWrite on the cluster's workspace, logs under
+    # /aws/sagemaker/Clusters/ (https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-setup.html).
+    workspace = c.prometheus_workspace_arn or f"arn:{c.partition}:aps:{c.region}:{c.account_id}:workspace/*"
+    groups = f"arn:{c.partition}:logs:{c.region}:{c.account_id}:log-group:/aws/sagemaker/Clusters/*"
     return _policy(
-        _statement(["aps:RemoteWrite"], f"arn:{c.partition}:aps:{c.region}:{c.account_id}:workspace/*"),
+        _statement(["aps:RemoteWrite"], workspace),
         _statement(
             ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-            f"arn:{c.partition}:logs:{c.region}:{c.account_id}:log-group:/aws/sagemaker/Clusters/*",
+            [groups, f"{groups}:log-stream:*"],
+        ),
+    )
+
+
+def _cloudwatch_agent_policy(c: PolicyContext) -> dict[str, Any]:
+    # The narrowest inline equivalent of CloudWatchAgentServerPolicy (plus AWSXrayWriteOnlyAccess, which the EKS
+    # guide also attaches for Application Signals): PutMetricData, the EC2 reads and X-Ray writes allow no resource
+    # scope; logs are this EKS cluster's Container Insights groups and Application Signals' group only
+    # (https://docs.aws.amazon.com/eks/latest/userguide/amazon-cloudwatch-observability.html).
+    logs = f"arn:{c.partition}:logs:{c.region}:{c.account_id}:log-group:"
+    groups = [f"{logs}/aws/containerinsights/{c.eks_cluster_name}/*", f"{logs}/aws/application-signals/*"]
+    return _policy(
+        _statement(["cloudwatch:PutMetricData", "ec2:DescribeVolumes", "ec2:DescribeTags"], "*"),
+        _statement(["logs:DescribeLogGroups"], "*"),
+        _statement(
+            ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            groups + [f"{g}:log-stream:*" for g in groups],
+        ),
+        _statement(
+            [
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+                "xray:GetSamplingRules",
+                "xray:GetSamplingTargets",
+                "xray:GetSamplingStatisticSummaries",
+            ],
+            "*",
         ),
     )
 
@@ -211,8 +265,24 @@ FEATURES: dict[str, FeatureSpec] = {
                     _observability_policy,
                 ),
             ),
-            cost="Metrics go to Amazon Managed Service for Prometheus and logs to CloudWatch: both bill by volume. "
-            "A collector DaemonSet runs on every node. Needs the Pod Identity Agent and one IAM role.",
+            addon_option="hyper_pod_observability",
+            prometheus_workspace=True,
+            companions=(
+                Companion(
+                    "cloud_watch",
+                    CLOUDWATCH_OBSERVABILITY,
+                    (
+                        PodIdentityRole(
+                            "cloudwatch-agent", "amazon-cloudwatch", "cloudwatch-agent", _cloudwatch_agent_policy
+                        ),
+                    ),
+                ),
+            ),
+            cost="hyperPodObservability (default): an Amazon Managed Service for Prometheus workspace owned by the "
+            "cluster (billed per sample ingested, GB stored and samples queried) and HyperPod's collector DaemonSet "
+            "on every node, logs to CloudWatch Logs (per GB); no Grafana workspace is created: point your Grafana at "
+            "the workspace. cloudWatch (opt-in): Container Insights (per observation or GB ingested) and Fluent "
+            "Bit shipping container logs (per GB). Needs the Pod Identity Agent and one IAM role per add-on.",
         ),
         FeatureSpec(
             key="taskGovernance",
@@ -296,5 +366,35 @@ def tls_bucket_name(tag: str, account_id: str, region: str) -> str:
 
 
 def addons_of(spec: FeatureSpec) -> tuple[str, ...]:
-    """Every add-on a feature uses: what it requires, then its own."""
-    return spec.requires + ((spec.addon,) if spec.addon else ())
+    """Every add-on a feature uses: what it requires, then its own (companions included)."""
+    return spec.requires + own_addons(spec)
+
+
+def own_addons(spec: FeatureSpec) -> tuple[str, ...]:
+    """The feature's own add-ons (not those it requires): its add-on, then its companions'."""
+    return ((spec.addon,) if spec.addon else ()) + tuple(c.addon for c in spec.companions)
+
+
+def all_roles(spec: FeatureSpec) -> tuple[PodIdentityRole, ...]:
+    """Every pod identity role the feature may create (its own and its companions')."""
+    return spec.roles + tuple(r for c in spec.companions for r in c.roles)
+
+
+def roles_of(spec: FeatureSpec, addon: str | None) -> tuple[PodIdentityRole, ...]:
+    """The roles that belong to ``addon`` (the feature's add-on, or one of its companions)."""
+    for companion in spec.companions:
+        if companion.addon == addon:
+            return companion.roles
+    return spec.roles
+
+
+def wanted_addons(spec: FeatureSpec, request: Any) -> frozenset[str]:
+    """The feature's own add-ons a request turns on: none when ``enabled`` is false; ``addon`` unless its
+    ``addon_option`` is false; each companion whose option is true."""
+    if not request.enabled:
+        return frozenset()
+    out = set()
+    if spec.addon and (spec.addon_option is None or getattr(request, spec.addon_option, True)):
+        out.add(spec.addon)
+    out.update(c.addon for c in spec.companions if getattr(request, c.option, False))
+    return frozenset(out)

@@ -2,7 +2,8 @@
 
 Reads only: EKS ``DescribeCluster``, ``DescribeAddon`` and ``ListPodIdentityAssociations``, IAM ``GetRole``
 (ownership by tag), S3 ``HeadBucket``/``GetBucketTagging``, SageMaker ``DescribeCluster``
-(``TieredStorageConfig``). Who needs a shared add-on is read back from the add-on's own tag
+(``TieredStorageConfig``), Amazon Managed Service for Prometheus ``ListWorkspaces``/``DescribeWorkspace``.
+Who needs a shared add-on is read back from the add-on's own tag
 (:data:`NEEDED_BY_KEY`), so the rule "a dependency another feature or the create workflow installed is never
 removed" holds whatever the records say.
 """
@@ -19,8 +20,16 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
 from instantstart.clusters.stages import hyperpod
-from instantstart.features import fsx, kuberay
-from instantstart.features.catalog import FEATURES, FeatureSpec, feature_role_name, tls_bucket_name
+from instantstart.features import amp, fsx, kuberay
+from instantstart.features.catalog import (
+    FEATURES,
+    FeatureSpec,
+    addons_of,
+    all_roles,
+    feature_role_name,
+    own_addons,
+    tls_bucket_name,
+)
 from instantstart.naming import owned_by
 
 NEEDED_BY_KEY = "instantstart:needed-by"
@@ -46,6 +55,8 @@ class AddonObservation:
     managed: bool = False
     needed_by: frozenset[str] = frozenset()
     issues: tuple[tuple[str, str], ...] = ()
+    configuration: str | None = None
+    """Its ``configurationValues`` (None when EKS reports none)."""
 
     @property
     def present(self) -> bool:
@@ -79,6 +90,8 @@ class FeatureObservation:
     """FSx for Lustre file systems it created (fsx), DELETING ones included."""
     security_group: str | None = None
     """The security group it created (fsx), when it exists."""
+    prometheus_workspaces: list[amp.WorkspaceObservation] = field(default_factory=list)
+    """The Prometheus workspaces it created (observability), DELETING ones included."""
     kubernetes: set[str] | None = None
     """``Kind/namespace/name`` of the Kubernetes objects it created that exist now (of the kinds that could be
     read); None when Kubernetes was not read."""
@@ -115,7 +128,7 @@ class ClusterObservation:
     def enabled(self, spec: FeatureSpec) -> bool:
         """Observed on: its add-on exists (not DELETING), or its cluster setting is ``Enable``."""
         if spec.addon:
-            return self.addons[spec.addon].present
+            return any(self.addons[a].present for a in own_addons(spec))
         if spec.tiered_storage:
             return (self.tiered_storage or {}).get("Mode") == "Enable"
         if spec.operator_objects:  # False when not observed or none of its readable objects exists
@@ -149,6 +162,7 @@ def observe_addon(eks: Any, cluster_name: str, name: str, tag: str) -> AddonObse
         managed=owned_by(tags, tag),
         needed_by=needed_by(tags, tag),
         issues=tuple((str(i.get("code")), str(i.get("message"))) for i in addon.get("health", {}).get("issues", [])),
+        configuration=addon.get("configurationValues") or None,
     )
 
 
@@ -305,14 +319,12 @@ def observe(
     eks, iam, s3 = rt.client("eks"), rt.client("iam"), rt.client("s3")
     name = records.eks_name(rt, tag)
     cluster = eks.describe_cluster(name=name)["cluster"]
-    addon_names = sorted(
-        {a for spec in FEATURES.values() for a in ((spec.addon,) if spec.addon else ()) + spec.requires}
-    )
+    addon_names = sorted({a for spec in FEATURES.values() for a in addons_of(spec)})
     addons = {a: observe_addon(eks, name, a, tag) for a in addon_names}
     features: dict[str, FeatureObservation] = {}
     for key, spec in FEATURES.items():
         fo = FeatureObservation(key)
-        for role in spec.roles:
+        for role in all_roles(spec):
             role_name = feature_role_name(tag, role)
             arn, foreign = _role(iam, role_name, tag)
             fo.roles[role_name] = arn
@@ -326,6 +338,8 @@ def observe(
         if spec.lustre:
             fo.file_systems = fsx.observe_file_systems(rt.client("fsx"), tag)
             fo.security_group = fsx.observe_security_group(rt.client("ec2"), tag)
+        if spec.prometheus_workspace:
+            fo.prometheus_workspaces = amp.observe_workspaces(rt.client("amp"), tag)
         features[key] = fo
     if kubernetes:
         read_kubernetes(rt, name, features, budget=kubernetes_budget)

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from instantstart.features import fsx, kuberay
-from instantstart.features.catalog import FEATURES, FeatureSpec
+from instantstart.features import amp, fsx, kuberay
+from instantstart.features.catalog import (
+    FEATURES,
+    FeatureSpec,
+    feature_role_name,
+    own_addons,
+    roles_of,
+    wanted_addons,
+)
 from instantstart.features.observe import ClusterObservation, FeatureObservation
 from instantstart.models.features import (
     AddonFeatureRequest,
     FsxRequest,
     KubeRayRequest,
+    ObservabilityRequest,
     TieredCheckpointingRequest,
     UpdateFeaturesRequest,
 )
 
-FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest | FsxRequest | KubeRayRequest
+FeatureRequest = AddonFeatureRequest | TieredCheckpointingRequest | FsxRequest | KubeRayRequest | ObservabilityRequest
 
 
 def requested(request: UpdateFeaturesRequest) -> dict[str, FeatureRequest]:
@@ -85,14 +93,67 @@ def _nothing_left(spec: FeatureSpec, obs: ClusterObservation) -> bool:
     fo = obs.features[spec.key]
     if any(arn is not None for arn in fo.roles.values()) or fo.tls_bucket is not None:
         return False
-    if fo.file_systems or fo.security_group is not None or fo.kubernetes:
+    if fo.file_systems or fo.security_group is not None or fo.kubernetes or fo.prometheus_workspaces:
         return False
-    if spec.addon is not None and obs.addons[spec.addon].present:
+    if any(obs.addons[a].present and (a == spec.addon or obs.addons[a].managed) for a in own_addons(spec)):
         return False
     if any(spec.key in obs.addons[dep].needed_by for dep in spec.requires if obs.addons[dep].present):
         return False
     if not spec.addon:  # associations we made ourselves (those of an add-on go with it)
         return not any(fo.associations.values())
+    return True
+
+
+def _roles_in_place(spec: FeatureSpec, addon: str, obs: ClusterObservation, present: bool) -> bool:
+    """The roles of ``addon`` all exist with their associations (``present``), or none of the roles exists."""
+    fo = obs.features[spec.key]
+    for role in roles_of(spec, addon):
+        arn = fo.roles.get(feature_role_name(obs.tag, role))
+        if present and (arn is None or not fo.associations.get((role.namespace, role.service_account))):
+            return False
+        if not present and arn is not None:
+            return False
+    return True
+
+
+def workspace_in_place(spec: FeatureSpec, obs: ClusterObservation, wanted: bool) -> bool:
+    """Prometheus workspace: wanted, one ACTIVE workspace that the feature's add-on configuration names; not
+    wanted, none at all (DELETING ones included)."""
+    fo = obs.features[spec.key]
+    if not wanted:
+        return not fo.prometheus_workspaces
+    ws = amp.live(fo.prometheus_workspaces)
+    assert spec.addon is not None
+    return ws is not None and ws.status == "ACTIVE" and amp.references(obs.addons[spec.addon].configuration, ws)
+
+
+def parts_in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) -> bool:
+    """A feature with options (observability, on): every add-on the request turns on exists (the feature's own
+    at the pinned version) with its roles and associations, and every one it turns off that this feature installed
+    is gone with its roles; the Prometheus workspace exists and is referenced exactly when the feature's add-on is
+    on. An add-on installed outside this control plane is taken as it is (no role, no workspace of ours)."""
+    wanted = wanted_addons(spec, req)
+    version = getattr(req, "version", None)
+    for name in own_addons(spec):
+        addon = obs.addons[name]
+        if name in wanted:
+            if not addon.present:
+                return False
+            if not addon.managed:
+                continue
+            if name == spec.addon and version is not None and addon.version != version:
+                return False
+            if not _roles_in_place(spec, name, obs, True):
+                return False
+        else:
+            if addon.present and addon.managed:
+                return False
+            if not _roles_in_place(spec, name, obs, False):
+                return False
+    if spec.prometheus_workspace and spec.addon:
+        primary = obs.addons[spec.addon]
+        if not (spec.addon in wanted and primary.present and not primary.managed):
+            return workspace_in_place(spec, obs, spec.addon in wanted)
     return True
 
 
@@ -112,6 +173,8 @@ def in_place(spec: FeatureSpec, req: FeatureRequest, obs: ClusterObservation) ->
         return setting and _identity_in_place(spec, obs) and all(obs.addons[d].present for d in spec.requires)
     if not req.enabled:
         return _nothing_left(spec, obs)
+    if spec.companions or spec.addon_option:
+        return all(obs.addons[d].present for d in spec.requires) and parts_in_place(spec, req, obs)
     assert spec.addon is not None
     addon = obs.addons[spec.addon]
     version = getattr(req, "version", None)

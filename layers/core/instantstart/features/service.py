@@ -17,6 +17,7 @@ this feature's claim: the add-on is deleted when nobody needs it any more, never
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,15 +34,19 @@ from instantstart.clusters.addons import (
     pod_identity_trust,
 )
 from instantstart.errors import Conflict, StageFailed, ValidationFailed
-from instantstart.features import fsx, kuberay
+from instantstart.features import amp, fsx, kuberay
 from instantstart.features.catalog import (
     FEATURES,
     FeatureSpec,
     PodIdentityRole,
     PolicyContext,
     addons_of,
+    all_roles,
     feature_role_name,
+    own_addons,
+    roles_of,
     tls_bucket_name,
+    wanted_addons,
 )
 from instantstart.features.observe import (
     ABSENT,
@@ -117,6 +122,18 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
     settings = None
     if spec.tiered_storage:
         settings = dict(obs.tiered_storage or {})
+    if spec.prometheus_workspace and fo.prometheus_workspaces:
+        settings = {
+            "prometheusWorkspaces": [
+                {
+                    "workspaceId": w.workspace_id,
+                    "arn": w.arn,
+                    "status": w.status,
+                    "prometheusEndpoint": w.prometheus_endpoint,
+                }
+                for w in fo.prometheus_workspaces
+            ]
+        }
     return FeatureState(
         enabled=enabled,
         desired=desired,
@@ -283,9 +300,18 @@ def _fail_if_failed(addon: AddonObservation) -> None:
         raise FeatureFailure(err.code, err.message)
 
 
-def _create(ctx: _Ctx, name: str, key: str, *, version: str | None, roles: dict[PodIdentityRole, str]) -> str:
+def _create(
+    ctx: _Ctx,
+    name: str,
+    key: str,
+    *,
+    version: str | None,
+    roles: dict[PodIdentityRole, str],
+    configuration: str | None = None,
+) -> str:
     """CreateAddon ``name`` for feature ``key`` at ``version`` (default: the newest EKS offers for the cluster's
-    Kubernetes version) with its pod identity associations; returns the version requested."""
+    Kubernetes version) with its pod identity associations and ``configuration`` (configurationValues); returns
+    the version requested."""
     if version is None:
         offered = compatible_versions(ctx.eks, name, str(ctx.obs.kubernetes_version))
         version = offered[0] if offered else None
@@ -299,11 +325,14 @@ def _create(ctx: _Ctx, name: str, key: str, *, version: str | None, roles: dict[
         version=version,
         associations=[(r.service_account, arn) for r, arn in roles.items() if r.via_addon],
         association_tags=ownership_tags(ctx.tag),
+        configuration_values=configuration,
     )
     return str(version)
 
 
-def _policy_context(rt: Runtime, tag: str) -> PolicyContext:
+def _policy_context(
+    rt: Runtime, tag: str, eks_cluster_name: str = "", workspace_arn: str | None = None
+) -> PolicyContext:
     partition = "aws-cn" if rt.region.startswith("cn-") else "aws-us-gov" if rt.region.startswith("us-gov-") else "aws"
     return PolicyContext(
         partition=partition,
@@ -312,13 +341,23 @@ def _policy_context(rt: Runtime, tag: str) -> PolicyContext:
         tag=tag,
         storage_bucket=storage_bucket_name(tag, rt.account_id, rt.region),
         tls_bucket=tls_bucket_name(tag, rt.account_id, rt.region),
+        eks_cluster_name=eks_cluster_name,
+        prometheus_workspace_arn=workspace_arn,
     )
 
 
-def _ensure_roles(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> dict[PodIdentityRole, str]:
+def _ensure_roles(
+    ctx: _Ctx,
+    spec: FeatureSpec,
+    actions: list[str],
+    roles: tuple[PodIdentityRole, ...] | None = None,
+    workspace_arn: str | None = None,
+) -> dict[PodIdentityRole, str]:
+    """The feature's roles (``roles``, default its own), created when missing; ``workspace_arn`` scopes the
+    observability collector's aps:RemoteWrite."""
     fo = ctx.obs.features[spec.key]
     out: dict[PodIdentityRole, str] = {}
-    for role in spec.roles:
+    for role in spec.roles if roles is None else roles:
         name = feature_role_name(ctx.tag, role)
         if name in fo.foreign_roles:
             raise FeatureFailure("RoleNotOwned", f"IAM role {name} exists and is not managed by InstantStart")
@@ -337,7 +376,7 @@ def _ensure_roles(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> dict[PodI
                     service_account=role.service_account,
                 ),
                 policy_name=f"{spec.key}-access",
-                policy=role.policy(_policy_context(ctx.rt, ctx.tag)),
+                policy=role.policy(_policy_context(ctx.rt, ctx.tag, ctx.cluster_name, workspace_arn)),
                 description=f"{spec.key} of InstantStart cluster {ctx.tag} ({role.namespace}/{role.service_account})",
                 boundary=settings.STORAGE_PERMISSIONS_BOUNDARY_ARN or None,
                 extra_tags={"instantstart:feature": spec.key},
@@ -442,6 +481,8 @@ def _tiered_on(ctx: _Ctx, req: TieredCheckpointingRequest, actions: list[str]) -
 
 def _converge_on(ctx: _Ctx, spec: FeatureSpec, req: FeatureRequest, actions: list[str]) -> bool:
     """One round of writes toward "on"; True when the feature is on and healthy (its add-ons ACTIVE)."""
+    if spec.companions or spec.addon_option:
+        return _converge_parts(ctx, spec, req, actions)
     obs = ctx.obs
     primary = obs.addons[spec.addon] if spec.addon else None
     version = req.version if isinstance(req, AddonFeatureRequest) else None
@@ -507,6 +548,163 @@ def _converge_on(ctx: _Ctx, spec: FeatureSpec, req: FeatureRequest, actions: lis
     if isinstance(req, FsxRequest) and req.file_system is not None:
         return _converge_file_system(ctx, spec, req, actions)
     return True
+
+
+def _ensure_requires(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
+    """Create the add-ons the feature requires when absent and register it as their needer; True when all ACTIVE."""
+    ready = True
+    for dep in spec.requires:
+        addon = ctx.obs.addons[dep]
+        if addon.status == ABSENT:
+            _create(ctx, dep, spec.key, version=None, roles={})
+            actions.append(f"CreateAddon {dep}")
+            ready = False
+            continue
+        _register(ctx, addon, spec.key, actions)
+        if addon.status == "DELETING":
+            ready = False
+            continue
+        _fail_if_failed(addon)
+        ready = ready and _health(addon).active
+    return ready
+
+
+def _workspace(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> amp.WorkspaceObservation | None:
+    """The feature's ACTIVE Prometheus workspace; CreateWorkspace when there is none (None until ACTIVE)."""
+    found = ctx.obs.features[spec.key].prometheus_workspaces
+    ws = amp.live(found)
+    if ws is None:
+        failed = [w for w in found if w.status == "CREATION_FAILED"]
+        if failed:
+            raise FeatureFailure("WorkspaceCreationFailed", f"Prometheus workspace {failed[0].workspace_id} failed")
+        workspace_id = amp.create_workspace(ctx.rt.client("amp"), ctx.tag)
+        actions.append(f"CreateWorkspace {workspace_id}")
+        return None
+    return ws if ws.status == "ACTIVE" else None
+
+
+def _part_on(
+    ctx: _Ctx,
+    spec: FeatureSpec,
+    addon: AddonObservation,
+    version: str | None,
+    ws: amp.WorkspaceObservation | None,
+    actions: list[str],
+) -> bool:
+    """One round toward one of the feature's own add-ons on (its roles, the add-on, its associations, and for the
+    feature's add-on the workspace in its configuration); True when ACTIVE and complete."""
+    if addon.present and not addon.managed:
+        if version is not None and addon.version != version:
+            raise FeatureFailure(
+                "AddonNotManaged",
+                f"add-on {addon.name} {addon.version} was not installed by InstantStart; it is not updated here",
+            )
+        return True
+    needs_ws = spec.prometheus_workspace and addon.name == spec.addon
+    if needs_ws and ws is None:
+        return False
+    roles = _ensure_roles(ctx, spec, actions, roles_of(spec, addon.name), ws.arn if ws else None)
+    configuration = amp.configuration_values(ws) if needs_ws and ws else None
+    if addon.status == ABSENT:
+        created = _create(ctx, addon.name, spec.key, version=version, roles=roles, configuration=configuration)
+        actions.append(f"CreateAddon {addon.name} {created}")
+        return False
+    if addon.status == "DELETING":
+        return False
+    _register(ctx, addon, spec.key, actions)
+    if addon.status in ("CREATING", "UPDATING"):
+        return False
+    if version is not None and addon.version != version:
+        ctx.eks.update_addon(clusterName=ctx.cluster_name, addonName=addon.name, addonVersion=version)
+        actions.append(f"UpdateAddon {addon.name} {version}")
+        return False
+    if needs_ws and ws is not None and not amp.references(addon.configuration, ws):
+        # the workspace was replaced: the collector's policy and the add-on's configuration follow it
+        for role in roles:
+            policy = role.policy(_policy_context(ctx.rt, ctx.tag, ctx.cluster_name, ws.arn))
+            name = feature_role_name(ctx.tag, role)
+            ctx.rt.client("iam").put_role_policy(
+                RoleName=name, PolicyName=f"{spec.key}-access", PolicyDocument=json.dumps(policy)
+            )
+            actions.append(f"PutRolePolicy {name}")
+        ctx.eks.update_addon(
+            clusterName=ctx.cluster_name, addonName=addon.name, configurationValues=configuration or "{}"
+        )
+        actions.append(f"UpdateAddon {addon.name} configurationValues ampWorkspace {ws.workspace_id}")
+        return False
+    _fail_if_failed(addon)
+    if not _health(addon).active:
+        return False
+    fo = ctx.obs.features[spec.key]
+    for role, arn in roles.items():
+        if not fo.associations.get((role.namespace, role.service_account)):
+            ensure_pod_identity_association(
+                ctx.eks, ctx.cluster_name, role.namespace, role.service_account, arn, ownership_tags(ctx.tag)
+            )
+            actions.append(f"CreatePodIdentityAssociation {role.namespace}/{role.service_account}")
+    return True
+
+
+def _part_off(ctx: _Ctx, spec: FeatureSpec, addon: AddonObservation, actions: list[str]) -> bool:
+    """One round toward one of the feature's own add-ons off while the feature stays on: the add-on (when this
+    control plane installed it), then our associations and roles of it; True when gone."""
+    if addon.present and not addon.managed:
+        return True  # not ours: left in place
+    if addon.status != ABSENT:
+        if addon.status != "DELETING":
+            ctx.eks.delete_addon(clusterName=ctx.cluster_name, addonName=addon.name)
+            actions.append(f"DeleteAddon {addon.name}")
+        return False
+    fo = ctx.obs.features[spec.key]
+    for role in roles_of(spec, addon.name):
+        for assoc in fo.associations.get((role.namespace, role.service_account), []):
+            if assoc.owner_arn:
+                continue
+            described = ctx.eks.describe_pod_identity_association(
+                clusterName=ctx.cluster_name, associationId=assoc.association_id
+            )["association"]
+            if owned_by(described.get("tags") or {}, ctx.tag):
+                ctx.eks.delete_pod_identity_association(
+                    clusterName=ctx.cluster_name, associationId=assoc.association_id
+                )
+                actions.append(f"DeletePodIdentityAssociation {assoc.namespace}/{assoc.service_account}")
+        name = feature_role_name(ctx.tag, role)
+        if fo.roles.get(name) is not None and delete_owned_role(ctx.rt.client("iam"), name, ctx.tag):
+            actions.append(f"DeleteRole {name}")
+    return True
+
+
+def _converge_parts(ctx: _Ctx, spec: FeatureSpec, req: FeatureRequest, actions: list[str]) -> bool:
+    """One round toward "on" for a feature with options (observability): the required add-ons first, then the
+    Prometheus workspace (before the collector role, whose policy names it), then each own add-on on or off as the
+    request says; a workspace no longer wanted is deleted once the add-on that wrote to it is gone."""
+    obs = ctx.obs
+    wanted = wanted_addons(spec, req)
+    version = getattr(req, "version", None)
+    deps_ready = _ensure_requires(ctx, spec, actions)
+    primary = obs.addons[spec.addon] if spec.addon else None
+    foreign_primary = primary is not None and primary.present and not primary.managed
+    ws = None
+    if spec.prometheus_workspace and spec.addon in wanted and not foreign_primary:
+        ws = _workspace(ctx, spec, actions)
+    done = deps_ready
+    for name in own_addons(spec):
+        addon = obs.addons[name]
+        if name in wanted:
+            if not deps_ready:
+                continue
+            done = _part_on(ctx, spec, addon, version if name == spec.addon else None, ws, actions) and done
+        else:
+            done = _part_off(ctx, spec, addon, actions) and done
+    fo = obs.features[spec.key]
+    if spec.prometheus_workspace and spec.addon not in wanted and fo.prometheus_workspaces:
+        if primary is not None and primary.status == ABSENT:
+            deleted = amp.delete_workspaces(ctx.rt.client("amp"), fo.prometheus_workspaces)
+            actions += [f"DeleteWorkspace {i}" for i in deleted]
+        done = False
+    if spec.prometheus_workspace and spec.addon in wanted and not foreign_primary and ws is None:
+        done = False
+    return done
 
 
 def _converge_file_system(ctx: _Ctx, spec: FeatureSpec, req: FsxRequest, actions: list[str]) -> bool:
@@ -615,8 +813,10 @@ def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
             return False
     storage_gone = _remove_file_system(ctx, spec, actions) if spec.lustre else True
     primary_gone = True
-    if spec.addon:
-        primary = obs.addons[spec.addon]
+    for name in own_addons(spec):
+        primary = obs.addons[name]
+        if name != spec.addon and not primary.managed:
+            continue  # a companion installed outside this control plane is not ours to remove
         if primary.status != ABSENT:
             if not primary.managed:
                 raise FeatureFailure(
@@ -644,9 +844,15 @@ def _converge_off(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
             actions.append(f"DeleteRole {name}")
     if fo.tls_bucket:
         _delete_tls_bucket(ctx, fo.tls_bucket, actions)
+    workspaces_gone = True
+    if fo.prometheus_workspaces:
+        actions += [
+            f"DeleteWorkspace {i}" for i in amp.delete_workspaces(ctx.rt.client("amp"), fo.prometheus_workspaces)
+        ]
+        workspaces_gone = False
     for dep in spec.requires:
         _release(ctx, obs.addons[dep], spec.key, actions)
-    return setting_off and associations_gone and storage_gone
+    return setting_off and associations_gone and storage_gone and workspaces_gone
 
 
 def _converge_operator(ctx: _Ctx, spec: FeatureSpec, enabled: bool, actions: list[str]) -> bool:
@@ -704,13 +910,14 @@ def teardown(rt: Runtime, tag: str) -> list[str]:
     actions: list[str] = []
     iam = rt.client("iam")
     for spec in FEATURES.values():
-        for role in spec.roles:
+        for role in all_roles(spec):
             name = feature_role_name(tag, role)
             try:
                 if delete_owned_role(iam, name, tag):
                     actions.append(f"DeleteRole {name}")
             except StageFailed:
                 continue  # not ours: left in place
+    actions += amp.teardown(rt.client("amp"), tag)
     bucket = obs_bucket(rt, tag)
     if bucket:
         obs = ClusterObservation(tag, "", None, {}, {}, None, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel
@@ -122,6 +122,50 @@ class KubeRayRequest(ApiModel):
     )
 
 
+class ObservabilityRequest(ApiModel):
+    """``observability`` in ``PATCH /clusters/{clusterTag}/features``: HyperPod observability (metrics to an Amazon
+    Managed Service for Prometheus workspace the cluster owns) and/or CloudWatch Container Insights.
+
+    Defaults: ``hyperPodObservability`` true (what ``{"enabled": true}`` always meant: HyperPod's own metrics and
+    dashboards), ``cloudWatch`` false (Container Insights bills per observation or GB ingested and ships every
+    container's logs: opt in).
+    """
+
+    enabled: bool = Field(
+        strict=True,
+        description="true installs the parts chosen below; false removes every part this control plane installed "
+        "(add-ons, roles, pod identity associations, the Prometheus workspace).",
+    )
+    version: str | None = Field(
+        default=None,
+        pattern=ADDON_VERSION_PATTERN,
+        max_length=100,
+        description="Pin the amazon-sagemaker-hyperpod-observability add-on version (offered for the cluster's "
+        "Kubernetes version).",
+        examples=["v1.0.1-eksbuild.1"],
+        json_schema_extra=pattern_rule(ADDON_VERSION_RULE),
+    )
+    hyper_pod_observability: bool = Field(
+        default=True,
+        strict=True,
+        description="EKS add-on amazon-sagemaker-hyperpod-observability with its collector role and an Amazon "
+        "Managed Service for Prometheus workspace owned by the cluster (passed as the add-on's ampWorkspace). No "
+        "Grafana workspace is created: connect your Grafana to the workspace's prometheusEndpoint. Default true.",
+    )
+    cloud_watch: bool = Field(
+        default=False,
+        strict=True,
+        description="EKS add-on amazon-cloudwatch-observability (Container Insights, Fluent Bit) with a role for "
+        "service account amazon-cloudwatch/cloudwatch-agent. Default false.",
+    )
+
+    @model_validator(mode="after")
+    def _some_part(self) -> ObservabilityRequest:
+        if self.enabled and not (self.hyper_pod_observability or self.cloud_watch):
+            raise ValueError("enabled true needs hyperPodObservability or cloudWatch true (or enabled false)")
+        return self
+
+
 class UpdateFeaturesRequest(ApiModel):
     """Body of ``PATCH /clusters/{clusterTag}/features``: only the features given act (an explicit diff).
 
@@ -135,8 +179,10 @@ class UpdateFeaturesRequest(ApiModel):
     inference_operator: AddonFeatureRequest | None = Field(
         default=None, description="EKS add-on amazon-sagemaker-hyperpod-inference with its role and TLS bucket."
     )
-    observability: AddonFeatureRequest | None = Field(
-        default=None, description="EKS add-on amazon-sagemaker-hyperpod-observability with its collector role."
+    observability: ObservabilityRequest | None = Field(
+        default=None,
+        description="HyperPod observability (add-on amazon-sagemaker-hyperpod-observability, its role and a "
+        "Prometheus workspace) and/or CloudWatch (add-on amazon-cloudwatch-observability and its role).",
     )
     task_governance: AddonFeatureRequest | None = Field(
         default=None, description="EKS add-on amazon-sagemaker-hyperpod-taskgovernance (Kueue)."
