@@ -770,7 +770,8 @@ class InstantStartTools:
 
     def cluster_get_features(self, clusterTag: ClusterTagParam) -> CallToolResult:
         """Get a cluster's managed features (GET /clusters/{clusterTag}/features): for trainingOperator,
-        inferenceOperator, observability, taskGovernance and tieredCheckpointing, whether each is on as AWS reports
+        inferenceOperator, observability (HyperPod observability with its Prometheus workspace, CloudWatch Container
+        Insights), taskGovernance, tieredCheckpointing, fsx and kubeRay, whether each is on as AWS reports
         it now, what was last applied (desired), the add-on version and status, and what it installed (add-ons with
         who needs each, IAM roles, pod identity associations, Kubernetes objects, buckets).
 

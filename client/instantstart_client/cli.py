@@ -1546,18 +1546,38 @@ if __name__ == "__main__":
 
 
 features_app = typer.Typer(
-    help="Managed features (training/inference operators, observability, task governance, tiered checkpointing).",
+    help="Managed features (training/inference operators, observability, task governance, tiered checkpointing, "
+    "FSx for Lustre, KubeRay).",
     no_args_is_help=True,
 )
 app.add_typer(features_app, name="features")
 
-FEATURE_KEYS = ("trainingOperator", "inferenceOperator", "observability", "taskGovernance", "tieredCheckpointing")
+FEATURE_KEYS = (
+    "trainingOperator",
+    "inferenceOperator",
+    "observability",
+    "taskGovernance",
+    "tieredCheckpointing",
+    "fsx",
+    "kubeRay",
+)
 
 
 def _feature_body(
-    enable: list[str], disable: list[str], version: list[str], memory_percentage: int | None
+    enable: list[str],
+    disable: list[str],
+    version: list[str],
+    memory_percentage: int | None,
+    options: list[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The PATCH body from --enable/--disable/--version KEY=VERSION/--memory-percentage (the API validates keys)."""
+    """The PATCH body from --enable/--disable/--version KEY=VERSION/--memory-percentage/--option KEY.FIELD=JSON.
+
+    An ``--option`` value is parsed as JSON when it is JSON (``true``, ``1200``, ``{"storageCapacity": 1200}``),
+    else kept as a string; the API validates keys, fields and values.
+
+    Raises:
+        typer.BadParameter: an ``--option`` without ``KEY.FIELD=VALUE``.
+    """
     body: dict[str, dict[str, Any]] = {}
     for key in enable:
         body[key] = {"enabled": True}
@@ -1570,6 +1590,16 @@ def _feature_body(
         body.setdefault("tieredCheckpointing", {"enabled": True})["instanceMemoryAllocationPercentage"] = (
             memory_percentage
         )
+    for option in options or []:
+        path, sep, raw = option.partition("=")
+        key, dot, field = path.partition(".")
+        if not sep or not dot or not key or not field:
+            raise typer.BadParameter(f"expected KEY.FIELD=VALUE, got {option!r}", param_hint="--option")
+        try:
+            parsed: Any = json.loads(raw)
+        except ValueError:
+            parsed = raw
+        body.setdefault(key, {"enabled": True})[field] = parsed
     return body
 
 
@@ -1618,6 +1648,14 @@ def features_set(
         int | None,
         typer.Option("--memory-percentage", help="tieredCheckpointing InstanceMemoryAllocationPercentage (0-100)."),
     ] = None,
+    option: Annotated[
+        list[str],
+        typer.Option(
+            "--option",
+            help="A feature setting KEY.FIELD=VALUE (VALUE as JSON when it parses), e.g. observability.cloudWatch=true "
+            "or fsx.fileSystem='{\"storageCapacity\": 1200}'.",
+        ),
+    ] = [],  # noqa: B006
     idempotency_key: IdempotencyOption = None,
     wait: WaitOption = False,
     poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
@@ -1626,7 +1664,7 @@ def features_set(
 ) -> None:
     """Turn features on or off (only those named act). Prints 'unchanged' when AWS already matches."""
     state = _state(ctx)
-    body = _feature_body(enable, disable, version, memory_percentage)
+    body = _feature_body(enable, disable, version, memory_percentage, option)
     result = state.client().update_features(tag, body, idempotency_key=idempotency_key)
     if "operationId" not in result:
         if state.wants_json(as_json):
