@@ -229,3 +229,32 @@ def test_when_the_body_names_an_unknown_feature_or_a_bad_value_then_422_names_th
         assert "trainingOperator" in info.value.message and "tieredCheckpointing" in info.value.message
     if field == "trainingOperator.version":
         assert info.value.details[0]["allowedValues"]
+
+
+def test_when_a_pinned_version_rejects_inline_pod_identity_then_the_association_is_created_apart_and_removed_with_off(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    """v1.0.0 of the inference operator predates inline podIdentityAssociations on CreateAddon (the sandbox refuses
+    them as EKS does): the feature falls back to CreatePodIdentityAssociation, and off deletes that association."""
+    eks = boto3.client("eks", region_name=sandbox.region)
+    namespace = "hyperpod-inference-system"
+    off = finished(api, api.update_features(TAG, {"inferenceOperator": {"enabled": False}}))
+    assert off["status"] == "SUCCEEDED", off
+    wait_gone(sandbox, "amazon-sagemaker-hyperpod-inference")
+
+    pinned = {"inferenceOperator": {"enabled": True, "version": "v1.0.0-eksbuild.1"}}
+    on = finished(api, api.update_features(TAG, pinned))
+
+    assert on["status"] == "SUCCEEDED", on
+    inference = addon(sandbox, "amazon-sagemaker-hyperpod-inference")
+    assert inference is not None and inference["addonVersion"] == "v1.0.0-eksbuild.1"
+    assert not inference.get("podIdentityAssociations")
+    found = eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace=namespace)["associations"]
+    assert [(a["serviceAccount"], a.get("ownerArn")) for a in found] == [
+        ("hyperpod-inference-operator-controller-manager", None)
+    ]
+
+    off = finished(api, api.update_features(TAG, {"inferenceOperator": {"enabled": False}}))
+
+    assert off["status"] == "SUCCEEDED", off
+    assert eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace=namespace)["associations"] == []
