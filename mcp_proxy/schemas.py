@@ -911,3 +911,54 @@ ConsolidateAfterParam = Annotated[
 ]
 
 AUTOSCALING_SCHEMA = output_schema(AutoScalingView)
+
+
+# -- training jobs ----------------------------------------------------------------------------------------------------
+from instantstart.models.training_jobs import (  # noqa: E402
+    CreateTrainingJobRequest,
+    TrainingJobAccepted,
+    TrainingJobList,
+    TrainingJobLogs,
+    TrainingJobView,
+)
+
+TRAINING_JOB_ACCEPTED_SCHEMA = output_schema(TrainingJobAccepted)
+TRAINING_JOBS_SCHEMA = output_schema(TrainingJobList)
+TRAINING_JOB_SCHEMA = output_schema(TrainingJobView)
+TRAINING_JOB_LOGS_SCHEMA = output_schema(TrainingJobLogs)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` to its ``$defs`` replaced by the definition (a tool parameter's schema is
+    embedded in the tool's input schema, where ``#/$defs/...`` would point elsewhere)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return dict(walk(schema))
+
+
+TRAINING_JOB_REQUEST_SCHEMA: dict[str, Any] = _inline_refs(
+    TypeAdapter(CreateTrainingJobRequest).json_schema(by_alias=True)
+)
+"""The body of POST /clusters/{clusterTag}/training-jobs: one shape per ``recipe`` (oneOf, discriminated)."""
+
+TrainingJobParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The job, one shape per recipe (the recipe field picks it): pytorch {script, args, nprocPerNode}, "
+        "script {command, args}, llamafactory / msswift {configPath | config, model, dataset, outputPath}, verl "
+        "{model, trainFiles, valFiles, outputPath, algorithm, overrides}; every recipe: name, instanceType, image "
+        "(pinned tag, never latest), nodes, env, runPolicy, team, priorityClass. Read the instantstart-training "
+        "skill first.",
+        json_schema_extra=TRAINING_JOB_REQUEST_SCHEMA,
+    ),
+]
