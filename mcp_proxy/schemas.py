@@ -915,6 +915,18 @@ AUTOSCALING_SCHEMA = output_schema(AutoScalingView)
 
 # -- training jobs ----------------------------------------------------------------------------------------------------
 from instantstart.models.training_jobs import (  # noqa: E402
+    CONTAINER_NAME_MAX,
+    CONTAINER_NAME_PATTERN,
+    JOB_NAME_MAX,
+    JOB_NAME_PATTERN,
+    LIST_DEFAULT_PAGE_SIZE,
+    LIST_MAX_PAGE_SIZE,
+    LIST_TOKEN_MAX_LENGTH,
+    LOG_MAX_SINCE_SECONDS,
+    LOG_MAX_TAIL_LINES,
+    NAMESPACE_PATTERN,
+    POD_NAME_MAX,
+    POD_NAME_PATTERN,
     CreateTrainingJobRequest,
     TrainingJobAccepted,
     TrainingJobList,
@@ -961,4 +973,54 @@ TrainingJobParam = Annotated[
         "skill first.",
         json_schema_extra=TRAINING_JOB_REQUEST_SCHEMA,
     ),
+]
+
+TrainingJobNameParam = Annotated[
+    str,
+    advertised(
+        "Training job name (required, no default), as returned by training_job_list or training_job_create.",
+        {"pattern": JOB_NAME_PATTERN, "maxLength": JOB_NAME_MAX},
+    ),
+]
+JobNamespaceParam = Annotated[
+    str,
+    advertised(
+        "Namespace of the job (default: default; a team's jobs run in hyperpod-ns-<team>).",
+        {"pattern": NAMESPACE_PATTERN, "maxLength": 63},
+        default="default",
+    ),
+]
+JobsNamespaceFilterParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": NAMESPACE_PATTERN, "maxLength": 63})] | None,
+    Field(default=None, description="Only jobs of this namespace (default: none, every namespace)."),
+]
+JOBS_DEFAULT_PAGE_SIZE = LIST_DEFAULT_PAGE_SIZE
+"""``maxResults`` default of ``GET /clusters/{clusterTag}/training-jobs``."""
+JobsMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most jobs to return (default {LIST_DEFAULT_PAGE_SIZE}), 1-{LIST_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": LIST_MAX_PAGE_SIZE},
+        default=LIST_DEFAULT_PAGE_SIZE,
+    ),
+]
+JobsNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": LIST_TOKEN_MAX_LENGTH})] | None,
+    Field(default=None, description="Optional nextToken of the previous training_job_list result (default: none)."),
+]
+JobPodParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": POD_NAME_PATTERN, "maxLength": POD_NAME_MAX})] | None,
+    Field(default=None, description="Pod to read (default: rank 0); pod names are in training_job_get."),
+]
+JobContainerParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": CONTAINER_NAME_PATTERN, "maxLength": CONTAINER_NAME_MAX})] | None,
+    Field(default=None, description="Container (default: the job's training container)."),
+]
+TailLinesParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": LOG_MAX_TAIL_LINES})] | None,
+    Field(default=None, description="Only the last lines (default: the last 1000 when sinceSeconds is unset)."),
+]
+SinceSecondsParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": LOG_MAX_SINCE_SECONDS})] | None,
+    Field(default=None, description="Only lines of the last seconds (default: none)."),
 ]

@@ -818,19 +818,22 @@ class InstantStartTools:
     def training_job_list(
         self,
         clusterTag: ClusterTagParam,
-        namespace: Annotated[str | None, Field(description="Only this namespace (default: every one).")] = None,
-        nextToken: Annotated[str | None, Field(description="nextToken of the previous page.")] = None,
+        namespace: schemas.JobsNamespaceFilterParam = None,
+        maxResults: schemas.JobsMaxResultsParam = schemas.JOBS_DEFAULT_PAGE_SIZE,
+        nextToken: schemas.JobsNextTokenParam = None,
     ) -> CallToolResult:
         """List the cluster's training jobs with status, restarts and age, newest first. Read-only."""
         return self._call(
-            lambda client: client.list_training_jobs(clusterTag, namespace=namespace, next_token=nextToken)
+            lambda client: client.list_training_jobs(
+                clusterTag, namespace=namespace, max_results=maxResults, next_token=nextToken
+            )
         )
 
     def training_job_get(
         self,
         clusterTag: ClusterTagParam,
-        name: Annotated[str, Field(description="Job name.")],
-        namespace: Annotated[str, Field(description="Namespace of the job.")] = "default",
+        name: schemas.TrainingJobNameParam,
+        namespace: schemas.JobNamespaceParam = "default",
     ) -> CallToolResult:
         """A training job: spec summary, status, conditions, restart history, pods (node, phase, restarts).
         Read-only."""
@@ -839,23 +842,32 @@ class InstantStartTools:
     def training_job_logs(
         self,
         clusterTag: ClusterTagParam,
-        name: Annotated[str, Field(description="Job name.")],
-        namespace: Annotated[str, Field(description="Namespace of the job.")] = "default",
-        pod: Annotated[str | None, Field(description="Pod (default: rank 0; names in training_job_get).")] = None,
-        tailLines: Annotated[int | None, Field(description="Last lines (default 1000).", ge=1)] = None,
-        sinceSeconds: Annotated[int | None, Field(description="Lines of the last seconds.", ge=1)] = None,
+        name: schemas.TrainingJobNameParam,
+        namespace: schemas.JobNamespaceParam = "default",
+        pod: schemas.JobPodParam = None,
+        container: schemas.JobContainerParam = None,
+        tailLines: schemas.TailLinesParam = None,
+        sinceSeconds: schemas.SinceSecondsParam = None,
     ) -> CallToolResult:
-        """Log text of one pod of a training job (rank 0 by default), bounded in size. Read-only."""
+        """Log text of one pod of a training job (rank 0 by default), bounded in size (the tail is kept; truncated
+        says so). To follow a running job, call again with sinceSeconds set to the seconds since the last call.
+        Read-only."""
         return self._call(
             lambda client: client.get_training_job_logs(
-                clusterTag, name, namespace=namespace, pod=pod, tail_lines=tailLines, since_seconds=sinceSeconds
+                clusterTag,
+                name,
+                namespace=namespace,
+                pod=pod,
+                container=container,
+                tail_lines=tailLines,
+                since_seconds=sinceSeconds,
             )
         )
 
     def training_job_delete(
         self,
         clusterTag: ClusterTagParam,
-        name: Annotated[str, Field(description="Job name.")],
+        name: schemas.TrainingJobNameParam,
         confirmClusterTag: Annotated[
             str,
             Field(
@@ -863,7 +875,7 @@ class InstantStartTools:
                 "call is refused unless it equals clusterTag. Never fill it in without the user's confirmation."
             ),
         ],
-        namespace: Annotated[str, Field(description="Namespace of the job.")] = "default",
+        namespace: schemas.JobNamespaceParam = "default",
         idempotencyKey: IdempotencyKeyParam = None,
     ) -> CallToolResult:
         """Delete a training job and its pods (DELETE .../training-jobs/{name}); destructive: its running processes

@@ -84,11 +84,22 @@ from instantstart.models.task_governance import (
     UpdateComputeQuotaRequest,
 )
 from instantstart.models.training_jobs import (
+    CONTAINER_NAME_MAX,
+    CONTAINER_NAME_PATTERN,
+    CONTAINER_NAME_RULE,
     JOB_NAME_MAX,
     JOB_NAME_PATTERN,
     JOB_NAME_RULE,
+    LIST_DEFAULT_PAGE_SIZE,
+    LIST_MAX_PAGE_SIZE,
+    LIST_TOKEN_MAX_LENGTH,
+    LOG_MAX_SINCE_SECONDS,
+    LOG_MAX_TAIL_LINES,
     NAMESPACE_PATTERN,
     NAMESPACE_RULE,
+    POD_NAME_MAX,
+    POD_NAME_PATTERN,
+    POD_NAME_RULE,
     CreateTrainingJobRequest,
     TrainingJobAccepted,
     TrainingJobList,
@@ -1224,14 +1235,21 @@ def list_training_jobs(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     namespace: Annotated[
         str | None,
-        Query(alias="namespace", pattern=NAMESPACE_PATTERN, max_length=63, description="Only this namespace."),
+        Query(
+            alias="namespace",
+            pattern=NAMESPACE_PATTERN,
+            max_length=63,
+            description="Only this namespace.",
+            json_schema_extra=pattern_rule(NAMESPACE_RULE),
+        ),
     ] = None,
     max_results: Annotated[
         int,
-        Query(alias="maxResults", ge=1, le=training.LIST_MAX_PAGE_SIZE, description="Most jobs per page."),
-    ] = training.LIST_DEFAULT_PAGE_SIZE,
+        Query(alias="maxResults", ge=1, le=LIST_MAX_PAGE_SIZE, description="Most jobs per page."),
+    ] = LIST_DEFAULT_PAGE_SIZE,
     next_token: Annotated[
-        str | None, Query(alias="nextToken", max_length=2048, description="nextToken of the previous page.")
+        str | None,
+        Query(alias="nextToken", max_length=LIST_TOKEN_MAX_LENGTH, description="nextToken of the previous page."),
     ] = None,
 ) -> Response[TrainingJobList]:
     """A page of jobs."""
@@ -1272,14 +1290,31 @@ def get_training_job_logs(
     name: TrainingJobName,
     namespace: JobNamespace = "default",
     pod: Annotated[
-        str | None, Query(alias="pod", pattern=NAMESPACE_PATTERN, max_length=253, description="Pod (default: rank 0).")
+        str | None,
+        Query(
+            alias="pod",
+            pattern=POD_NAME_PATTERN,
+            max_length=POD_NAME_MAX,
+            description="Pod (default: rank 0).",
+            json_schema_extra=pattern_rule(POD_NAME_RULE),
+        ),
     ] = None,
     container: Annotated[
-        str | None, Query(alias="container", pattern=NAMESPACE_PATTERN, max_length=63, description="Container.")
+        str | None,
+        Query(
+            alias="container",
+            pattern=CONTAINER_NAME_PATTERN,
+            max_length=CONTAINER_NAME_MAX,
+            description="Container (default: the job's training container).",
+            json_schema_extra=pattern_rule(CONTAINER_NAME_RULE),
+        ),
     ] = None,
-    tail_lines: Annotated[int | None, Query(alias="tailLines", ge=1, le=100000, description="Last lines.")] = None,
+    tail_lines: Annotated[
+        int | None, Query(alias="tailLines", ge=1, le=LOG_MAX_TAIL_LINES, description="Last lines.")
+    ] = None,
     since_seconds: Annotated[
-        int | None, Query(alias="sinceSeconds", ge=1, le=2592000, description="Lines of the last seconds.")
+        int | None,
+        Query(alias="sinceSeconds", ge=1, le=LOG_MAX_SINCE_SECONDS, description="Lines of the last seconds."),
     ] = None,
 ) -> Response[TrainingJobLogs]:
     """Logs of one pod."""

@@ -22,10 +22,10 @@ from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
 from instantstart.features import service as features
-from instantstart.training import service as training
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
+from instantstart.training import service as training
 
 
 def _stage(p: StepPayload) -> StageName:

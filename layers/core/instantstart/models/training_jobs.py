@@ -52,9 +52,33 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
 MODEL_RULE = "a Hugging Face id (e.g. Qwen/Qwen2.5-0.5B-Instruct) or a path such as /s3/models/qwen"
 DATASET_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/,-]*$"
+DATASET_RULE = "dataset names or paths, comma-separated: letters, digits, . _ / - (e.g. alpaca,/s3/data/mine.json)"
+PRIORITY_CLASS_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+PRIORITY_CLASS_RULE = (
+    "a Kueue workload priority class name: 1-63 lowercase letters, digits or hyphens (e.g. training-priority)"
+)
+LOG_PATTERN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
+LOG_PATTERN_NAME_RULE = "1-63 letters, digits, underscores or hyphens, starting with a letter or digit (e.g. JobStart)"
+RAY_VERSION_PATTERN = r"^\d+\.\d+\.\d+$"
+RAY_VERSION_RULE = "a Ray version major.minor.patch (e.g. 2.43.0)"
+POD_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+POD_NAME_MAX = 253
+POD_NAME_RULE = "a pod name: lowercase letters, digits, hyphens or dots (names in GET .../training-jobs/{name})"
+CONTAINER_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+CONTAINER_NAME_MAX = 63
+CONTAINER_NAME_RULE = "a container name: 1-63 lowercase letters, digits or hyphens (e.g. pytorch)"
 OVERRIDE_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 TEAM_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 TEAM_RULE = "a task governance team name (its namespace is hyperpod-ns-<team>)"
+
+LIST_DEFAULT_PAGE_SIZE = 50
+"""``maxResults`` default of ``GET /clusters/{clusterTag}/training-jobs``."""
+LIST_MAX_PAGE_SIZE = 100
+LIST_TOKEN_MAX_LENGTH = 2048
+LOG_MAX_TAIL_LINES = 100000
+"""Most ``tailLines`` of ``GET .../training-jobs/{name}/logs``."""
+LOG_MAX_SINCE_SECONDS = 2592000
+"""Most ``sinceSeconds`` of ``GET .../training-jobs/{name}/logs`` (30 days)."""
 
 MAX_NODES = 256
 MAX_ARGS = 128
@@ -88,7 +112,12 @@ class RestartPolicy(ApiModel):
 class LogPattern(ApiModel):
     """One ``runPolicy.logMonitoringConfiguration`` rule: a log line expected (start) or recurring (hang detection)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$", description="Rule name.", examples=["JobStart"])
+    name: str = Field(
+        pattern=LOG_PATTERN_NAME_PATTERN,
+        description="Rule name.",
+        examples=["JobStart"],
+        json_schema_extra=pattern_rule(LOG_PATTERN_NAME_RULE),
+    )
     log_pattern: str = Field(
         min_length=1, max_length=512, description="Regular expression matched on each log line.", examples=[".*step.*"]
     )
@@ -103,7 +132,9 @@ class LogPattern(ApiModel):
 class RunPolicy(ApiModel):
     """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default."""
 
-    job_max_retry_count: int = Field(default=3, ge=0, le=100, description="Job retries before it is Failed.")
+    job_max_retry_count: int = Field(
+        default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
+    )
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy, description="Process-level restarts.")
     clean_pod_policy: Literal["All", "OnlyComplete", "None"] = Field(
         default="None", description="Which pods to delete when the job ends (None keeps them to read their logs)."
@@ -179,9 +210,10 @@ class _JobBase(ApiModel):
     )
     priority_class: str | None = Field(
         default=None,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        pattern=PRIORITY_CLASS_PATTERN,
         max_length=63,
         description="Kueue workload priority class (a priority class of the scheduler config); needs team.",
+        json_schema_extra=pattern_rule(PRIORITY_CLASS_RULE),
     )
 
     @field_validator("image")
@@ -255,7 +287,11 @@ class _FineTuneJob(_TorchJob):
         json_schema_extra=pattern_rule(MODEL_RULE),
     )
     dataset: str = Field(
-        pattern=DATASET_PATTERN, max_length=512, description="Dataset name(s), comma-separated.", examples=["alpaca"]
+        pattern=DATASET_PATTERN,
+        max_length=512,
+        description="Dataset name(s), comma-separated.",
+        examples=["alpaca"],
+        json_schema_extra=pattern_rule(DATASET_RULE),
     )
     output_path: str = Field(
         pattern=STORAGE_PATH_PATTERN,
@@ -292,14 +328,38 @@ class VerlJobRequest(_JobBase):
     model: str = Field(
         pattern=MODEL_PATTERN, max_length=256, description="Actor model.", json_schema_extra=pattern_rule(MODEL_RULE)
     )
-    train_files: str = Field(pattern=STORAGE_PATH_PATTERN, max_length=1024, description="Training parquet file.")
-    val_files: str = Field(pattern=STORAGE_PATH_PATTERN, max_length=1024, description="Validation parquet file.")
-    output_path: str = Field(pattern=STORAGE_PATH_PATTERN, max_length=1024, description="trainer.default_local_dir.")
+    train_files: str = Field(
+        pattern=STORAGE_PATH_PATTERN,
+        max_length=1024,
+        description="Training parquet file.",
+        examples=["/s3/data/gsm8k/train.parquet"],
+        json_schema_extra=pattern_rule(STORAGE_PATH_RULE),
+    )
+    val_files: str = Field(
+        pattern=STORAGE_PATH_PATTERN,
+        max_length=1024,
+        description="Validation parquet file.",
+        examples=["/s3/data/gsm8k/test.parquet"],
+        json_schema_extra=pattern_rule(STORAGE_PATH_RULE),
+    )
+    output_path: str = Field(
+        pattern=STORAGE_PATH_PATTERN,
+        max_length=1024,
+        description="trainer.default_local_dir.",
+        examples=["/s3/outputs/verl-grpo"],
+        json_schema_extra=pattern_rule(STORAGE_PATH_RULE),
+    )
     total_epochs: int = Field(default=1, ge=1, le=1000, description="trainer.total_epochs.")
     overrides: dict[Annotated[str, Field(pattern=OVERRIDE_KEY_PATTERN, max_length=128)], str | int | float | bool] = (
         Field(default_factory=dict, max_length=64, description="Further Hydra overrides key=value (quoted).")
     )
-    ray_version: str = Field(default="2.43.0", pattern=r"^\d+\.\d+\.\d+$", description="rayVersion of the cluster.")
+    ray_version: str = Field(
+        default="2.43.0",
+        pattern=RAY_VERSION_PATTERN,
+        description="rayVersion of the cluster.",
+        examples=["2.43.0"],
+        json_schema_extra=pattern_rule(RAY_VERSION_RULE),
+    )
     shutdown_after_job_finishes: bool = Field(default=True, description="Delete the Ray cluster when the job ends.")
     ttl_seconds_after_finished: int = Field(
         default=3600, ge=0, le=2592000, description="Keep the finished RayJob this long."
@@ -342,9 +402,13 @@ class TrainingJobSummary(ApiModel):
     namespace: str = Field(examples=["default"], description="Namespace.")
     kind: str = Field(examples=["HyperPodPyTorchJob"], description="HyperPodPyTorchJob or RayJob.")
     recipe: str | None = Field(default=None, description="Recipe it was built from (null: not created by us).")
-    status: TrainingJobStatus = Field(description="Pending, Running, Restarting, Succeeded, Failed or Unknown.")
+    status: TrainingJobStatus = Field(
+        description="Pending, Running, Restarting, Succeeded, Failed or Unknown.", examples=["Running"]
+    )
     restarts: int = Field(description="Restarts of the job and its pods so far.")
-    created_at: str | None = Field(default=None, description="creationTimestamp (ISO-8601 UTC).")
+    created_at: str | None = Field(
+        default=None, description="creationTimestamp (ISO-8601 UTC).", examples=["2026-12-01T05:30:00Z"]
+    )
     age_seconds: int | None = Field(default=None, description="Seconds since creation.")
 
 
@@ -359,7 +423,7 @@ class JobCondition(ApiModel):
     """One status condition of the custom resource, verbatim."""
 
     type: str = Field(description="Condition type.")
-    status: str = Field(description="True, False or Unknown.")
+    status: str = Field(description="True, False or Unknown.", examples=["True"])
     reason: str | None = Field(default=None, description="Reason.")
     message: str | None = Field(default=None, description="Message.")
     last_transition_time: str | None = Field(default=None, description="When it changed.")
@@ -369,7 +433,9 @@ class JobPod(ApiModel):
     """One pod of a job."""
 
     name: str = Field(description="Pod name.")
-    node_name: str | None = Field(default=None, description="Node it runs on (null: not scheduled).")
+    node_name: str | None = Field(
+        default=None, description="Node it runs on (null: not scheduled).", examples=["hyperpod-i-0123456789abcdef0"]
+    )
     phase: str | None = Field(default=None, description="Pod phase.")
     restarts: int = Field(description="Container restarts.")
     rank: int | None = Field(default=None, description="Replica index (0: rank 0).")

@@ -29,6 +29,8 @@ from instantstart.errors import NotFound, StageFailed, UpstreamUnavailable
 from instantstart.features.observe import KUBERNETES_READ_BUDGET_SECONDS, KUBERNETES_READ_SECONDS, kubernetes_failure
 from instantstart.models.common import OperationType
 from instantstart.models.training_jobs import (
+    LIST_DEFAULT_PAGE_SIZE,
+    LIST_MAX_PAGE_SIZE,
     CreateTrainingJobRequest,
     JobCondition,
     JobPod,
@@ -48,8 +50,6 @@ LOG_MAX_BYTES = 256 * 1024
 """Most bytes of log text one answer carries (the tail is kept)."""
 LOG_DEFAULT_TAIL_LINES = 1000
 """Lines of log read when neither tailLines nor sinceSeconds is given."""
-LIST_DEFAULT_PAGE_SIZE = 50
-LIST_MAX_PAGE_SIZE = 100
 OPERATION_ANNOTATION = "instantstart/operation-id"
 """Annotation naming the operation that created a job (a redelivered apply recognises its own job)."""
 JOB_KINDS = (
