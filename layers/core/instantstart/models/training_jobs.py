@@ -99,13 +99,17 @@ class RestartPolicy(ApiModel):
     """``runPolicy.restartPolicy`` of a HyperPodPyTorchJob: how many process-level restarts before a full restart."""
 
     num_restart_before_full_job_restart: int = Field(
-        default=3, ge=0, le=100, description="Pod restarts within evalPeriodSeconds before the whole job restarts."
+        strict=True,
+        default=3,
+        ge=0,
+        le=100,
+        description="Pod restarts within evalPeriodSeconds before the whole job restarts.",
     )
     eval_period_seconds: int = Field(
-        default=21600, ge=60, le=604800, description="Window (seconds) in which restarts are counted."
+        strict=True, default=21600, ge=60, le=604800, description="Window (seconds) in which restarts are counted."
     )
     max_full_job_restarts: int = Field(
-        default=1, ge=0, le=100, description="Full job restarts allowed before the job is Failed."
+        strict=True, default=1, ge=0, le=100, description="Full job restarts allowed before the job is Failed."
     )
 
 
@@ -122,10 +126,18 @@ class LogPattern(ApiModel):
         min_length=1, max_length=512, description="Regular expression matched on each log line.", examples=[".*step.*"]
     )
     expected_start_cut_off_in_seconds: int | None = Field(
-        default=None, ge=1, le=86400, description="The first match is expected within this many seconds of start."
+        strict=True,
+        default=None,
+        ge=1,
+        le=86400,
+        description="The first match is expected within this many seconds of start.",
     )
     expected_recurring_frequency_in_seconds: int | None = Field(
-        default=None, ge=1, le=86400, description="A match is expected at least this often (hang detection)."
+        strict=True,
+        default=None,
+        ge=1,
+        le=86400,
+        description="A match is expected at least this often (hang detection).",
     )
 
 
@@ -133,14 +145,18 @@ class RunPolicy(ApiModel):
     """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default."""
 
     job_max_retry_count: int = Field(
-        default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
+        strict=True, default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
     )
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy, description="Process-level restarts.")
     clean_pod_policy: Literal["All", "OnlyComplete", "None"] = Field(
         default="None", description="Which pods to delete when the job ends (None keeps them to read their logs)."
     )
     ttl_seconds_after_finished: int | None = Field(
-        default=None, ge=0, le=2592000, description="Delete the finished job after this many seconds (null: keep)."
+        strict=True,
+        default=None,
+        ge=0,
+        le=2592000,
+        description="Delete the finished job after this many seconds (null: keep).",
     )
     log_monitoring: list[LogPattern] = Field(
         default_factory=list, max_length=10, description="Log-pattern monitoring rules (empty: none)."
@@ -194,7 +210,7 @@ class _JobBase(ApiModel):
         examples=["ml.g5.8xlarge"],
         json_schema_extra=pattern_rule(INSTANCE_TYPE_RULE),
     )
-    nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="Nodes (one pod per node).")
+    nodes: int = Field(strict=True, default=1, ge=1, le=MAX_NODES, description="Nodes (one pod per node).")
     image: Image
     env: dict[Annotated[str, Field(pattern=ENV_NAME_PATTERN, max_length=128)], Arg] = Field(
         default_factory=dict, max_length=64, description="Environment variables of the training container."
@@ -237,6 +253,7 @@ class _JobBase(ApiModel):
 
 class _TorchJob(_JobBase):
     nproc_per_node: int | None = Field(
+        strict=True,
         default=None,
         ge=1,
         le=64,
@@ -349,7 +366,7 @@ class VerlJobRequest(_JobBase):
         examples=["/s3/outputs/verl-grpo"],
         json_schema_extra=pattern_rule(STORAGE_PATH_RULE),
     )
-    total_epochs: int = Field(default=1, ge=1, le=1000, description="trainer.total_epochs.")
+    total_epochs: int = Field(strict=True, default=1, ge=1, le=1000, description="trainer.total_epochs.")
     overrides: dict[Annotated[str, Field(pattern=OVERRIDE_KEY_PATTERN, max_length=128)], str | int | float | bool] = (
         Field(default_factory=dict, max_length=64, description="Further Hydra overrides key=value (quoted).")
     )
@@ -362,7 +379,7 @@ class VerlJobRequest(_JobBase):
     )
     shutdown_after_job_finishes: bool = Field(default=True, description="Delete the Ray cluster when the job ends.")
     ttl_seconds_after_finished: int = Field(
-        default=3600, ge=0, le=2592000, description="Keep the finished RayJob this long."
+        strict=True, default=3600, ge=0, le=2592000, description="Keep the finished RayJob this long."
     )
 
 
