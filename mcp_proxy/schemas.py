@@ -969,8 +969,8 @@ TrainingJobParam = Annotated[
         description="The job, one shape per recipe (the recipe field picks it): pytorch {script, args, nprocPerNode}, "
         "script {command, args}, llamafactory / msswift {configPath | config, model, dataset, outputPath}, verl "
         "{model, trainFiles, valFiles, outputPath, algorithm, overrides}; every recipe: name, instanceType, image "
-        "(pinned tag, never latest), nodes, env, runPolicy, team, priorityClass. Read the instantstart-training "
-        "skill first.",
+        "(pinned tag, never latest), nodes, env, runPolicy, team, priorityClass. Read the "
+        "instantstart-training-jobs skill first.",
         json_schema_extra=TRAINING_JOB_REQUEST_SCHEMA,
     ),
 ]

@@ -807,7 +807,7 @@ class InstantStartTools:
         self, clusterTag: ClusterTagParam, job: schemas.TrainingJobParam, idempotencyKey: IdempotencyKeyParam = None
     ) -> CallToolResult:
         """Create a training job (POST /clusters/{clusterTag}/training-jobs): one tool, the job's recipe field picks
-        its shape. Read the instantstart-training skill first (which recipe, how many nodes, restarts). Returns the
+        its shape. Read the instantstart-training-jobs skill first (which recipe, how many nodes, restarts). Returns the
         job's name and its CREATE_TRAINING_JOB operation: poll it with operation_get, then follow the job with
         training_job_get and training_job_logs. A 409 FeatureNotEnabled names the feature to turn on
         (cluster_update_features). Write tool: needs --allow-write.
