@@ -137,6 +137,17 @@ def training_log_lines(job: str, rank: int, world_size: int, attempt: int, steps
     return lines
 
 
+def _pod_spec(template: Obj) -> Obj:
+    """A pod spec from a template, with resource quantities as strings (as the API server serves them)."""
+    spec = clone(template.get("spec") or {})
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        res = c.get("resources") or {}
+        for part in ("requests", "limits"):
+            if isinstance(res.get(part), dict):
+                res[part] = {k: str(v) for k, v in res[part].items()}
+    return spec
+
+
 def _cond(ctype: str, status: bool, reason: str, message: str, now: str) -> Obj:
     return {
         "type": ctype,
@@ -267,7 +278,7 @@ class TrainingControllers:
     def _new_job_pod(self, job: Obj, rank: int, replica: str, template: Obj, restarts: int) -> None:
         name = job["metadata"]["name"]
         meta = template.get("metadata") or {}
-        spec = clone(template.get("spec") or {})
+        spec = _pod_spec(template)
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), HEALTH_LABEL: SCHEDULABLE}
         spec["restartPolicy"] = "Never"
         world = len(self._ranks(job))
@@ -646,7 +657,7 @@ class TrainingControllers:
                         "annotations": dict(meta.get("annotations") or {}),
                         "ownerReferences": [self._ref(owner)],
                     },
-                    "spec": clone(template.get("spec") or {}),
+                    "spec": _pod_spec(template),
                 },
                 KUBERAY_DEPLOYMENT,
             )
