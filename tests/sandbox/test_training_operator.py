@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 
 from instantstart_sandbox.aws.addons import CATALOG, addon_objects
+from instantstart_sandbox.aws.extension import TrainingFaults
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.kube.server import KubeApiServer
 from instantstart_sandbox.kube.store import KubeCluster
@@ -270,7 +271,7 @@ def test_a_pod_failure_restarts_the_pod_and_the_job_still_succeeds(
     wait_for(lambda: "step 1/10" in core.read_namespaced_pod_log("crash-pod-1", "default"))
     before = pods(core, "crash")
 
-    server.training(name).fail_pod("default", "crash-pod-1", 137)
+    TrainingFaults(server).fail_pod(name, "default", "crash-pod-1", 137)  # extension.training.fail_pod
 
     wait_for(lambda: get_job(custom, "crash")["status"]["restartCount"] == 1)
     restarting = condition(custom, "crash", "Restarting")

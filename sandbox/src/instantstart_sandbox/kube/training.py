@@ -139,7 +139,7 @@ def training_log_lines(job: str, rank: int, world_size: int, attempt: int, steps
 
 def _pod_spec(template: Obj) -> Obj:
     """A pod spec from a template, with resource quantities as strings (as the API server serves them)."""
-    spec = clone(template.get("spec") or {})
+    spec: Obj = clone(template.get("spec") or {})
     for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         res = c.get("resources") or {}
         for part in ("requests", "limits"):
