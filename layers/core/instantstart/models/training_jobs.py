@@ -142,13 +142,17 @@ class LogPattern(ApiModel):
 
 
 class RunPolicy(ApiModel):
-    """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default."""
+    """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default.
+
+    ``cleanPodPolicy`` takes only ``All`` or ``None``: sources disagree on the third value (``OnlyComplete`` or
+    Kubeflow's ``Running``), and the served CRD refuses the one it does not define, so we offer neither (the
+    harsher reading)."""
 
     job_max_retry_count: int = Field(
         strict=True, default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
     )
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy, description="Process-level restarts.")
-    clean_pod_policy: Literal["All", "OnlyComplete", "None"] = Field(
+    clean_pod_policy: Literal["All", "None"] = Field(
         default="None", description="Which pods to delete when the job ends (None keeps them to read their logs)."
     )
     ttl_seconds_after_finished: int | None = Field(

@@ -50,6 +50,10 @@ LOG_MAX_BYTES = 256 * 1024
 """Most bytes of log text one answer carries (the tail is kept)."""
 LOG_DEFAULT_TAIL_LINES = 1000
 """Lines of log read when neither tailLines nor sinceSeconds is given."""
+OPERATOR_JOB_NAME_LABEL = "sagemaker.amazonaws.com/job-name"
+"""The label the HyperPod training operator puts on a job's pods (the job's name)."""
+OPERATOR_RANK_LABEL = "sagemaker.amazonaws.com/rank"
+"""The label the HyperPod training operator puts on a job's pods (the pod's rank, 0 first)."""
 OPERATION_ANNOTATION = "instantstart/operation-id"
 """Annotation naming the operation that created a job (a redelivered apply recognises its own job)."""
 JOB_KINDS = (
@@ -459,12 +463,19 @@ def _pods(dyn: Any, job: dict[str, Any]) -> list[dict[str, Any]]:
         if not cluster:
             return []
         return _list_kind(dyn, "v1", "Pod", namespace, f"ray.io/cluster={cluster}")
-    return _list_kind(dyn, "v1", "Pod", namespace, f"{builders.LABEL_JOB}={name}")
+    ours = _list_kind(dyn, "v1", "Pod", namespace, f"{builders.LABEL_JOB}={name}")
+    # Pods carry the template's labels (ours); a job created elsewhere is found by the operator's job-name label.
+    return ours or _list_kind(dyn, "v1", "Pod", namespace, f"{OPERATOR_JOB_NAME_LABEL}={name}")
 
 
 def _rank(pod: dict[str, Any]) -> int | None:
     labels = (pod.get("metadata") or {}).get("labels") or {}
-    for key in ("training.kubeflow.org/replica-index", "sagemaker.amazonaws.com/replica-index", "replica-index"):
+    for key in (
+        OPERATOR_RANK_LABEL,
+        "training.kubeflow.org/replica-index",
+        "sagemaker.amazonaws.com/replica-index",
+        "replica-index",
+    ):
         if str(labels.get(key, "")).isdigit():
             return int(labels[key])
     if labels.get("ray.io/node-type") == "head":
