@@ -142,3 +142,46 @@ def test_given_a_job_when_deleted_then_it_and_its_pods_are_gone(operator: Any, a
     assert api.list_training_jobs(TAG)["trainingJobs"] == []
     gone = refusal(lambda: api.get_training_job(TAG, "llama-sft-1"))
     assert gone.status == 404 and gone.code == "TrainingJobNotFound"
+
+
+def running_job(api: InstantStartClient, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` created, its operation SUCCEEDED, then read once every pod runs."""
+    accepted = api.create_training_job(TAG, body)
+    assert finished(api, accepted["operation"])["status"] == "SUCCEEDED"
+    job = eventually(
+        lambda: api.get_training_job(TAG, body["name"]),
+        lambda j: j["status"] == "Running" and all(p["phase"] == "Running" for p in j["pods"]),
+    )
+    assert job["status"] == "Running", job
+    return dict(job)
+
+
+def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_still_succeeds(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    job = running_job(api, {**JOB, "name": "restart-1"})
+
+    sandbox.aws.extension.training.fail_pod(f"eks-cluster-{TAG}", "default", job["pods"][1]["name"], 1)
+
+    done = eventually(
+        lambda: api.get_training_job(TAG, "restart-1"), lambda j: j["status"] in ("Succeeded", "Failed"), timeout=180
+    )
+    assert done["status"] == "Succeeded", done
+    assert done["restarts"] == 1
+    assert [(c["type"], c["reason"]) for c in done["restartHistory"]] == [("Restarting", "PodLevelRestart")]
+    assert api.list_training_jobs(TAG)["trainingJobs"][0]["restarts"] == 1
+    assert finished(api, api.delete_training_job(TAG, "restart-1")["operation"])["status"] == "SUCCEEDED"
+
+
+def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_reason(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    body = {**JOB, "name": "no-budget", "runPolicy": {"jobMaxRetryCount": 0}}
+    job = running_job(api, body)
+
+    sandbox.aws.extension.training.fail_pod(f"eks-cluster-{TAG}", "default", job["pods"][0]["name"], 137)
+
+    failed = eventually(lambda: api.get_training_job(TAG, "no-budget"), lambda j: j["status"] == "Failed")
+    assert failed["status"] == "Failed", failed
+    assert failed["reason"] and "restart budget exhausted" in failed["reason"]
+    assert failed["restarts"] == 0
