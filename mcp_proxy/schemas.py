@@ -911,3 +911,116 @@ ConsolidateAfterParam = Annotated[
 ]
 
 AUTOSCALING_SCHEMA = output_schema(AutoScalingView)
+
+
+# -- training jobs ----------------------------------------------------------------------------------------------------
+from instantstart.models.training_jobs import (  # noqa: E402
+    CONTAINER_NAME_MAX,
+    CONTAINER_NAME_PATTERN,
+    JOB_NAME_MAX,
+    JOB_NAME_PATTERN,
+    LIST_DEFAULT_PAGE_SIZE,
+    LIST_MAX_PAGE_SIZE,
+    LIST_TOKEN_MAX_LENGTH,
+    LOG_MAX_SINCE_SECONDS,
+    LOG_MAX_TAIL_LINES,
+    NAMESPACE_PATTERN,
+    POD_NAME_MAX,
+    POD_NAME_PATTERN,
+    CreateTrainingJobRequest,
+    TrainingJobAccepted,
+    TrainingJobList,
+    TrainingJobLogs,
+    TrainingJobView,
+)
+
+TRAINING_JOB_ACCEPTED_SCHEMA = output_schema(TrainingJobAccepted)
+TRAINING_JOBS_SCHEMA = output_schema(TrainingJobList)
+TRAINING_JOB_SCHEMA = output_schema(TrainingJobView)
+TRAINING_JOB_LOGS_SCHEMA = output_schema(TrainingJobLogs)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` to its ``$defs`` replaced by the definition (a tool parameter's schema is
+    embedded in the tool's input schema, where ``#/$defs/...`` would point elsewhere)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return dict(walk(schema))
+
+
+TRAINING_JOB_REQUEST_SCHEMA: dict[str, Any] = _inline_refs(
+    TypeAdapter(CreateTrainingJobRequest).json_schema(by_alias=True)
+)
+"""The body of POST /clusters/{clusterTag}/training-jobs: one shape per ``recipe`` (oneOf, discriminated)."""
+
+TrainingJobParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The job, one shape per recipe (the recipe field picks it): pytorch {script, args, nprocPerNode}, "
+        "script {command, args}, llamafactory / msswift {configPath | config, model, dataset, outputPath}, verl "
+        "{model, trainFiles, valFiles, outputPath, algorithm, overrides}; every recipe: name, instanceType, image "
+        "(pinned tag, never latest), nodes, env, runPolicy, team, priorityClass. Read the "
+        "instantstart-training-jobs skill first.",
+        json_schema_extra=TRAINING_JOB_REQUEST_SCHEMA,
+    ),
+]
+
+TrainingJobNameParam = Annotated[
+    str,
+    advertised(
+        "Training job name (required, no default), as returned by training_job_list or training_job_create.",
+        {"pattern": JOB_NAME_PATTERN, "maxLength": JOB_NAME_MAX},
+    ),
+]
+JobNamespaceParam = Annotated[
+    str,
+    advertised(
+        "Namespace of the job (default: default; a team's jobs run in hyperpod-ns-<team>).",
+        {"pattern": NAMESPACE_PATTERN, "maxLength": 63},
+        default="default",
+    ),
+]
+JobsNamespaceFilterParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": NAMESPACE_PATTERN, "maxLength": 63})] | None,
+    Field(default=None, description="Only jobs of this namespace (default: none, every namespace)."),
+]
+JOBS_DEFAULT_PAGE_SIZE = LIST_DEFAULT_PAGE_SIZE
+"""``maxResults`` default of ``GET /clusters/{clusterTag}/training-jobs``."""
+JobsMaxResultsParam = Annotated[
+    int,
+    advertised(
+        f"Most jobs to return (default {LIST_DEFAULT_PAGE_SIZE}), 1-{LIST_MAX_PAGE_SIZE}.",
+        {"minimum": 1, "maximum": LIST_MAX_PAGE_SIZE},
+        default=LIST_DEFAULT_PAGE_SIZE,
+    ),
+]
+JobsNextTokenParam = Annotated[
+    Annotated[str, advertised_constraints({"maxLength": LIST_TOKEN_MAX_LENGTH})] | None,
+    Field(default=None, description="Optional nextToken of the previous training_job_list result (default: none)."),
+]
+JobPodParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": POD_NAME_PATTERN, "maxLength": POD_NAME_MAX})] | None,
+    Field(default=None, description="Pod to read (default: rank 0); pod names are in training_job_get."),
+]
+JobContainerParam = Annotated[
+    Annotated[str, advertised_constraints({"pattern": CONTAINER_NAME_PATTERN, "maxLength": CONTAINER_NAME_MAX})] | None,
+    Field(default=None, description="Container (default: the job's training container)."),
+]
+TailLinesParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": LOG_MAX_TAIL_LINES})] | None,
+    Field(default=None, description="Only the last lines (default: the last 1000 when sinceSeconds is unset)."),
+]
+SinceSecondsParam = Annotated[
+    Annotated[int, advertised_constraints({"minimum": 1, "maximum": LOG_MAX_SINCE_SECONDS})] | None,
+    Field(default=None, description="Only lines of the last seconds (default: none)."),
+]

@@ -124,6 +124,11 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "CreateComputeQuota": "compute_quota_create",
     "UpdateComputeQuota": "compute_quota_update",
     "DeleteComputeQuota": "compute_quota_delete",
+    "CreateTrainingJob": "training_job_create",
+    "ListTrainingJobs": "training_job_list",
+    "GetTrainingJob": "training_job_get",
+    "GetTrainingJobLogs": "training_job_logs",
+    "DeleteTrainingJob": "training_job_delete",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -149,6 +154,8 @@ WRITE_TOOLS = frozenset(
         "compute_quota_create",
         "compute_quota_update",
         "compute_quota_delete",
+        "training_job_create",
+        "training_job_delete",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -318,6 +325,23 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         idempotent=True,
     ),
     _read("wait_seconds", "Wait between status polls", schemas.WAIT_SCHEMA, open_world=False),
+    _write(
+        "training_job_create",
+        "Create a training job from a recipe",
+        schemas.TRAINING_JOB_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("training_job_list", "List a cluster's training jobs", schemas.TRAINING_JOBS_SCHEMA),
+    _read("training_job_get", "Get a training job", schemas.TRAINING_JOB_SCHEMA),
+    _read("training_job_logs", "Read a training job's logs", schemas.TRAINING_JOB_LOGS_SCHEMA),
+    _write(
+        "training_job_delete",
+        "Delete a training job and its pods",
+        schemas.TRAINING_JOB_ACCEPTED_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
     _read("scheduler_config_get", "Get the task governance scheduler config", schemas.SCHEDULER_CONFIG_SCHEMA),
     _write(
         "scheduler_config_put",
@@ -778,6 +802,98 @@ class InstantStartTools:
         Call it before cluster_update_features and show the user the current state. Read-only.
         """
         return self._call(lambda client: client.get_features(clusterTag))
+
+    # -- training jobs --------------------------------------------------------------------------------
+    def training_job_create(
+        self, clusterTag: ClusterTagParam, job: schemas.TrainingJobParam, idempotencyKey: IdempotencyKeyParam = None
+    ) -> CallToolResult:
+        """Create a training job (POST /clusters/{clusterTag}/training-jobs): one tool, the job's recipe field picks
+        its shape. Read the instantstart-training-jobs skill first (which recipe, how many nodes, restarts). Returns the
+        job's name and its CREATE_TRAINING_JOB operation: poll it with operation_get, then follow the job with
+        training_job_get and training_job_logs. A 409 FeatureNotEnabled names the feature to turn on
+        (cluster_update_features). Write tool: needs --allow-write.
+        """
+        self._require_write("training_job_create")
+        return self._call(lambda client: client.create_training_job(clusterTag, job, idempotency_key=idempotencyKey))
+
+    def training_job_list(
+        self,
+        clusterTag: ClusterTagParam,
+        namespace: schemas.JobsNamespaceFilterParam = None,
+        maxResults: schemas.JobsMaxResultsParam = schemas.JOBS_DEFAULT_PAGE_SIZE,
+        nextToken: schemas.JobsNextTokenParam = None,
+    ) -> CallToolResult:
+        """List the cluster's training jobs with status, restarts and age, newest first. Read-only."""
+        return self._call(
+            lambda client: client.list_training_jobs(
+                clusterTag, namespace=namespace, max_results=maxResults, next_token=nextToken
+            )
+        )
+
+    def training_job_get(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.TrainingJobNameParam,
+        namespace: schemas.JobNamespaceParam = "default",
+    ) -> CallToolResult:
+        """A training job: spec summary, status, conditions, restart history, pods (node, phase, restarts).
+        Read-only."""
+        return self._call(lambda client: client.get_training_job(clusterTag, name, namespace=namespace))
+
+    def training_job_logs(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.TrainingJobNameParam,
+        namespace: schemas.JobNamespaceParam = "default",
+        pod: schemas.JobPodParam = None,
+        container: schemas.JobContainerParam = None,
+        tailLines: schemas.TailLinesParam = None,
+        sinceSeconds: schemas.SinceSecondsParam = None,
+    ) -> CallToolResult:
+        """Log text of one pod of a training job (rank 0 by default), bounded in size (the tail is kept; truncated
+        says so). To follow a running job, call again with sinceSeconds set to the seconds since the last call.
+        Read-only."""
+        return self._call(
+            lambda client: client.get_training_job_logs(
+                clusterTag,
+                name,
+                namespace=namespace,
+                pod=pod,
+                container=container,
+                tail_lines=tailLines,
+                since_seconds=sinceSeconds,
+            )
+        )
+
+    def training_job_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.TrainingJobNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again, exactly as the user typed it to confirm deleting the job; the "
+                "call is refused unless it equals clusterTag. Never fill it in without the user's confirmation."
+            ),
+        ],
+        namespace: schemas.JobNamespaceParam = "default",
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete a training job and its pods (DELETE .../training-jobs/{name}); destructive: its running processes
+        stop. Returns the DELETE_TRAINING_JOB operation. Write tool: needs --allow-write.
+        """
+        self._require_write("training_job_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"training_job_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal clusterTag "
+                f"{clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting job {name!r} by typing the "
+                "cluster tag, then call again with confirmClusterTag set to exactly what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_training_job(
+                clusterTag, name, namespace=namespace, idempotency_key=idempotencyKey
+            )
+        )
 
     def cluster_update_features(
         self,

@@ -783,6 +783,81 @@ class InstantStartClient:
         out = self.request("PATCH", path, body=dict(features), headers=self._idempotency_headers(idempotency_key))
         return dict(out)
 
+    # -- training jobs ---------------------------------------------------------------------------------
+    def _job_path(self, cluster_tag: str, name: str | None = None) -> str:
+        base = f"/clusters/{self._segment(cluster_tag)}/training-jobs"
+        return f"{base}/{self._segment(name)}" if name else base
+
+    def create_training_job(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/training-jobs``: create a job from a recipe (202).
+
+        Args:
+            body: ``{"recipe": "pytorch"|"script"|"llamafactory"|"msswift"|"verl", "name", "instanceType",
+                "image", "nodes", ...}`` (the recipe's shape in the OpenAPI document).
+
+        Returns:
+            ``{"name", "namespace", "kind", "operation": Operation}``: poll the operation, then follow the job.
+
+        Raises:
+            ApiError: 409 ``FeatureNotEnabled`` (trainingOperator) or an operation running; 422 a field (unpinned
+                image, name, more GPUs or nodes than the cluster has: ``details`` carry the numbers).
+        """
+        out = self.request(
+            "POST", self._job_path(cluster_tag), body=dict(body), headers=self._idempotency_headers(idempotency_key)
+        )
+        return dict(out)
+
+    def list_training_jobs(
+        self,
+        cluster_tag: str,
+        *,
+        namespace: str | None = None,
+        max_results: int | None = None,
+        next_token: str | None = None,
+    ) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/training-jobs``: ``{"trainingJobs": [...], "nextToken"}`` newest first."""
+        params = {"namespace": namespace, "maxResults": max_results, "nextToken": next_token}
+        return dict(self.request("GET", self._job_path(cluster_tag), params=params))
+
+    def get_training_job(self, cluster_tag: str, name: str, *, namespace: str = "default") -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/training-jobs/{name}``: status, conditions, restart history, pods."""
+        return dict(self.request("GET", self._job_path(cluster_tag, name), params={"namespace": namespace}))
+
+    def get_training_job_logs(
+        self,
+        cluster_tag: str,
+        name: str,
+        *,
+        namespace: str = "default",
+        pod: str | None = None,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """``GET .../training-jobs/{name}/logs``: ``{"pod", "container", "text", "truncated"}`` (rank 0 by default)."""
+        params = {
+            "namespace": namespace,
+            "pod": pod,
+            "container": container,
+            "tailLines": tail_lines,
+            "sinceSeconds": since_seconds,
+        }
+        return dict(self.request("GET", f"{self._job_path(cluster_tag, name)}/logs", params=params))
+
+    def delete_training_job(
+        self, cluster_tag: str, name: str, *, namespace: str = "default", idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``DELETE /clusters/{clusterTag}/training-jobs/{name}``: ``{"name", "namespace", "kind", "operation"}``."""
+        out = self.request(
+            "DELETE",
+            self._job_path(cluster_tag, name),
+            params={"namespace": namespace},
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
     # -- task governance -------------------------------------------------------------------------------
     def get_scheduler_config(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/scheduler-config``: the cluster policy as SageMaker describes it now.

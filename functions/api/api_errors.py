@@ -122,6 +122,27 @@ class RequestRules:
                     return self.resolve(param.get("schema", {}))
         return None
 
+    def user_loc(self, loc: Sequence[Any]) -> tuple[Any, ...]:
+        """``loc`` without the tags pydantic adds for a discriminated union (``("body", "pytorch", "name")`` ->
+        ``("body", "name")``): the user sent ``{"recipe": "pytorch", "name": ...}``, so the field is ``name``."""
+        schema = self._root(loc)
+        out: list[Any] = list(loc[:1] if loc and loc[0] == "body" else loc[:2])
+        for part in loc[len(out) :]:
+            branch = _discriminated_branch(schema, part)
+            if branch is not None:
+                schema = self.resolve(branch)
+                continue
+            out.append(part)
+            if schema is None:
+                continue
+            if isinstance(part, int):
+                items = schema.get("items")
+                schema = self.resolve(items) if isinstance(items, Mapping) else None
+            elif isinstance(schema.get("properties"), Mapping):
+                prop = schema["properties"].get(part)
+                schema = self.resolve(prop) if prop is not None else None
+        return tuple(out)
+
     def schema_at(self, loc: Sequence[Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The resolved schema of the field at a pydantic error ``loc``, and of its parent object.
 
@@ -135,7 +156,10 @@ class RequestRules:
         for part in path:
             if schema is None:
                 return None, None
-            if isinstance(part, int):
+            branch = _discriminated_branch(schema, part)
+            if branch is not None:
+                schema = self.resolve(branch)
+            elif isinstance(part, int):
                 items = schema.get("items")
                 parent, schema = schema, (self.resolve(items) if isinstance(items, Mapping) else None)
             elif isinstance(schema.get("properties"), Mapping):
@@ -143,6 +167,15 @@ class RequestRules:
                 parent, schema = schema, (self.resolve(prop) if prop is not None else None)
             # other parts (pydantic's union or validator tags) do not move in the schema
         return schema, parent
+
+
+def _discriminated_branch(schema: Mapping[str, Any] | None, part: Any) -> dict[str, Any] | None:
+    """The ``$ref`` of the ``oneOf`` branch a discriminator tag ``part`` names (None: ``part`` is no such tag)."""
+    if schema is None or not isinstance(part, str):
+        return None
+    mapping = (schema.get("discriminator") or {}).get("mapping") or {}
+    target = mapping.get(part)
+    return {"$ref": target} if isinstance(target, str) else None
 
 
 def field_name(loc: Sequence[Any]) -> str:
@@ -226,10 +259,32 @@ def _got(value: Any) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+def _union_tag_detail(error: Mapping[str, Any], rules: RequestRules) -> dict[str, Any] | None:
+    """The detail of a missing or unknown discriminator (e.g. ``recipe``), naming the allowed values."""
+    loc = tuple(error.get("loc", ()))
+    schema, _ = rules.schema_at(loc)
+    discriminator = (schema or {}).get("discriminator") or {}
+    key, mapping = discriminator.get("propertyName"), discriminator.get("mapping") or {}
+    if not isinstance(key, str) or not mapping:
+        return None
+    name = field_name((*rules.user_loc(loc), key))
+    allowed = [str(tag) for tag in mapping]
+    if error.get("type") == "union_tag_not_found":
+        message = f"{name} is required: one of {', '.join(allowed)}"
+    else:
+        tag = (error.get("ctx") or {}).get("tag")
+        message = f"{name} must be one of {', '.join(allowed)}; got {_got(tag)}"
+    return {"field": name, "message": message, "type": str(error.get("type")), "allowedValues": allowed}
+
+
 def _detail(error: Mapping[str, Any], rules: RequestRules) -> dict[str, Any]:
     loc = tuple(error.get("loc", ()))
-    name = field_name(loc)
     kind = str(error.get("type", ""))
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        tagged = _union_tag_detail(error, rules)
+        if tagged is not None:
+            return tagged
+    name = field_name(rules.user_loc(loc))
     schema, parent = rules.schema_at(loc)
     rule = rule_of(schema) if schema else ""
     if kind == "extra_forbidden":

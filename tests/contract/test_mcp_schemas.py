@@ -36,6 +36,9 @@ FEATURES = "/clusters/{clusterTag}/features"
 POLICY = "/clusters/{clusterTag}/scheduler-config"
 QUOTAS = "/clusters/{clusterTag}/compute-quotas"
 QUOTA = "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"
+JOBS = "/clusters/{clusterTag}/training-jobs"
+JOB = "/clusters/{clusterTag}/training-jobs/{name}"
+JOB_LOGS = "/clusters/{clusterTag}/training-jobs/{name}/logs"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
@@ -139,6 +142,26 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("compute_quota_delete", "clusterTag"): ("DELETE", QUOTA, "path", "clusterTag"),
     ("compute_quota_delete", "computeQuotaName"): ("DELETE", QUOTA, "path", "computeQuotaName"),
     ("compute_quota_delete", "idempotencyKey"): ("DELETE", QUOTA, "header", "Idempotency-Key"),
+    ("training_job_create", "clusterTag"): ("POST", JOBS, "path", "clusterTag"),
+    ("training_job_create", "idempotencyKey"): ("POST", JOBS, "header", "Idempotency-Key"),
+    ("training_job_list", "clusterTag"): ("GET", JOBS, "path", "clusterTag"),
+    ("training_job_list", "namespace"): ("GET", JOBS, "query", "namespace"),
+    ("training_job_list", "maxResults"): ("GET", JOBS, "query", "maxResults"),
+    ("training_job_list", "nextToken"): ("GET", JOBS, "query", "nextToken"),
+    ("training_job_get", "clusterTag"): ("GET", JOB, "path", "clusterTag"),
+    ("training_job_get", "name"): ("GET", JOB, "path", "name"),
+    ("training_job_get", "namespace"): ("GET", JOB, "query", "namespace"),
+    ("training_job_logs", "clusterTag"): ("GET", JOB_LOGS, "path", "clusterTag"),
+    ("training_job_logs", "name"): ("GET", JOB_LOGS, "path", "name"),
+    ("training_job_logs", "namespace"): ("GET", JOB_LOGS, "query", "namespace"),
+    ("training_job_logs", "pod"): ("GET", JOB_LOGS, "query", "pod"),
+    ("training_job_logs", "container"): ("GET", JOB_LOGS, "query", "container"),
+    ("training_job_logs", "tailLines"): ("GET", JOB_LOGS, "query", "tailLines"),
+    ("training_job_logs", "sinceSeconds"): ("GET", JOB_LOGS, "query", "sinceSeconds"),
+    ("training_job_delete", "clusterTag"): ("DELETE", JOB, "path", "clusterTag"),
+    ("training_job_delete", "name"): ("DELETE", JOB, "path", "name"),
+    ("training_job_delete", "namespace"): ("DELETE", JOB, "query", "namespace"),
+    ("training_job_delete", "idempotencyKey"): ("DELETE", JOB, "header", "Idempotency-Key"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -155,6 +178,8 @@ MCP_ONLY = {
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
     ("cluster_update_features", "features"): "the whole PATCH body (its keys are the API's feature fields)",
     ("compute_quota_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("training_job_create", "job"): "the whole POST body, one shape per recipe (the API's oneOf, inlined)",
+    ("training_job_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
 }
 
 

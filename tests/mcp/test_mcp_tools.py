@@ -56,6 +56,11 @@ EXPECTED_TOOLS = {
     "cluster_get_features",
     "cluster_update_features",
     "wait_seconds",
+    "training_job_create",
+    "training_job_list",
+    "training_job_get",
+    "training_job_logs",
+    "training_job_delete",
 }
 
 

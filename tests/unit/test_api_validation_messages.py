@@ -59,6 +59,7 @@ VALID_PATH_VALUES = {
     "instanceGroupName": "accel",
     "hyperPodOperationId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
     "computeQuotaName": "demo-research",
+    "name": "llama-sft-1",
 }
 """Valid values of the path parameters, to break one parameter at a time."""
 NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
@@ -76,7 +77,60 @@ QUOTA_CONFIG = {
     "preemptTeamTasks": "LowerPriority",
 }
 QUOTA_TARGET = {"teamName": "research", "fairShareWeight": 10}
+JOB_COMMON: dict[str, Any] = {
+    "name": "llama-sft-1",
+    "namespace": "ml",
+    "instanceType": "ml.g5.8xlarge",
+    "nodes": 2,
+    "image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu-py311",
+    "env": {"NCCL_DEBUG": "INFO"},
+    "runPolicy": {
+        "jobMaxRetryCount": 3,
+        "restartPolicy": {"numRestartBeforeFullJobRestart": 3, "evalPeriodSeconds": 3600, "maxFullJobRestarts": 1},
+        "cleanPodPolicy": "None",
+        "ttlSecondsAfterFinished": 3600,
+        "logMonitoring": [
+            {
+                "name": "JobStart",
+                "logPattern": ".*step.*",
+                "expectedStartCutOffInSeconds": 600,
+                "expectedRecurringFrequencyInSeconds": 300,
+            }
+        ],
+    },
+    "team": "research",
+    "priorityClass": "training-priority",
+}
+FINE_TUNE: dict[str, Any] = {
+    "nprocPerNode": 1,
+    "configPath": "/s3/configs/sft.yaml",
+    "model": "Qwen/Qwen2.5-0.5B-Instruct",
+    "dataset": "alpaca",
+    "outputPath": "/s3/outputs/sft",
+}
+JOB_BODIES: dict[str, dict[str, Any]] = {
+    "pytorch": {**JOB_COMMON, "recipe": "pytorch", "nprocPerNode": 1, "script": "/s3/code/train.py", "args": ["-e"]},
+    "script": {**JOB_COMMON, "recipe": "script", "nprocPerNode": 1, "command": ["python", "/s3/t.py"], "args": []},
+    "llamafactory": {**JOB_COMMON, "recipe": "llamafactory", **FINE_TUNE},
+    "msswift": {**JOB_COMMON, "recipe": "msswift", **FINE_TUNE},
+    "verl": {
+        **JOB_COMMON,
+        "recipe": "verl",
+        "algorithm": "grpo",
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "trainFiles": "/s3/data/train.parquet",
+        "valFiles": "/s3/data/test.parquet",
+        "outputPath": "/s3/outputs/verl",
+        "totalEpochs": 1,
+        "overrides": {"data.train_batch_size": 8},
+        "rayVersion": "2.43.0",
+        "shutdownAfterJobFinishes": True,
+        "ttlSecondsAfterFinished": 600,
+    },
+}
+"""A valid ``POST /clusters/{clusterTag}/training-jobs`` body per recipe (the body is one shape per ``recipe``)."""
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/clusters/{clusterTag}/training-jobs"): JOB_BODIES["pytorch"],
     ("PUT", "/clusters/{clusterTag}/scheduler-config"): {
         "schedulerConfig": {
             "priorityClasses": [{"name": "inference", "weight": 100}],
@@ -187,10 +241,17 @@ class Case:
     value: Any  # the violating value; MISSING removes a required body field
     schema: dict[str, Any]  # the field's resolved schema (the rule)
     kind: str
+    variant: str | None = None  # the discriminator value of a one-shape-per-value body (a recipe)
 
     @property
     def id(self) -> str:
-        return f"{self.method} {self.path} {self.where}:{self.field}:{self.kind}"
+        variant = f"[{self.variant}]" if self.variant else ""
+        return f"{self.method} {self.path}{variant} {self.where}:{self.field}:{self.kind}"
+
+    def sample(self) -> dict[str, Any] | None:
+        """A deep copy of the valid body this case breaks one field of (None: the route takes no body)."""
+        body = JOB_BODIES[self.variant] if self.variant else SAMPLE_BODIES.get((self.method, self.path))
+        return copy.deepcopy(body)
 
 
 MISSING = object()
@@ -262,15 +323,22 @@ def cases() -> Iterator[Case]:
             body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             if body is None:
                 continue
-            assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route"
             assert (method, path) in SAMPLE_BODIES, "add a valid sample body for this route to SAMPLE_BODIES"
-            for location, schema, sample, required in body_fields(body, SAMPLE_BODIES[(method, path)]):
-                if not constrained(schema):
-                    continue
-                for kind, value in violations(schema, sample):
-                    yield Case(method, path, "body", display(location), location, value, schema, kind)
-                if required:
-                    yield Case(method, path, "body", display(location), location, MISSING, schema, "missing")
+            mapping = body.get("discriminator", {}).get("mapping")
+            if mapping:  # one shape per discriminator value: walk each with its own valid body
+                variants = [(tag, {"$ref": ref}, JOB_BODIES[tag]) for tag, ref in mapping.items()]
+            else:
+                variants = [(None, body, SAMPLE_BODIES[(method, path)])]
+            for variant, shape, valid in variants:
+                for location, schema, sample, required in body_fields(shape, valid):
+                    if not constrained(schema):
+                        continue
+                    for kind, value in violations(schema, sample):
+                        yield Case(method, path, "body", display(location), location, value, schema, kind, variant)
+                    if required:
+                        yield Case(
+                            method, path, "body", display(location), location, MISSING, schema, "missing", variant
+                        )
 
 
 ALL_CASES = list(cases())
@@ -302,7 +370,8 @@ def rule_pieces(schema: dict[str, Any]) -> list[str]:
 
 def send(handler: ModuleType, case: Case) -> Answer:
     if case.where == "body":
-        body = copy.deepcopy(SAMPLE_BODIES[(case.method, case.path)])
+        body = case.sample()
+        assert body is not None
         *parents, last = case.location
         target: Any = body
         for part in parents:
@@ -322,7 +391,7 @@ def send(handler: ModuleType, case: Case) -> Answer:
     else:
         key = str(case.value)
     path = case.path.format(**values)
-    body = SAMPLE_BODIES.get((case.method, case.path))
+    body = case.sample()
     return call(handler, api_event(case.method, path, body=body, query=query, idempotency_key=key))
 
 
@@ -348,6 +417,11 @@ def test_the_walk_covers_every_route_parameter_and_body_field_with_a_rule() -> N
     assert ("POST", "/clusters/{clusterTag}/stages/{stage}/retry", "path", "stage") in covered
     assert ("GET", "/operations/{operationId}", "path", "operationId") in covered
     assert ("GET", "/catalog/instance-types", "query", "availabilityZone") in covered
+    jobs = "/clusters/{clusterTag}/training-jobs"
+    recipes = {c.variant for c in ALL_CASES if c.path == jobs and c.where == "body"}
+    assert recipes == {"pytorch", "script", "llamafactory", "msswift", "verl"}
+    assert ("POST", jobs, "body", "runPolicy.logMonitoring[0].name") in covered
+    assert ("GET", f"{jobs}/{{name}}/logs", "query", "tailLines") in covered
     assert len(ALL_CASES) > 40
 
 
@@ -424,3 +498,38 @@ def test_given_a_body_that_is_not_json_then_415_uses_the_documented_error_shape(
     assert answer.status == 415
     jsonschema.validate(answer.body, {"$ref": "#/components/schemas/ErrorResponse", **DOCUMENT})
     assert answer.error["details"] == [{"field": "Content-Type", "allowedValues": ["application/json"]}]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "expected"),
+    [
+        ("nope", "recipe must be one of pytorch, script, llamafactory, msswift, verl; got 'nope'"),
+        (None, "recipe is required"),
+    ],
+)
+def test_given_a_job_without_a_known_recipe_then_422_names_recipe_and_the_recipes(
+    handler: ModuleType, recipe: str | None, expected: str
+) -> None:
+    body = copy.deepcopy(JOB_BODIES["pytorch"])
+    if recipe is None:
+        del body["recipe"]
+    else:
+        body["recipe"] = recipe
+
+    answer = call(handler, api_event("POST", "/clusters/demo/training-jobs", body=body))
+
+    assert answer.status == 422, answer.body
+    [detail] = answer.error["details"]
+    assert detail["field"] == "recipe" and detail["message"].startswith(expected)
+    assert detail["allowedValues"] == ["pytorch", "script", "llamafactory", "msswift", "verl"]
+
+
+def test_given_a_bad_field_of_one_recipe_then_the_field_is_named_without_the_recipe(handler: ModuleType) -> None:
+    body = copy.deepcopy(JOB_BODIES["verl"])
+    body["runPolicy"]["restartPolicy"]["maxFullJobRestarts"] = -1
+
+    answer = call(handler, api_event("POST", "/clusters/demo/training-jobs", body=body))
+
+    assert answer.status == 422, answer.body
+    assert [d["field"] for d in answer.error["details"]] == ["runPolicy.restartPolicy.maxFullJobRestarts"]
+    assert "between 0 and 100" in answer.error["details"][0]["message"]

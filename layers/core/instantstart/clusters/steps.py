@@ -25,6 +25,7 @@ from instantstart.features import service as features
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
+from instantstart.training import service as training
 
 
 def _stage(p: StepPayload) -> StageName:
@@ -120,6 +121,7 @@ CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {
     **nodes.CHANGES,
     **hyperpod_operations.CHANGES,
     **features.CHANGES,
+    **training.CHANGES,
 }
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
 

@@ -49,6 +49,7 @@ class Crd:
     top_level: dict[str, Any] = field(default_factory=dict)  # properties beside spec (WorkloadPriorityClass)
     top_level_required: tuple[str, ...] = ()
     scale: bool = False  # serves the scale subresource (spec.replicas / status.replicas)
+    status_schema: dict[str, Any] | None = None  # None: status keeps any fields
 
 
 @dataclass(frozen=True)
@@ -83,20 +84,33 @@ def _obj(spec: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, **(spec or {})}
 
 
-_PYTORCHJOB_SPEC: dict[str, Any] = {
+_INT = {"type": "integer", "format": "int32"}
+_OBJECT_REF = {
     "type": "object",
-    "x-kubernetes-preserve-unknown-fields": True,
     "properties": {
-        "nprocPerNode": {"type": "string"},
+        k: {"type": "string"}
+        for k in ("apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid")
+    },
+}
+_PYTORCHJOB_SPEC: dict[str, Any] = {
+    # The training operator's HyperPodPyTorchJob spec (sagemaker.amazonaws.com/v1): a structural schema, so fields
+    # it does not define are pruned (or refused with fieldValidation=Strict); pod templates keep theirs.
+    "type": "object",
+    "properties": {
+        "nprocPerNode": {
+            "type": "string",
+            "default": "auto",
+            "description": "Number of workers per node; supported values: [auto, cpu, gpu, int].",
+        },
         "replicaSpecs": {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["name", "template"],
+                "required": ["name"],
                 "properties": {
                     "name": {"type": "string"},
-                    "replicas": {"type": "integer", "minimum": 0},
-                    "spares": {"type": "integer", "minimum": 0},
+                    "replicas": {**_INT, "default": 1, "minimum": 0},
+                    "spares": {**_INT, "default": 0, "minimum": 0},
                     "template": _obj(),
                 },
             },
@@ -104,13 +118,76 @@ _PYTORCHJOB_SPEC: dict[str, Any] = {
         "runPolicy": {
             "type": "object",
             "properties": {
-                "jobMaxRetryCount": {"type": "integer", "minimum": 0},
-                "cleanPodPolicy": {"type": "string", "enum": ["All", "OnlyComplete", "None"]},
-                "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
-                "restartPolicy": _obj(),
-                "logMonitoringConfiguration": {"type": "array", "items": _obj()},
+                "activeDeadlineSeconds": {"type": "integer", "format": "int64"},
+                "cleanPodPolicy": {"type": "string", "default": "All", "enum": ["All", "Running", "None"]},
+                "faultDeadlineSeconds": {"type": "integer", "format": "int64"},
+                "jobMaxRetryCount": {**_INT, "minimum": 0},
+                "logMonitoringConfiguration": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "logPattern"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "logPattern": {"type": "string"},
+                            "stopPattern": {"type": "string"},
+                            "expectedStartCutOffInSeconds": _INT,
+                            "expectedRecurringFrequencyInSeconds": _INT,
+                            "metricEvaluationDataPoints": _INT,
+                            "metricThreshold": _INT,
+                            "operator": {"type": "string", "enum": ["gt", "lt", "eq", "gteq", "lteq"]},
+                        },
+                    },
+                },
+                "restartPolicy": {
+                    "type": "object",
+                    "required": ["evalPeriodSeconds"],
+                    "properties": {
+                        "evalPeriodSeconds": {**_INT, "minimum": 1},
+                        "maxFullJobRestarts": {**_INT, "minimum": 0},
+                        "numRestartBeforeFullJobRestart": {**_INT, "minimum": 0},
+                    },
+                },
+                "startupDeadlineSeconds": {"type": "integer", "format": "int64"},
+                "suspend": {"type": "boolean"},
+                "ttlSecondsAfterFinished": {**_INT, "default": 0},
             },
         },
+    },
+}
+_PYTORCHJOB_STATUS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "completionTime": {"type": "string", "format": "date-time"},
+        "conditions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["status", "type"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "status": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "message": {"type": "string"},
+                    "lastProbeTime": {"type": "string", "format": "date-time"},
+                    "lastTransitionTime": {"type": "string", "format": "date-time"},
+                },
+            },
+        },
+        "jobPods": {"type": "array", "items": _OBJECT_REF},
+        "managerPods": _OBJECT_REF,
+        "podManagerStatuses": {"type": "array", "items": _OBJECT_REF},
+        "masterAddr": {"type": "string"},
+        "masterPort": {"type": "string"},
+        "podSetInfos": {"type": "array", "items": _obj()},
+        "podSets": {"type": "array", "items": _obj()},
+        "restartCount": _INT,
+        "restartStatus": {
+            "type": "object",
+            "required": ["currentEvalPeriod", "fullJobRestartCount", "restartCount"],
+            "properties": {"currentEvalPeriod": _INT, "fullJobRestartCount": _INT, "restartCount": _INT},
+        },
+        "startTime": {"type": "string", "format": "date-time"},
     },
 }
 
@@ -431,6 +508,7 @@ CATALOG: dict[str, AddonSpec] = {
                     ("v1",),
                     "Namespaced",
                     _PYTORCHJOB_SPEC,
+                    status_schema=_PYTORCHJOB_STATUS,
                 ),
             ),
         ),
@@ -631,7 +709,7 @@ def _root_schema(crd: Crd, version: str) -> dict[str, Any]:
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
             "spec": crd.version_schemas.get(version) or crd.spec_schema or _obj(),
-            "status": _obj(),
+            "status": crd.status_schema or _obj(),
             **crd.top_level,
         },
     }

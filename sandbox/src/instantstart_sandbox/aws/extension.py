@@ -50,13 +50,35 @@ from instantstart_sandbox.aws.task_governance import TaskGovernance
 from instantstart_sandbox.aws.training_plans import TrainingPlans
 from instantstart_sandbox.clock import SimClock
 
-__all__ = ["AwsExtension", "FaultInjector", "WSGIApplication"]
+__all__ = ["AwsExtension", "FaultInjector", "TrainingFaults", "WSGIApplication"]
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
 GLOBAL_SERVICES = frozenset({"iam"})
 """Services signed for us-east-1 whatever the Region (IAM is global)."""
+
+
+class TrainingFaults:
+    """Test hooks on the training operators of the sandbox's EKS clusters.
+
+    See :mod:`instantstart_sandbox.kube.training`.
+    """
+
+    def __init__(self, kube: KubeApiServerLike) -> None:
+        self._kube = kube
+
+    def fail_pod(self, cluster: str, namespace: str, pod: str, exit_code: int = 1) -> None:
+        """Crash the training container of running pod ``pod`` of EKS cluster ``cluster`` with ``exit_code``:
+        the pod turns Failed and its HyperPodPyTorchJob restarts it as its ``runPolicy`` allows.
+
+        Raises:
+            KeyError: unknown cluster. KubeError: 404 unknown pod, 409 pod not Running.
+        """
+        training = getattr(self._kube, "training", None)
+        if training is None:
+            raise KeyError(f"the Kubernetes API of {cluster} runs no training operator")
+        training(cluster).fail_pod(namespace, pod, exit_code)
 
 
 class AwsExtension:
@@ -74,6 +96,8 @@ class AwsExtension:
         fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces).
         foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
+        training: training-job faults (``fail_pod(cluster, namespace, pod, exit_code)``); node faults are
+            ``hyperpod.report_node_health`` and ``hyperpod_nodes`` reboot/replace.
     """
 
     def __init__(
@@ -124,6 +148,7 @@ class AwsExtension:
         self.fsx = FsxLustre(clock, region, account_id)
         self.endpoint_url: str | None = None  # set by AwsSandboxServer.start
         self.foreign = ForeignClusters(self)
+        self.training = TrainingFaults(kube)
         for op, handler in self.fsx.handlers().items():
             self._handlers[("fsx", op)] = handler
         for op, handler in self.task_governance.handlers().items():

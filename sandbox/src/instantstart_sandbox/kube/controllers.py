@@ -242,6 +242,12 @@ class SimulatedControllers:
             self._pending.add(token)
         self.clock.call_later(delay, lambda: self._run(token, fn))
 
+    def schedule(self, stage: str, ns: str, name: str, delay: float, fn: Callable[[str, str], None]) -> None:
+        """Run ``fn(ns, name)`` after ``delay`` simulated seconds (at once without a clock), under the
+        controllers' lock; a second request for the same ``(stage, ns, name)`` while one is pending is
+        dropped. For add-on controllers (:mod:`instantstart_sandbox.kube.training`)."""
+        self._later(stage, ns, name, delay, fn)
+
     def _run(self, token: tuple[str, str, str], fn: Callable[[str, str], None]) -> None:
         with self._lock:
             self._pending.discard(token)

@@ -29,6 +29,7 @@ from instantstart_sandbox.kube.controllers import SimulatedControllers
 from instantstart_sandbox.kube.errors import KubeError, bad_request
 from instantstart_sandbox.kube.resources import ResourceType
 from instantstart_sandbox.kube.store import KubeCluster
+from instantstart_sandbox.kube.training import TrainingControllers
 
 if TYPE_CHECKING:
     from instantstart_sandbox.clock import SimClock
@@ -64,6 +65,7 @@ class KubeApiServer:
         self.clock = clock
         self._clusters: dict[str, KubeCluster] = {}
         self._controllers: dict[str, SimulatedControllers] = {}
+        self._training: dict[str, TrainingControllers] = {}
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -139,6 +141,7 @@ class KubeApiServer:
             if name not in self._clusters:
                 cluster = KubeCluster(name, clock=self.clock)
                 self._controllers[name] = SimulatedControllers(cluster, self.clock)
+                self._training[name] = TrainingControllers(cluster, self._controllers[name])
                 self._clusters[name] = cluster
         return self.endpoint(name)
 
@@ -147,10 +150,15 @@ class KubeApiServer:
         with self._lock:
             cluster = self._clusters.pop(name, None)
             controllers = self._controllers.pop(name, None)
+            self._training.pop(name, None)
         if controllers is not None:
             controllers.stop()
         if cluster is not None:
             cluster.close()
+
+    def training(self, name: str) -> TrainingControllers:
+        """The training operators of cluster ``name`` (``fail_pod`` hook); ``KeyError`` when unknown."""
+        return self._training[name]
 
     def cluster(self, name: str) -> KubeCluster:
         """The cluster ``name``; ``KeyError`` when unknown."""
@@ -562,6 +570,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             tail = params.get("tailLines")
             limit = params.get("limitBytes")
+            since = params.get("sinceSeconds")
+            if since is not None and not (since.isdigit() and int(since) > 0):
+                raise bad_request("sinceSeconds: Invalid value: must be greater than 0")
+            if since is not None and params.get("sinceTime"):
+                raise bad_request("at most one of sinceTime or sinceSeconds may be specified")
             text = cluster.pod_log(
                 namespace or "",
                 name,
@@ -569,6 +582,8 @@ class _Handler(BaseHTTPRequestHandler):
                 tail_lines=int(tail) if tail and tail.lstrip("-").isdigit() else None,
                 timestamps=_flag(params, "timestamps"),
                 limit_bytes=int(limit) if limit and limit.isdigit() else None,
+                since_seconds=int(since) if since is not None else None,
+                since_time=params.get("sinceTime") or None,
             )
             self._send(200, text.encode(), "text/plain")
             return

@@ -20,6 +20,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -55,6 +56,14 @@ DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 def rfc3339(epoch: float) -> str:
     """``2025-01-02T03:04:05Z`` for epoch seconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _parse_time(value: str) -> float:
+    """Epoch seconds of an RFC 3339 time (``Z`` or an offset, optional fraction); 400 when malformed."""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise bad_request(f"invalid time {value!r}: want RFC 3339") from exc
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -162,7 +171,8 @@ class KubeCluster:
         self._local = threading.local()
         self._alloc = Allocator()
         self._rand = random.Random()
-        self._logs: dict[tuple[str, str, str], list[str]] = {}
+        # (namespace, pod, container) -> [(simulated epoch seconds the line is written, line)]
+        self._logs: dict[tuple[str, str, str], list[tuple[float, str]]] = {}
         for ns in DEFAULT_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             self.create(
@@ -1343,14 +1353,32 @@ class KubeCluster:
         return self.get_scale(rt, namespace, name)
 
     def set_pod_log(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
-        """Replace the log lines ``container`` of ``pod`` returns (simulated workloads)."""
+        """Replace the log lines ``container`` of ``pod`` returns (simulated workloads), written now."""
+        now = self.now()
         with self._lock:
-            self._logs[(namespace, pod, container)] = list(lines)
+            self._logs[(namespace, pod, container)] = [(now, line) for line in lines]
+
+    def set_pod_log_entries(self, namespace: str, pod: str, container: str, entries: list[tuple[float, str]]) -> None:
+        """Replace a container's log with timed lines: ``(simulated epoch seconds, line)`` each.
+
+        A line is served only once the cluster clock reaches its time, so a simulated workload can
+        write its whole future log up front (``sinceSeconds`` and ``timestamps`` use these times).
+        """
+        with self._lock:
+            self._logs[(namespace, pod, container)] = sorted(entries, key=lambda e: e[0])
+
+    def truncate_pod_log(self, namespace: str, pod: str, container: str, after: float) -> None:
+        """Drop a container's lines timed after ``after`` (a workload that stopped early)."""
+        with self._lock:
+            key = (namespace, pod, container)
+            if key in self._logs:
+                self._logs[key] = [e for e in self._logs[key] if e[0] <= after]
 
     def append_pod_log(self, namespace: str, pod: str, container: str, line: str) -> None:
-        """Append one line to a container's log."""
+        """Append one line to a container's log, written now."""
+        now = self.now()
         with self._lock:
-            self._logs.setdefault((namespace, pod, container), []).append(line)
+            self._logs.setdefault((namespace, pod, container), []).append((now, line))
 
     def pod_log(
         self,
@@ -1361,13 +1389,20 @@ class KubeCluster:
         tail_lines: int | None = None,
         timestamps: bool = False,
         limit_bytes: int | None = None,
+        since_seconds: int | None = None,
+        since_time: str | None = None,
     ) -> str:
-        """The log text of one container (``pods/log``).
+        """The log text of one container (``pods/log``), as ``read_namespaced_pod_log`` reads it.
+
+        ``since_seconds`` / ``since_time`` (RFC 3339) keep the lines written at or after that time,
+        then ``tail_lines`` keeps the last lines, then ``limit_bytes`` cuts the text; ``timestamps``
+        prefixes each line with its RFC 3339 write time.
 
         Raises:
             KubeError: 404 unknown pod; 400 when a multi-container pod gets no container name, the
                 container is unknown, or it has not started.
         """
+        now = self.now()
         with self._lock:
             pod = self._raw(self.resource_type("v1", "Pod"), namespace, name)
             if pod is None:
@@ -1386,8 +1421,8 @@ class KubeCluster:
             if status.get("phase") in (None, "Pending"):
                 raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
             stored = self._logs.get((namespace, name, container))
-            started = status.get("startTime") or pod["metadata"]["creationTimestamp"]
             if stored is None:
+                started = _parse_time(status.get("startTime") or pod["metadata"]["creationTimestamp"])
                 image = next(
                     (
                         c.get("image", "")
@@ -1397,16 +1432,25 @@ class KubeCluster:
                     "",
                 )
                 stored = [
-                    f"[sandbox] pulled image {image}",
-                    f"[sandbox] started container {container} in pod {namespace}/{name} on node "
-                    f"{spec.get('nodeName', '')}",
-                    f"[sandbox] container {container} is running",
+                    (started, f"[sandbox] pulled image {image}"),
+                    (
+                        started,
+                        f"[sandbox] started container {container} in pod {namespace}/{name} on node "
+                        f"{spec.get('nodeName', '')}",
+                    ),
+                    (started, f"[sandbox] container {container} is running"),
                 ]
                 if status.get("phase") in ("Succeeded", "Failed"):
                     cs: Obj = next((c for c in status.get("containerStatuses") or [] if c.get("name") == container), {})
                     code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode", 0)
-                    stored.append(f"[sandbox] container {container} exited with code {code}")
-        lines = [f"{started} {line}" if timestamps else line for line in stored]
+                    stored.append((started, f"[sandbox] container {container} exited with code {code}"))
+            entries = [e for e in stored if e[0] <= now]
+        if since_seconds is not None:
+            entries = [e for e in entries if e[0] >= now - since_seconds]
+        if since_time:
+            since = _parse_time(since_time)
+            entries = [e for e in entries if e[0] >= since]
+        lines = [f"{rfc3339(t)} {line}" if timestamps else line for t, line in entries]
         if tail_lines is not None and tail_lines >= 0:
             lines = lines[len(lines) - tail_lines :] if tail_lines else []
         text = "".join(line + "\n" for line in lines)

@@ -1,0 +1,187 @@
+"""Given a READY cluster in the sandbox, when a user runs training jobs through the HTTP API, then the job is applied
+by an operation, the sandbox's training operator runs its pods to Running then Succeeded, GET shows them by rank,
+the logs of rank 0 and of a named pod are readable, and each refusal names the field or the feature."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox.runner import Sandbox
+from tests.integration.conftest import GROUP, terminal
+
+TAG = "trainer"
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu-py311"
+JOB = {
+    "recipe": "pytorch",
+    "name": "llama-sft-1",
+    "instanceType": "ml.g6.4xlarge",
+    "nodes": 2,
+    "image": IMAGE,
+    "script": "/s3/code/train.py",
+    "args": ["--epochs", "1"],
+    # the sandbox operator's run-time knob (simulated seconds): long enough to see Running between polls
+    "env": {"SANDBOX_TRAINING_SECONDS": "1200"},
+}
+
+
+def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not ok(value) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        value = read()
+    return value
+
+
+def finished(api: InstantStartClient, op: Any, timeout: float = 300) -> dict[str, Any]:
+    ended = ("SUCCEEDED", "FAILED", "CANCELLED")
+    return dict(eventually(lambda: api.get_operation(op["operationId"]), lambda o: o["status"] in ended, timeout))
+
+
+@pytest.fixture(scope="module")
+def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
+    """The ``trainer`` cluster, READY, with two ml.g6.4xlarge nodes (one GPU each) and no training operator."""
+    api.create_cluster(TAG, "us-west-2c", [{**GROUP, "instanceCount": 2}])
+    found = eventually(lambda: dict(api.get_cluster(TAG)), terminal, timeout=240)
+    assert found["status"] == "READY", found["stages"]
+    return dict(found)
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Any, api: InstantStartClient) -> dict[str, Any]:
+    """The cluster after PATCH /features turned the training operator on."""
+    op = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": True}}))
+    assert op["status"] == "SUCCEEDED", op
+    return cluster
+
+
+def refusal(call: Callable[[], Any]) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        call()
+    return refused.value
+
+
+def test_given_the_training_operator_off_then_409_names_the_feature_and_how_to_turn_it_on(
+    cluster: Any, api: InstantStartClient
+) -> None:
+    refused = refusal(lambda: api.create_training_job(TAG, JOB))
+
+    assert refused.status == 409 and refused.code == "FeatureNotEnabled"
+    assert refused.details[0]["field"] == "trainingOperator"
+    assert refused.details[0]["enableWith"]["body"] == {"trainingOperator": {"enabled": True}}
+    assert api.list_training_jobs(TAG)["trainingJobs"] == []
+
+
+def test_given_a_name_that_is_not_a_dns_label_then_422_names_name(operator: Any, api: InstantStartClient) -> None:
+    refused = refusal(lambda: api.create_training_job(TAG, {**JOB, "name": "Llama_SFT"}))
+
+    assert refused.status == 422
+    assert refused.details[0]["field"] == "name" and "DNS-1123" in refused.details[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "requested", "available"),
+    [({"nprocPerNode": 2}, "nprocPerNode", 2, 1), ({"nodes": 3}, "nodes", 3, 2)],
+    ids=["gpus", "nodes"],
+)
+def test_given_more_gpus_or_nodes_than_the_cluster_has_then_422_gives_both_numbers(
+    operator: Any, api: InstantStartClient, change: dict[str, int], field: str, requested: int, available: int
+) -> None:
+    refused = refusal(lambda: api.create_training_job(TAG, {**JOB, **change}))
+
+    assert refused.status == 422
+    detail = refused.details[0]
+    assert (detail["field"], detail["requested"], detail["available"]) == (field, requested, available)
+    assert str(requested) in refused.message and str(available) in refused.message
+    assert api.list_training_jobs(TAG)["trainingJobs"] == []
+
+
+def test_given_a_pytorch_job_then_it_runs_then_succeeds_and_the_logs_of_each_rank_are_readable(
+    operator: Any, api: InstantStartClient
+) -> None:
+    accepted = api.create_training_job(TAG, JOB)
+
+    assert (accepted["name"], accepted["namespace"], accepted["kind"]) == (
+        "llama-sft-1", "default", "HyperPodPyTorchJob",
+    )  # fmt: skip
+    op = finished(api, accepted["operation"])
+    assert op["status"] == "SUCCEEDED", op
+    running = eventually(lambda: api.get_training_job(TAG, "llama-sft-1"), lambda j: j["status"] != "Pending")
+    assert running["status"] == "Running", running
+    assert [(p["rank"], p["phase"]) for p in running["pods"]] == [(0, "Running"), (1, "Running")]
+    assert len({p["nodeName"] for p in running["pods"]}) == 2
+    listed = api.list_training_jobs(TAG)["trainingJobs"]
+    assert [(j["name"], j["recipe"], j["status"]) for j in listed] == [("llama-sft-1", "pytorch", "Running")]
+
+    done = eventually(
+        lambda: api.get_training_job(TAG, "llama-sft-1"), lambda j: j["status"] in ("Succeeded", "Failed")
+    )
+    assert done["status"] == "Succeeded" and done["restarts"] == 0, done
+
+    rank0 = api.get_training_job_logs(TAG, "llama-sft-1")
+    second = running["pods"][1]["name"]
+    rank1 = api.get_training_job_logs(TAG, "llama-sft-1", pod=second, tail_lines=2)
+    assert rank0["pod"] == running["pods"][0]["name"] and "[rank 0]" in rank0["text"]
+    assert "[rank 1]" not in rank0["text"]
+    assert rank1["pod"] == second and len(rank1["text"].splitlines()) == 2 and "[rank 1]" in rank1["text"]
+    missing = refusal(lambda: api.get_training_job_logs(TAG, "llama-sft-1", pod="llama-sft-1-pod-9"))
+    assert missing.status == 404 and missing.code == "PodNotFound"
+
+
+def test_given_a_job_when_deleted_then_it_and_its_pods_are_gone(operator: Any, api: InstantStartClient) -> None:
+    eventually(lambda: api.list_training_jobs(TAG)["trainingJobs"], bool)
+
+    accepted = api.delete_training_job(TAG, "llama-sft-1")
+
+    assert finished(api, accepted["operation"])["status"] == "SUCCEEDED"
+    assert api.list_training_jobs(TAG)["trainingJobs"] == []
+    gone = refusal(lambda: api.get_training_job(TAG, "llama-sft-1"))
+    assert gone.status == 404 and gone.code == "TrainingJobNotFound"
+
+
+def running_job(api: InstantStartClient, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` created, its operation SUCCEEDED, then read once every pod runs."""
+    accepted = api.create_training_job(TAG, body)
+    assert finished(api, accepted["operation"])["status"] == "SUCCEEDED"
+    job = eventually(
+        lambda: api.get_training_job(TAG, body["name"]),
+        lambda j: j["status"] == "Running" and all(p["phase"] == "Running" for p in j["pods"]),
+    )
+    assert job["status"] == "Running", job
+    return dict(job)
+
+
+def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_still_succeeds(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    job = running_job(api, {**JOB, "name": "restart-1"})
+
+    sandbox.aws.extension.training.fail_pod(f"eks-cluster-{TAG}", "default", job["pods"][1]["name"], 1)
+
+    done = eventually(
+        lambda: api.get_training_job(TAG, "restart-1"), lambda j: j["status"] in ("Succeeded", "Failed"), timeout=180
+    )
+    assert done["status"] == "Succeeded", done
+    assert done["restarts"] == 1
+    assert [(c["type"], c["reason"]) for c in done["restartHistory"]] == [("Restarting", "PodLevelRestart")]
+    assert api.list_training_jobs(TAG)["trainingJobs"][0]["restarts"] == 1
+    assert finished(api, api.delete_training_job(TAG, "restart-1")["operation"])["status"] == "SUCCEEDED"
+
+
+def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_reason(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    body = {**JOB, "name": "no-budget", "runPolicy": {"jobMaxRetryCount": 0}}
+    job = running_job(api, body)
+
+    sandbox.aws.extension.training.fail_pod(f"eks-cluster-{TAG}", "default", job["pods"][0]["name"], 137)
+
+    failed = eventually(lambda: api.get_training_job(TAG, "no-budget"), lambda j: j["status"] == "Failed")
+    assert failed["status"] == "Failed", failed
+    assert failed["reason"] and "restart budget exhausted" in failed["reason"]
+    assert failed["restarts"] == 0
