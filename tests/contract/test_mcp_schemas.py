@@ -36,8 +36,17 @@ FEATURES = "/clusters/{clusterTag}/features"
 POLICY = "/clusters/{clusterTag}/scheduler-config"
 QUOTAS = "/clusters/{clusterTag}/compute-quotas"
 QUOTA = "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"
+MLFLOW = "/clusters/{clusterTag}/mlflow"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
+    ("mlflow_connect", "clusterTag"): ("PUT", MLFLOW, "path", "clusterTag"),
+    ("mlflow_connect", "trackingServerArn"): ("PUT", MLFLOW, "body", "trackingServerArn"),
+    ("mlflow_connect", "mlflowAppArn"): ("PUT", MLFLOW, "body", "mlflowAppArn"),
+    ("mlflow_connect", "namespace"): ("PUT", MLFLOW, "body", "namespace"),
+    ("mlflow_connect", "idempotencyKey"): ("PUT", MLFLOW, "header", "Idempotency-Key"),
+    ("mlflow_disconnect", "clusterTag"): ("DELETE", MLFLOW, "path", "clusterTag"),
+    ("mlflow_disconnect", "idempotencyKey"): ("DELETE", MLFLOW, "header", "Idempotency-Key"),
     ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
     ("autoscaling_update", "clusterTag"): ("PUT", AUTOSCALING, "path", "clusterTag"),
     ("autoscaling_update", "enabled"): ("PUT", AUTOSCALING, "body", "enabled"),
@@ -155,6 +164,7 @@ MCP_ONLY = {
     ("instance_group_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
     ("cluster_update_features", "features"): "the whole PATCH body (its keys are the API's feature fields)",
     ("compute_quota_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("mlflow_connect", "create"): "the PUT body's create object (kind, size, mlflowVersion), sent as given",
 }
 
 

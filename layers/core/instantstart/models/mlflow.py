@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from instantstart.models.cluster import TIMESTAMP_EXAMPLE
 from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
 
@@ -175,25 +176,59 @@ class MlflowConnection(ApiModel):
 class MlflowView(ApiModel):
     """Body of ``GET /clusters/{clusterTag}/mlflow`` (and of a PUT that changes nothing)."""
 
-    cluster_tag: str = Field(examples=["demo"])
-    connected: bool = Field(description="True when the cluster has an MLflow connection.")
-    kind: MlflowKind | None = None
-    arn: str | None = Field(default=None, description="The tracking server's or app's ARN.")
-    name: str | None = None
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    connected: bool = Field(description="True when the cluster has an MLflow connection.", examples=[True])
+    kind: MlflowKind | None = Field(
+        default=None, description="trackingServer or app; null when not connected.", examples=["trackingServer"]
+    )
+    arn: str | None = Field(
+        default=None,
+        description="The tracking server's or app's ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/instantstart-demo"],
+    )
+    name: str | None = Field(
+        default=None, description="The tracking server's or app's name.", examples=["instantstart-demo"]
+    )
     created: bool | None = Field(default=None, description="True when this control plane created it.")
     status: str | None = Field(
         default=None,
         description="Its status read from SageMaker now (TrackingServerStatus / Status), or NotFound when it is gone.",
         examples=["Created"],
     )
-    tracking_server_url: str | None = Field(default=None, description="TrackingServerUrl (tracking servers).")
-    mlflow_version: str | None = None
-    artifact_store_uri: str | None = None
-    namespace: str | None = Field(default=None, description="The training namespace of the pod identity.")
-    service_account_name: str | None = None
-    pod_role_arn: str | None = None
+    tracking_server_url: str | None = Field(
+        default=None,
+        description="TrackingServerUrl (tracking servers).",
+        examples=["https://t-abc.us-west-2.experiments.sagemaker.aws"],
+    )
+    mlflow_version: str | None = Field(default=None, description="MlflowVersion SageMaker reports.", examples=["3.0.0"])
+    artifact_store_uri: str | None = Field(
+        default=None,
+        description="ArtifactStoreUri: where artifacts go in S3.",
+        examples=["s3://instantstart-demo-123456789012-us-west-2/mlflow/"],
+    )
+    namespace: str | None = Field(
+        default=None, description="The training namespace of the pod identity.", examples=["default"]
+    )
+    service_account_name: str | None = Field(
+        default=None,
+        description="The service account training pods run as to log to MLflow.",
+        examples=["instantstart-mlflow"],
+    )
+    pod_role_arn: str | None = Field(
+        default=None,
+        description="The IAM role of that service account (EKS Pod Identity).",
+        examples=["arn:aws:iam::123456789012:role/instantstart/instantstart-demo-mlflow"],
+    )
     environment: dict[str, str] = Field(
         default_factory=dict, description="Environment variables a training container gets to log to it."
     )
-    operation_id: str | None = None
-    connected_at: str | None = None
+    operation_id: str | None = Field(
+        default=None,
+        description="The UPDATE_MLFLOW operation that connected it.",
+        examples=["op-0123456789abcdef0123456789abcdef"],
+    )
+    connected_at: str | None = Field(
+        default=None,
+        description="When that operation recorded the connection (ISO 8601).",
+        examples=[TIMESTAMP_EXAMPLE],
+    )
