@@ -1670,7 +1670,7 @@ def _report_mlflow(
     wait_timeout: float | None,
 ) -> None:
     """An UPDATE_MLFLOW operation (202) is reported like any operation; a 200 prints the connection."""
-    if "operationId" in result:
+    if "connected" not in result:  # an operation (the view carries the operationId of its connection)
         _report_operation(
             state, cast(Operation, result), as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout
         )

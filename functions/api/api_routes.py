@@ -670,9 +670,9 @@ def _update_mlflow(cluster_tag: str, request: UpdateMlflowRequest, idempotency_k
         body=request.model_dump(mode="json", by_alias=True, exclude_none=True),
         call=lambda: mlflow.update_mlflow(runtime(), cluster_tag, request).to_api(),
     )
-    if "operationId" in out:
-        return _accepted(OperationView.model_validate(out))
-    return _json(MlflowView.model_validate(out))
+    if "connected" in out:  # the view (it carries the operationId of the connection, not of a new operation)
+        return _json(MlflowView.model_validate(out))
+    return _accepted(OperationView.model_validate(out))
 
 
 @router.put(
