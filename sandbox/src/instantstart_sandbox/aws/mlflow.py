@@ -270,7 +270,7 @@ class SageMakerMlflow:
         status_key = "TrackingServerStatus" if kind == "server" else "Status"
         with self._lock:
             found = [r for r in self._resources.values() if r.kind == kind]
-        views = []
+        views: list[dict[str, Any]] = []
         for r in found:
             if params.get(status_key) and r.status != params[status_key]:
                 continue
