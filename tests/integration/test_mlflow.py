@@ -201,3 +201,23 @@ def test_when_a_server_created_outside_is_connected_then_disconnect_leaves_it(
     assert role(sandbox, POD_ROLE) is None
     assert associations(sandbox, "research") == []
     assert api.get_mlflow(TAG)["connected"] is False
+
+
+def test_when_the_cluster_is_deleted_then_the_mlflow_app_created_for_it_and_its_identity_are_gone(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    done = finished(api, api.update_mlflow(TAG, {"create": {"kind": "app"}}))
+    assert done["status"] == "SUCCEEDED", done
+    app_arn = api.get_mlflow(TAG)["arn"]
+    assert ":mlflow-app/" in app_arn and api.get_mlflow(TAG)["status"] == "Created"
+    sm = boto3.client("sagemaker", region_name=sandbox.region)
+
+    op = api.delete_cluster(TAG)
+    ended = finished(api, op, timeout=300)
+
+    assert ended["status"] == "SUCCEEDED", ended
+    with pytest.raises(ClientError) as gone:
+        sm.describe_mlflow_app(Arn=app_arn)
+    assert gone.value.response["Error"]["Code"] == "ResourceNotFound"
+    assert role(sandbox, POD_ROLE) is None and role(sandbox, SERVER_ROLE) is None
+    assert server_status(sandbox, "team-mlflow") == "Created"  # connected earlier, never ours: still there
