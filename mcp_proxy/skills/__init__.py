@@ -37,6 +37,7 @@ SKILL_FILES = (
     "scale-instance-groups.md",
     "node-troubleshooting.md",
     "managed-features.md",
+    "mlflow.md",
 )
 """The skills, rules first."""
 
