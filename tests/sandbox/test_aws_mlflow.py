@@ -127,3 +127,38 @@ def test_given_an_mlflow_app_when_created_then_it_settles_and_deletes_and_a_fail
         lambda: sm.describe_mlflow_tracking_server(TrackingServerName=failed)["TrackingServerStatus"] == "CreateFailed",
         timeout=20,
     )
+
+
+def test_given_logged_runs_when_searched_through_the_mlflow_rest_api_then_only_the_jobs_runs_come_back(
+    aws: AwsSandboxServer, client: Client, role: str, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instantstart.mlflow import runs as mlflow_runs
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    sm = client("sagemaker")
+    name = unique("ts")
+    arn = sm.create_mlflow_tracking_server(TrackingServerName=name, ArtifactStoreUri=f"s3://{bucket}", RoleArn=role)[
+        "TrackingServerArn"
+    ]
+    endpoint = str(aws.endpoint_url)
+    with pytest.raises(mlflow_runs.MlflowRestError) as creating:
+        mlflow_runs.search_runs(endpoint, "us-west-2", arn, "demo", {"instantstart.job": "sft"})
+    assert creating.value.status == 503
+    wait_for(lambda: sm.describe_mlflow_tracking_server(TrackingServerName=name)["TrackingServerStatus"] == "Created")
+    assert mlflow_runs.search_runs(endpoint, "us-west-2", arn, "demo", {"instantstart.job": "sft"}) == []
+
+    mlflow = aws.extension.mlflow
+    first = mlflow.log_run(
+        name, "demo", tags={"instantstart.job": "sft"}, params={"lr": "1e-4"}, metrics={"loss": [2.0, 1.5]}
+    )
+    mlflow.log_run(name, "demo", tags={"instantstart.job": "other"}, metrics={"loss": [9.0]})
+    mlflow.log_run(name, "elsewhere", tags={"instantstart.job": "sft"}, metrics={"loss": [7.0]})
+
+    found = mlflow_runs.search_runs(endpoint, "us-west-2", arn, "demo", {"instantstart.job": "sft"})
+    assert [r["info"]["run_id"] for r in found] == [first]
+    view = mlflow_runs.run_view(found[0])
+    assert (view.params, view.metrics, view.tags) == ({"lr": "1e-4"}, {"loss": 1.5}, {"instantstart.job": "sft"})
+    with pytest.raises(mlflow_runs.MlflowRestError) as unknown:
+        mlflow_runs.call(endpoint, "us-west-2", arn.replace(name, "nope"), "POST", "/api/2.0/mlflow/runs/search", {})
+    assert (unknown.value.status, unknown.value.code) == (404, "RESOURCE_DOES_NOT_EXIST")

@@ -232,3 +232,28 @@ class MlflowView(ApiModel):
         description="When that operation recorded the connection (ISO 8601).",
         examples=[TIMESTAMP_EXAMPLE],
     )
+
+
+class MlflowRunView(ApiModel):
+    """One MLflow run of a training job: ids, status, times, params and the latest value of each metric."""
+
+    run_id: str = Field(description="MLflow run id.", examples=["5f1c9c0a7e0d4f0e9d2b1a3c4e5f6a7b"])
+    run_name: str | None = Field(default=None, description="MLflow run name.", examples=["llama-sft-rank0"])
+    status: str | None = Field(
+        default=None, description="RUNNING, SCHEDULED, FINISHED, FAILED or KILLED.", examples=["FINISHED"]
+    )
+    start_time: int | None = Field(default=None, description="Start, epoch milliseconds.")
+    end_time: int | None = Field(default=None, description="End, epoch milliseconds (null while running).")
+    params: dict[str, str] = Field(default_factory=dict, description="Logged parameters.")
+    metrics: dict[str, float] = Field(default_factory=dict, description="The latest value of each metric.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Run tags (MLflow's own mlflow.* left out).")
+
+
+class MlflowRunList(ApiModel):
+    """The MLflow runs of one training job (experiment = cluster tag, run tag ``instantstart.job`` = job name)."""
+
+    cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
+    job_name: str = Field(description="The training job.", examples=["llama-sft"])
+    experiment_name: str = Field(description="The MLflow experiment searched (the cluster tag).", examples=["demo"])
+    mlflow_arn: str = Field(description="The tracking server or app searched.")
+    runs: list[MlflowRunView] = Field(default_factory=list, description="Newest first.")

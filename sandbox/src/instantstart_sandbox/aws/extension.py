@@ -283,8 +283,13 @@ class AwsExtension:
             if scope is None:
                 return app(environ, start_response)
             region, signing_name = scope
-            service = MODELS.service_name(signing_name)
             body = read_body(environ)
+            if signing_name == "sagemaker-mlflow":  # MLflow's REST API: no botocore model
+                self.calls.record(
+                    AwsCall("sagemaker-mlflow", str(environ.get("PATH_INFO") or ""), region, self.clock.now())
+                )
+                return send(self.mlflow.rest(environ, body), start_response)
+            service = MODELS.service_name(signing_name)
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
                 return app(environ, start_response)

@@ -18,22 +18,31 @@ Rules, as SageMaker states them where the API reference does, else the harsher r
 - a test can make the next creation fail (:meth:`SageMakerMlflow.fail_next_create`): ``CreateFailed`` instead of
   ``Created``.
 
+The MLflow REST API of a server or app (requests signed for ``sagemaker-mlflow``; the resource is named by the
+``x-mlflow-sm-tracking-server-arn`` header, as every server shares the sandbox endpoint): ``GET
+/api/2.0/mlflow/experiments/get-by-name`` and ``POST /api/2.0/mlflow/runs/search`` (``experiment_ids``, a ``filter``
+of ``tags.<key> = '<value>'`` / ``params.<key> = '<value>'`` terms joined by ``AND``, ``max_results``,
+``page_token``), answered as MLflow answers them (``RESOURCE_DOES_NOT_EXIST`` 404, ``INVALID_PARAMETER_VALUE`` 400);
+only a ``Created`` resource answers (503 otherwise). Runs are logged by tests with :meth:`SageMakerMlflow.log_run`.
+
 API reference: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateMlflowTrackingServer.html,
 https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateMlflowApp.html
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from instantstart_sandbox.aws import backends
-from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse, WSGIEnviron
 from instantstart_sandbox.clock import SimClock
 
 CREATE_SECONDS = 1200.0
@@ -44,6 +53,8 @@ MLFLOW_VERSIONS = ("2.13.2", "2.16.2", "3.0.0")
 DEFAULT_MLFLOW_VERSION = "3.0.0"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
 _ARTIFACT_URI = re.compile(r"^s3://([^/]+)/?(.*)$")
+_FILTER_TERM = re.compile(r"^\s*(tags|params)\.(`[^`]+`|[\w.\-]+)\s*=\s*'([^']*)'\s*$")
+ARN_HEADER = "HTTP_X_MLFLOW_SM_TRACKING_SERVER_ARN"
 
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
 
@@ -64,6 +75,8 @@ class MlflowResource:
     status: str = "Creating"
     tags: list[dict[str, str]] = field(default_factory=list)
     generation: int = 0
+    experiments: dict[str, str] = field(default_factory=dict)  # name -> experiment id
+    runs: list[dict[str, Any]] = field(default_factory=list)  # MLflow Run objects
 
 
 def _invalid(field_path: str, value: Any, constraint: str) -> AwsError:
@@ -330,3 +343,112 @@ class SageMakerMlflow:
             if found is not None:
                 return {"Tags": [dict(t) for t in found.tags]}
         return forward()
+
+    # -- the MLflow REST API -------------------------------------------------------------------------
+    def log_run(
+        self,
+        name_or_arn: str,
+        experiment: str,
+        *,
+        tags: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+        metrics: dict[str, list[float]] | None = None,
+        status: str = "FINISHED",
+    ) -> str:
+        """Test hook: log a run to ``experiment`` (created when absent) of a tracking server (name or ARN) or app
+        (ARN); ``metrics`` maps a key to its values in step order (the last one is the latest). Returns the run id."""
+        resource = self.find(name_or_arn)
+        if resource is None:
+            raise KeyError(name_or_arn)
+        now = int(self.clock.now() * 1000)
+        with self._lock:
+            experiment_id = resource.experiments.setdefault(experiment, str(len(resource.experiments) + 1))
+            run_id = uuid.uuid4().hex
+            history = {k: list(v) for k, v in (metrics or {}).items()}
+            resource.runs.append(
+                {
+                    "info": {
+                        "run_id": run_id,
+                        "run_uuid": run_id,
+                        "experiment_id": experiment_id,
+                        "run_name": (tags or {}).get("mlflow.runName", run_id[:8]),
+                        "status": status,
+                        "start_time": now,
+                        "end_time": now if status != "RUNNING" else None,
+                        "lifecycle_stage": "active",
+                        "artifact_uri": f"{resource.artifact_store_uri.rstrip('/')}/{experiment_id}/{run_id}/artifacts",
+                    },
+                    "data": {
+                        "metrics": [
+                            {"key": k, "value": v[-1], "timestamp": now, "step": len(v) - 1}
+                            for k, v in history.items()
+                            if v
+                        ],
+                        "params": [{"key": k, "value": str(v)} for k, v in (params or {}).items()],
+                        "tags": [{"key": k, "value": str(v)} for k, v in (tags or {}).items()],
+                    },
+                }
+            )
+        return run_id
+
+    def rest(self, environ: WSGIEnviron, body: bytes) -> RawResponse:
+        """Answer one MLflow REST request (see the module docstring)."""
+        arn = str(environ.get(ARN_HEADER) or "")
+        resource = self.find(arn) if arn else None
+        if resource is None:
+            return _mlflow_error(404, "RESOURCE_DOES_NOT_EXIST", f"No MLflow tracking server or app {arn or '(none)'}")
+        if resource.status != "Created":
+            return _mlflow_error(503, "TEMPORARILY_UNAVAILABLE", f"{resource.name} is {resource.status}")
+        path = str(environ.get("PATH_INFO") or "")
+        method = str(environ.get("REQUEST_METHOD") or "GET")
+        query = {k: v[-1] for k, v in _parse_qs(str(environ.get("QUERY_STRING") or "")).items()}
+        try:
+            request = json.loads(body) if body else {}
+        except ValueError:
+            return _mlflow_error(400, "MALFORMED_REQUEST", "The request body is not JSON")
+        if path == "/api/2.0/mlflow/experiments/get-by-name" and method == "GET":
+            name = query.get("experiment_name", "")
+            with self._lock:
+                found = resource.experiments.get(name)
+            if found is None:
+                return _mlflow_error(404, "RESOURCE_DOES_NOT_EXIST", f"Could not find experiment with name '{name}'")
+            return _mlflow_ok({"experiment": {"experiment_id": found, "name": name, "lifecycle_stage": "active"}})
+        if path == "/api/2.0/mlflow/runs/search" and method == "POST":
+            return self._search(resource, request)
+        return _mlflow_error(404, "ENDPOINT_NOT_FOUND", f"{method} {path} is not served by the sandbox")
+
+    def _search(self, resource: MlflowResource, request: dict[str, Any]) -> RawResponse:
+        terms: list[tuple[str, str, str]] = []
+        text = str(request.get("filter") or "").strip()
+        for part in re.split(r"\s+AND\s+", text, flags=re.IGNORECASE) if text else []:
+            match = _FILTER_TERM.match(part)
+            if match is None:
+                return _mlflow_error(400, "INVALID_PARAMETER_VALUE", f"Unsupported filter term: {part}")
+            terms.append((match.group(1), match.group(2).strip("`"), match.group(3)))
+        ids = {str(i) for i in request.get("experiment_ids") or []}
+        with self._lock:
+            runs = [r for r in resource.runs if r["info"]["experiment_id"] in ids]
+        for kind, key, value in terms:
+            runs = [r for r in runs if {e["key"]: e["value"] for e in r["data"][kind]}.get(key) == value]
+        runs.sort(key=lambda r: r["info"]["start_time"], reverse=True)
+        size = int(request.get("max_results") or 1000)
+        start = int(request.get("page_token") or 0)
+        out: dict[str, Any] = {"runs": runs[start : start + size]} if runs[start : start + size] else {}
+        if start + size < len(runs):
+            out["next_page_token"] = str(start + size)
+        return _mlflow_ok(out)
+
+
+def _parse_qs(text: str) -> dict[str, list[str]]:
+    from urllib.parse import parse_qs
+
+    return parse_qs(text)
+
+
+def _mlflow_ok(body: dict[str, Any]) -> RawResponse:
+    return RawResponse(200, [("Content-Type", "application/json")], json.dumps(body).encode())
+
+
+def _mlflow_error(status: int, code: str, message: str) -> RawResponse:
+    body = json.dumps({"error_code": code, "message": message}).encode()
+    return RawResponse(status, [("Content-Type", "application/json")], body)
