@@ -68,7 +68,7 @@ def call(endpoint: str, region: str, resource_arn: str, method: str, path: str, 
     if credentials is None:
         raise MlflowRestError(401, "NoCredentials", "no AWS credentials to sign the MLflow request")
     SigV4Auth(credentials.get_frozen_credentials(), SIGNING_NAME, region).add_auth(request)
-    prepared = urllib.request.Request(request.url, data=data, headers=dict(request.headers.items()), method=method)
+    prepared = urllib.request.Request(str(request.url), data=data, headers=dict(request.headers.items()), method=method)
     try:
         with urllib.request.urlopen(prepared, timeout=TIMEOUT_SECONDS) as answer:
             return dict(json.loads(answer.read() or b"{}"))
