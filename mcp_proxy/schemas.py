@@ -59,7 +59,7 @@ from instantstart.models.hyperpod_operations import (
     SoftwareUpdateRequest,
 )
 from instantstart.models.instance_groups import InstanceGroupList, UpdateInstanceGroupRequest
-from instantstart.models.mlflow import MlflowView, UpdateMlflowRequest
+from instantstart.models.mlflow import MlflowRunList, MlflowView, UpdateMlflowRequest
 from instantstart.models.nodes import (
     NODES_DEFAULT_PAGE_SIZE,
     NODES_MAX_PAGE_SIZE,
@@ -954,3 +954,15 @@ MlflowNamespaceParam = Annotated[
 
 MLFLOW_SCHEMA = output_schema(MlflowView)
 MLFLOW_UPDATE_SCHEMA = {k: v for k, v in OPERATION_SCHEMA.items() if k != "required"}
+
+TrainingJobNameParam = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length=1,
+        max_length=63,
+        description="The training job's name (a DNS-1123 label).",
+    ),
+]
+
+MLFLOW_RUNS_SCHEMA = output_schema(MlflowRunList)

@@ -127,6 +127,7 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "GetMlflow": "mlflow_get",
     "UpdateMlflow": "mlflow_connect",
     "DeleteMlflow": "mlflow_disconnect",
+    "ListTrainingJobRuns": "mlflow_list_job_runs",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -354,6 +355,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         idempotent=True,
     ),
     _read("mlflow_get", "Get a cluster's MLflow connection", schemas.MLFLOW_SCHEMA),
+    _read("mlflow_list_job_runs", "List a training job's MLflow runs", schemas.MLFLOW_RUNS_SCHEMA),
     _write(
         "mlflow_connect",
         "Connect or create SageMaker managed MLflow",
@@ -1189,6 +1191,13 @@ class InstantStartTools:
         and the environment they get: MLFLOW_TRACKING_URI = the ARN, for the sagemaker-mlflow plugin). Read-only.
         """
         return self._call(lambda client: client.get_mlflow(clusterTag))
+
+    def mlflow_list_job_runs(self, clusterTag: ClusterTagParam, name: schemas.TrainingJobNameParam) -> CallToolResult:
+        """List a training job's MLflow runs (GET /clusters/{clusterTag}/training-jobs/{name}/runs): the runs of
+        experiment clusterTag tagged instantstart.job=name, newest first, with status, params and the latest value of
+        each metric. 409 MlflowNotConnected when the cluster has no MLflow (see mlflow_get). Read-only.
+        """
+        return self._call(lambda client: client.list_training_job_runs(clusterTag, name))
 
     def mlflow_connect(
         self,

@@ -1781,3 +1781,27 @@ def mlflow_disconnect(
     state = _state(ctx)
     result = state.client().delete_mlflow(tag, idempotency_key=idempotency_key)
     _report_mlflow(state, result, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
+
+
+@mlflow_app.command("runs")
+@handle_errors
+def mlflow_runs(
+    ctx: typer.Context,
+    tag: TagArgument,
+    job: Annotated[str, typer.Argument(help="The training job's name (its runs carry instantstart.job=<name>).")],
+    as_json: JsonOption = False,
+) -> None:
+    """A training job's MLflow runs: status, params and the latest metrics."""
+    state = _state(ctx)
+    found = state.client().list_training_job_runs(tag, job)
+    if state.wants_json(as_json):
+        _echo_json(found)
+        return
+    if not found["runs"]:
+        state.console.print(f"no runs of {job} in experiment {found['experimentName']}")
+    for run in found["runs"]:
+        metrics = ", ".join(f"{k}={v:g}" for k, v in run.get("metrics", {}).items()) or "-"
+        params = ", ".join(f"{k}={v}" for k, v in run.get("params", {}).items()) or "-"
+        state.console.print(
+            f"{run['runId']} {run.get('runName') or ''} {run.get('status')}: {metrics}; params {params}"
+        )

@@ -24,6 +24,7 @@ from instantstart.clusters import (
 )
 from instantstart.clusters.catalog import AvailabilityZone
 from instantstart.features import service as features
+from instantstart.mlflow import runs as mlflow_runs
 from instantstart.mlflow import service as mlflow
 from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRequest
 from instantstart.models.capacity import TrainingPlanList, TrainingPlanOfferingList
@@ -64,7 +65,7 @@ from instantstart.models.hyperpod_operations import (
     SoftwareUpdateRequest,
 )
 from instantstart.models.instance_groups import AddInstanceGroupRequest, InstanceGroupList, UpdateInstanceGroupRequest
-from instantstart.models.mlflow import MlflowView, UpdateMlflowRequest
+from instantstart.models.mlflow import MlflowRunList, MlflowView, UpdateMlflowRequest
 from instantstart.models.nodes import (
     NODES_DEFAULT_PAGE_SIZE,
     NODES_MAX_PAGE_SIZE,
@@ -714,6 +715,38 @@ def delete_mlflow(
 ) -> Response[Any]:
     """Start disconnecting the cluster's MLflow."""
     return _update_mlflow(cluster_tag, UpdateMlflowRequest(enabled=False), idempotency_key)
+
+
+TRAINING_JOB_NAME_RULE = "a training job name: a DNS-1123 label of 1-63 lowercase letters, digits or hyphens"
+
+
+@router.get(
+    "/clusters/<clusterTag>/training-jobs/<name>/runs",
+    operation_id="ListTrainingJobRuns",
+    summary="A training job's MLflow runs (params, latest metrics)",
+    description="The runs of experiment <clusterTag> carrying the run tag instantstart.job=<name> on the cluster's "
+    "MLflow (MLflow REST runs/search, signed for sagemaker-mlflow), newest first, with their params, the latest value "
+    "of each metric and their tags. Runs outlive their job: a job that is gone (or never logged) answers its runs "
+    "or an empty list. 409 MlflowNotConnected / MlflowNotReady; 503 when MLflow does not answer.",
+    responses={**_ok(MlflowRunList), **_errors(404, 409, 422, 503)},
+    tags=["mlflow"],
+)
+def list_training_job_runs(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: Annotated[
+        str,
+        Path(
+            pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            min_length=1,
+            max_length=63,
+            description="The training job's name.",
+            examples=["llama-sft"],
+            json_schema_extra=pattern_rule(TRAINING_JOB_NAME_RULE),
+        ),
+    ],
+) -> Response[MlflowRunList]:
+    """A training job's MLflow runs."""
+    return _json(mlflow_runs.list_job_runs(runtime(), cluster_tag, name))
 
 
 @router.get(

@@ -37,9 +37,12 @@ POLICY = "/clusters/{clusterTag}/scheduler-config"
 QUOTAS = "/clusters/{clusterTag}/compute-quotas"
 QUOTA = "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"
 MLFLOW = "/clusters/{clusterTag}/mlflow"
+JOB_RUNS = "/clusters/{clusterTag}/training-jobs/{name}/runs"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
+    ("mlflow_list_job_runs", "clusterTag"): ("GET", JOB_RUNS, "path", "clusterTag"),
+    ("mlflow_list_job_runs", "name"): ("GET", JOB_RUNS, "path", "name"),
     ("mlflow_connect", "clusterTag"): ("PUT", MLFLOW, "path", "clusterTag"),
     ("mlflow_connect", "trackingServerArn"): ("PUT", MLFLOW, "body", "trackingServerArn"),
     ("mlflow_connect", "mlflowAppArn"): ("PUT", MLFLOW, "body", "mlflowAppArn"),

@@ -119,6 +119,9 @@ def test_when_an_arn_is_bad_then_4xx_names_the_field_and_nothing_starts(
     assert missing.value.details[0]["field"] == "trackingServerArn"
     assert malformed.value.status == 422 and malformed.value.details[0]["field"] == "mlflowAppArn"
     assert two.value.status == 422
+    with pytest.raises(ApiError) as not_connected:
+        api.list_training_job_runs(TAG, "sft")
+    assert not_connected.value.status == 409 and not_connected.value.code == "MlflowNotConnected"
     assert api.get_mlflow(TAG)["connected"] is False
     assert api.list_cluster_operations(TAG)["operations"][0]["type"] == "CREATE_CLUSTER"
 
@@ -155,6 +158,17 @@ def test_when_a_tracking_server_is_created_then_it_logs_to_the_cluster_bucket_an
     assert again["connected"] is True and again["arn"] == server["TrackingServerArn"]  # 200: already so
     assert again["operationId"] == op["operationId"]  # the connection's operation: nothing new started
     assert api.list_cluster_operations(TAG)["operations"][0]["operationId"] == op["operationId"]
+
+    assert api.list_training_job_runs(TAG, "sft")["runs"] == []
+    hook = sandbox.aws.extension.mlflow
+    run_id = hook.log_run(
+        SERVER, TAG, tags={"instantstart.job": "sft"}, params={"lr": "1e-4"}, metrics={"loss": [2.0, 0.7]}
+    )
+    hook.log_run(SERVER, TAG, tags={"instantstart.job": "other"}, metrics={"loss": [5.0]})
+    runs = api.list_training_job_runs(TAG, "sft")
+    assert [r["runId"] for r in runs["runs"]] == [run_id]
+    assert runs["runs"][0]["params"] == {"lr": "1e-4"} and runs["runs"][0]["metrics"] == {"loss": 0.7}
+    assert (runs["experimentName"], runs["mlflowArn"]) == (TAG, server["TrackingServerArn"])
 
     off = finished(api, api.delete_mlflow(TAG))
     assert off["status"] == "SUCCEEDED", off

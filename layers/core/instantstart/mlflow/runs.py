@@ -30,6 +30,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
 from instantstart.aws.clients import session
+from instantstart.clusters import records
 from instantstart.errors import Conflict, UpstreamUnavailable, ValidationFailed
 from instantstart.mlflow import service
 from instantstart.models.mlflow import MlflowKind, MlflowRunList, MlflowRunView
@@ -145,7 +146,8 @@ def list_job_runs(rt: Runtime, tag: str, job_name: str, max_results: int = 100) 
     Calls SageMaker ``DescribeMlflowTrackingServer``/``DescribeMlflowApp`` and MLflow's REST API (see module).
 
     Raises:
-        ValidationFailed: ``jobName`` is not a DNS-1123 label.
+        NotFound: no live cluster with this tag.
+        ValidationFailed: ``name`` is not a DNS-1123 label.
         Conflict: ``MlflowNotConnected``; ``MlflowNotReady`` when the server is not Created.
         UpstreamUnavailable: MLflow did not answer or refused (its error code and message).
     """
@@ -153,6 +155,7 @@ def list_job_runs(rt: Runtime, tag: str, job_name: str, max_results: int = 100) 
         raise ValidationFailed(
             f"'{job_name}' is not a training job name (a DNS-1123 label)", details=[{"field": "name"}]
         )
+    records.live_cluster(rt, tag)
     conn = service.connection(rt, tag)
     if conn is None:
         raise Conflict(

@@ -255,5 +255,8 @@ class MlflowRunList(ApiModel):
     cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
     job_name: str = Field(description="The training job.", examples=["llama-sft"])
     experiment_name: str = Field(description="The MLflow experiment searched (the cluster tag).", examples=["demo"])
-    mlflow_arn: str = Field(description="The tracking server or app searched.")
+    mlflow_arn: str = Field(
+        description="The tracking server or app searched.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/instantstart-demo"],
+    )
     runs: list[MlflowRunView] = Field(default_factory=list, description="Newest first.")
