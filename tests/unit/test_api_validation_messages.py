@@ -59,6 +59,7 @@ VALID_PATH_VALUES = {
     "instanceGroupName": "accel",
     "hyperPodOperationId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
     "computeQuotaName": "demo-research",
+    "name": "llama-sft",  # a training job
 }
 """Valid values of the path parameters, to break one parameter at a time."""
 NODE_IDS_BODY = {"nodeIds": ["i-0123456789abcdef0"]}
