@@ -39,6 +39,7 @@ from instantstart.kube import objects
 from instantstart.mlflow import identity
 from instantstart.models.common import ClusterStatus, OperationType
 from instantstart.models.mlflow import (
+    DEFAULT_NAMESPACE,
     MlflowChange,
     MlflowConnection,
     MlflowKind,
@@ -268,7 +269,7 @@ def update_mlflow(rt: Runtime, tag: str, request: UpdateMlflowRequest) -> Mlflow
         if conn is None and not _leftovers(rt, tag):
             return MlflowView(cluster_tag=tag, connected=False)
         return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, MlflowChange(enabled=False).wire())
-    namespace = request.namespace or "default"
+    namespace = request.namespace or DEFAULT_NAMESPACE
     if request.create is not None:
         kind = request.create.kind
         if conn is not None:
@@ -401,7 +402,7 @@ def _ensure_identity(rt: Runtime, tag: str, kind: MlflowKind, found: dict[str, A
     from instantstart.kube.client import apply, connect
 
     dyn = connect(eks_name, rt.region)
-    if namespace != "default":
+    if namespace != DEFAULT_NAMESPACE:
         apply(dyn, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     apply(
         dyn,
@@ -542,7 +543,7 @@ def release(rt: Runtime, tag: str) -> list[str]:
             found = eks.describe_pod_identity_association(clusterName=eks_name, associationId=assoc["associationId"])
             if owned_by(found["association"].get("tags", {}), tag):
                 eks.delete_pod_identity_association(clusterName=eks_name, associationId=assoc["associationId"])
-                _delete_service_account(rt, eks_name, str(assoc.get("namespace") or namespace or "default"))
+                _delete_service_account(rt, eks_name, str(assoc.get("namespace") or namespace or DEFAULT_NAMESPACE))
     except ClientError as exc:
         if error_code(exc) not in ("ResourceNotFoundException",):
             raise
