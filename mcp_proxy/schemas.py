@@ -59,6 +59,7 @@ from instantstart.models.hyperpod_operations import (
     SoftwareUpdateRequest,
 )
 from instantstart.models.instance_groups import InstanceGroupList, UpdateInstanceGroupRequest
+from instantstart.models.mlflow import MlflowRunList, MlflowView, UpdateMlflowRequest
 from instantstart.models.nodes import (
     NODES_DEFAULT_PAGE_SIZE,
     NODES_MAX_PAGE_SIZE,
@@ -1024,3 +1025,46 @@ SinceSecondsParam = Annotated[
     Annotated[int, advertised_constraints({"minimum": 1, "maximum": LOG_MAX_SINCE_SECONDS})] | None,
     Field(default=None, description="Only lines of the last seconds (default: none)."),
 ]
+
+# -- managed MLflow (GET/PUT/DELETE /clusters/{clusterTag}/mlflow) ---------------------------------------------
+
+MlflowTrackingServerArnParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(UpdateMlflowRequest, "trackingServerArn"))] | None,
+    Field(
+        default=None,
+        description="Connect this existing tracking server (an ARN of this account and Region). Give exactly one of "
+        "trackingServerArn, mlflowAppArn or create. Default: none.",
+    ),
+]
+
+MlflowAppArnParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(UpdateMlflowRequest, "mlflowAppArn"))] | None,
+    Field(
+        default=None,
+        description="Connect this existing MLflow app (an ARN of this account and Region). Default: none.",
+    ),
+]
+
+MlflowCreateParam = Annotated[
+    dict[str, Any] | None,
+    Field(
+        default=None,
+        description='Create one for the cluster instead: {"kind": "trackingServer" | "app", "size": "Small" | '
+        '"Medium" | "Large" (tracking servers), "mlflowVersion": "3.0.0" (tracking servers)}. It costs money while '
+        "it exists (a tracking server bills per hour by size): the user decides. Default: none.",
+    ),
+]
+
+MlflowNamespaceParam = Annotated[
+    Annotated[str, advertised_constraints(api_constraints(UpdateMlflowRequest, "namespace"))] | None,
+    Field(
+        default=None,
+        description="The training namespace whose service account instantstart-mlflow gets the identity to log "
+        "(default: none, the API uses default).",
+    ),
+]
+
+MLFLOW_SCHEMA = output_schema(MlflowView)
+MLFLOW_UPDATE_SCHEMA = {k: v for k, v in OPERATION_SCHEMA.items() if k != "required"}
+
+MLFLOW_RUNS_SCHEMA = output_schema(MlflowRunList)

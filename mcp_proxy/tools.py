@@ -129,6 +129,10 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "GetTrainingJob": "training_job_get",
     "GetTrainingJobLogs": "training_job_logs",
     "DeleteTrainingJob": "training_job_delete",
+    "GetMlflow": "mlflow_get",
+    "UpdateMlflow": "mlflow_connect",
+    "DeleteMlflow": "mlflow_disconnect",
+    "ListTrainingJobRuns": "mlflow_list_job_runs",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -156,6 +160,8 @@ WRITE_TOOLS = frozenset(
         "compute_quota_delete",
         "training_job_create",
         "training_job_delete",
+        "mlflow_connect",
+        "mlflow_disconnect",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -369,6 +375,22 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "compute_quota_delete",
         "Delete a team's compute quota",
         schemas.COMPUTE_QUOTA_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _read("mlflow_get", "Get a cluster's MLflow connection", schemas.MLFLOW_SCHEMA),
+    _read("mlflow_list_job_runs", "List a training job's MLflow runs", schemas.MLFLOW_RUNS_SCHEMA),
+    _write(
+        "mlflow_connect",
+        "Connect or create SageMaker managed MLflow",
+        schemas.MLFLOW_UPDATE_SCHEMA,
+        destructive=False,
+        idempotent=True,
+    ),
+    _write(
+        "mlflow_disconnect",
+        "Disconnect SageMaker managed MLflow",
+        schemas.MLFLOW_UPDATE_SCHEMA,
         destructive=True,
         idempotent=True,
     ),
@@ -1276,6 +1298,67 @@ class InstantStartTools:
         return self._call(
             lambda client: client.delete_compute_quota(clusterTag, computeQuotaName, idempotency_key=idempotencyKey)
         )
+
+    # -- managed MLflow ---------------------------------------------------------------------------------
+
+    def mlflow_get(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """Get a cluster's SageMaker managed MLflow connection (GET /clusters/{clusterTag}/mlflow): the tracking
+        server or app ARN, whether the control plane created it, its status read from SageMaker now, its URL and
+        artifact store, and how training pods log to it (namespace, service account instantstart-mlflow, IAM role,
+        and the environment they get: MLFLOW_TRACKING_URI = the ARN, for the sagemaker-mlflow plugin). Read-only.
+        """
+        return self._call(lambda client: client.get_mlflow(clusterTag))
+
+    def mlflow_list_job_runs(self, clusterTag: ClusterTagParam, name: schemas.TrainingJobNameParam) -> CallToolResult:
+        """List a training job's MLflow runs (GET /clusters/{clusterTag}/training-jobs/{name}/runs): the runs of
+        experiment clusterTag tagged instantstart.job=name, newest first, with status, params and the latest value of
+        each metric. 409 MlflowNotConnected when the cluster has no MLflow (see mlflow_get). Read-only.
+        """
+        return self._call(lambda client: client.list_training_job_runs(clusterTag, name))
+
+    def mlflow_connect(
+        self,
+        clusterTag: ClusterTagParam,
+        trackingServerArn: schemas.MlflowTrackingServerArnParam = None,
+        mlflowAppArn: schemas.MlflowAppArnParam = None,
+        create: schemas.MlflowCreateParam = None,
+        namespace: schemas.MlflowNamespaceParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Connect an existing tracking server or MLflow app, or create one for the cluster
+        (PUT /clusters/{clusterTag}/mlflow). Give exactly one of trackingServerArn, mlflowAppArn or create.
+
+        Read the instantstart-mlflow skill first. Creating costs money while it exists (ask the user; size Small
+        unless they say otherwise); connecting an existing one does not create a server. Either way training pods
+        of the namespace get an IAM role through EKS Pod Identity to log to it. Returns the UPDATE_MLFLOW
+        operation: poll it with operation_get and wait_seconds until SUCCEEDED, FAILED or CANCELLED (creating takes
+        about 20 minutes). When already so, the answer is the connection itself. Refusals name the field (an ARN of
+        another Region or account, a missing or failed server, another connection). Write tool: needs
+        --allow-write.
+        """
+        self._require_write("mlflow_connect")
+        body: dict[str, Any] = {
+            k: v
+            for k, v in (
+                ("trackingServerArn", trackingServerArn),
+                ("mlflowAppArn", mlflowAppArn),
+                ("create", create),
+                ("namespace", namespace),
+            )
+            if v is not None
+        }
+        return self._call(lambda client: client.update_mlflow(clusterTag, body, idempotency_key=idempotencyKey))
+
+    def mlflow_disconnect(
+        self, clusterTag: ClusterTagParam, idempotencyKey: IdempotencyKeyParam = None
+    ) -> CallToolResult:
+        """Disconnect the cluster's MLflow (DELETE /clusters/{clusterTag}/mlflow): removes the pod identity, and the
+        tracking server or app only when the control plane created it (a connected existing one is never deleted;
+        its runs stay in it). A created server's runs are lost with it: confirm with the user first. Returns the
+        UPDATE_MLFLOW operation, or the view when not connected. Write tool: needs --allow-write.
+        """
+        self._require_write("mlflow_disconnect")
+        return self._call(lambda client: client.delete_mlflow(clusterTag, idempotency_key=idempotencyKey))
 
     # -- publishing -----------------------------------------------------------------------------------
 

@@ -858,6 +858,62 @@ class InstantStartClient:
         )
         return dict(out)
 
+    # -- managed MLflow ---------------------------------------------------------------------------------
+    def get_mlflow(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/mlflow``: the cluster's SageMaker managed MLflow connection.
+
+        Returns:
+            ``{"clusterTag", "connected", "kind", "arn", "name", "created", "status", "trackingServerUrl",
+            "artifactStoreUri", "namespace", "serviceAccountName", "podRoleArn", "environment", ...}``; ``status`` is
+            read from SageMaker now (``NotFound`` when the server is gone).
+
+        Raises:
+            ApiError: 404 ``ClusterNotFound``.
+        """
+        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/mlflow"))
+
+    def update_mlflow(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``PUT /clusters/{clusterTag}/mlflow``: connect, create or disconnect.
+
+        Args:
+            body: ``{"trackingServerArn": ...}``, ``{"mlflowAppArn": ...}``, ``{"create": {"kind": "trackingServer" |
+                "app", "size"?, "mlflowVersion"?}}`` (each with an optional ``namespace``), or ``{"enabled": false}``.
+
+        Returns:
+            The ``UPDATE_MLFLOW`` Operation (202), or the connection view (200) when the request is already so.
+
+        Raises:
+            ApiError: 404 unknown cluster or ARN; 409 an operation runs, another connection, a failed server, a name
+                taken; 422 an ARN of another Region or account or a malformed body (``details[0]["field"]``).
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/mlflow"
+        out = self.request("PUT", path, body=dict(body), headers=self._idempotency_headers(idempotency_key))
+        return dict(out)
+
+    def delete_mlflow(self, cluster_tag: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """``DELETE /clusters/{clusterTag}/mlflow``: disconnect (the server only goes when it was created here).
+
+        Returns:
+            The ``UPDATE_MLFLOW`` Operation (202), or ``{"connected": false, ...}`` (200) when not connected.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/mlflow"
+        return dict(self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key)))
+
+    def list_training_job_runs(self, cluster_tag: str, job_name: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/training-jobs/{name}/runs``: the job's MLflow runs.
+
+        Returns:
+            ``{"clusterTag", "jobName", "experimentName", "mlflowArn", "runs": [{"runId", "runName", "status",
+            "startTime", "endTime", "params", "metrics", "tags"}]}`` (newest first; ``metrics`` holds latest values).
+
+        Raises:
+            ApiError: 404 unknown cluster; 409 ``MlflowNotConnected`` / ``MlflowNotReady``; 503 MLflow did not answer.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/training-jobs/{self._segment(job_name)}/runs"
+        return dict(self.request("GET", path))
+
     # -- task governance -------------------------------------------------------------------------------
     def get_scheduler_config(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/scheduler-config``: the cluster policy as SageMaker describes it now.

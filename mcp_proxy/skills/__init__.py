@@ -38,6 +38,7 @@ SKILL_FILES = (
     "node-troubleshooting.md",
     "managed-features.md",
     "training-jobs.md",
+    "mlflow.md",
 )
 """The skills, rules first."""
 

@@ -39,8 +39,20 @@ QUOTA = "/clusters/{clusterTag}/compute-quotas/{computeQuotaName}"
 JOBS = "/clusters/{clusterTag}/training-jobs"
 JOB = "/clusters/{clusterTag}/training-jobs/{name}"
 JOB_LOGS = "/clusters/{clusterTag}/training-jobs/{name}/logs"
+MLFLOW = "/clusters/{clusterTag}/mlflow"
+JOB_RUNS = "/clusters/{clusterTag}/training-jobs/{name}/runs"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
+    ("mlflow_list_job_runs", "clusterTag"): ("GET", JOB_RUNS, "path", "clusterTag"),
+    ("mlflow_list_job_runs", "name"): ("GET", JOB_RUNS, "path", "name"),
+    ("mlflow_connect", "clusterTag"): ("PUT", MLFLOW, "path", "clusterTag"),
+    ("mlflow_connect", "trackingServerArn"): ("PUT", MLFLOW, "body", "trackingServerArn"),
+    ("mlflow_connect", "mlflowAppArn"): ("PUT", MLFLOW, "body", "mlflowAppArn"),
+    ("mlflow_connect", "namespace"): ("PUT", MLFLOW, "body", "namespace"),
+    ("mlflow_connect", "idempotencyKey"): ("PUT", MLFLOW, "header", "Idempotency-Key"),
+    ("mlflow_disconnect", "clusterTag"): ("DELETE", MLFLOW, "path", "clusterTag"),
+    ("mlflow_disconnect", "idempotencyKey"): ("DELETE", MLFLOW, "header", "Idempotency-Key"),
     ("autoscaling_get", "clusterTag"): ("GET", AUTOSCALING, "path", "clusterTag"),
     ("autoscaling_update", "clusterTag"): ("PUT", AUTOSCALING, "path", "clusterTag"),
     ("autoscaling_update", "enabled"): ("PUT", AUTOSCALING, "body", "enabled"),
@@ -180,6 +192,7 @@ MCP_ONLY = {
     ("compute_quota_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
     ("training_job_create", "job"): "the whole POST body, one shape per recipe (the API's oneOf, inlined)",
     ("training_job_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("mlflow_connect", "create"): "the PUT body's create object (kind, size, mlflowVersion), sent as given",
 }
 
 

@@ -65,6 +65,8 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
     },
     # Task governance listings (filtered by ClusterArn in the request) have no resource type.
     "task-governance-listings": {"sagemaker:ListClusterSchedulerConfigs", "sagemaker:ListComputeQuotas"},
+    # MLflow app listing (an app is found by name; its ARN holds a generated id) has no resource type.
+    "mlflow-listings": {"sagemaker:ListMlflowApps"},
     # The EKS add-on catalog is a Region-wide read without a resource ARN.
     "eks-addon-catalog": {"eks:DescribeAddonVersions"},
     # Step Functions log delivery: these CloudWatch Logs actions support no resource-level permissions.

@@ -61,6 +61,10 @@ EXPECTED_TOOLS = {
     "training_job_get",
     "training_job_logs",
     "training_job_delete",
+    "mlflow_get",
+    "mlflow_connect",
+    "mlflow_disconnect",
+    "mlflow_list_job_runs",
 }
 
 

@@ -131,6 +131,12 @@ JOB_BODIES: dict[str, dict[str, Any]] = {
 """A valid ``POST /clusters/{clusterTag}/training-jobs`` body per recipe (the body is one shape per ``recipe``)."""
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/clusters/{clusterTag}/training-jobs"): JOB_BODIES["pytorch"],
+    # every field at once, so each can be broken (one target is a rule of the whole body, checked after the fields)
+    ("PUT", "/clusters/{clusterTag}/mlflow"): {
+        "trackingServerArn": "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/team",
+        "create": {"kind": "trackingServer", "size": "Small", "mlflowVersion": "3.0.0"},
+        "namespace": "default",
+    },
     ("PUT", "/clusters/{clusterTag}/scheduler-config"): {
         "schedulerConfig": {
             "priorityClasses": [{"name": "inference", "weight": 100}],

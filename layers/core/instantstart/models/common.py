@@ -87,11 +87,13 @@ class OperationType(StrEnum):
     START_CLUSTER_HEALTH_CHECK = "START_CLUSTER_HEALTH_CHECK"
     CREATE_TRAINING_JOB = "CREATE_TRAINING_JOB"
     DELETE_TRAINING_JOB = "DELETE_TRAINING_JOB"
+    UPDATE_MLFLOW = "UPDATE_MLFLOW"
 
     @property
     def day2(self) -> bool:
         """True for a day-2 change of a running cluster (the update workflow): an instance group, autoscaling,
-        features, nodes, its software or a deep health check; False for a create, retry or delete of the cluster."""
+        features, nodes, its software, a deep health check, a training job or the MLflow connection; False for a
+        create, retry or delete of the cluster."""
         return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 
 

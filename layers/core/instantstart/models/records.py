@@ -59,6 +59,10 @@ class ClusterRecord(Record):
     imported: ImportedView | None = Field(
         default=None, description="Set by POST /clusters/import: the foreign resources the cluster uses."
     )
+    mlflow: dict[str, Any] | None = Field(
+        default=None,
+        description="The MLflow connection (models/mlflow.py::MlflowConnection, by alias) written by UPDATE_MLFLOW.",
+    )
 
     @property
     def eks_cluster_name(self) -> str:

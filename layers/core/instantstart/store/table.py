@@ -558,6 +558,20 @@ class Store:
         )
         return ClusterRecord.model_validate(item)
 
+    def record_mlflow(self, tag: str, connection: Mapping[str, Any] | None, now: str) -> ClusterRecord:
+        """Store the cluster's MLflow connection (``mlflow``, whole; None removes it), written by the cluster's one
+        running ``UPDATE_MLFLOW`` operation.
+
+        Raises:
+            ConditionFailed: the cluster record does not exist.
+        """
+        if connection is None:
+            write = _Write(keys.cluster_pk(tag), keys.META, {"updatedAt": now}, removes=("mlflow",))
+        else:
+            write = _Write(keys.cluster_pk(tag), keys.META, {"mlflow": dict(connection), "updatedAt": now})
+        item = self._update(write)
+        return ClusterRecord.model_validate(item)
+
     def finish_operation(
         self,
         operation_id: str,

@@ -3,7 +3,7 @@
 For each signed request it takes the service from the SigV4 credential scope and the operation from
 ``X-Amz-Target`` / ``Action`` / method + URI (botocore model), then either answers an injected fault,
 answers the operation itself (EKS lifecycle, add-ons, access entries, pod identity; SageMaker
-HyperPod and task governance; FSx for Lustre; EC2 instance type offerings), or passes the request to
+HyperPod, task governance and managed MLflow; FSx for Lustre; EC2 instance type offerings), or passes the request to
 moto unchanged. Every signed request is first recorded in :attr:`AwsExtension.calls` (service,
 operation) so tests can count AWS write calls. A few moto
 operations are wrapped for the real-account faults (:mod:`instantstart_sandbox.aws.faults`): IAM
@@ -28,6 +28,7 @@ from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
 from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
 from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.aws.mlflow import SageMakerMlflow
 from instantstart_sandbox.aws.protocol import (
     MODELS,
     AwsError,
@@ -95,6 +96,7 @@ class AwsExtension:
         task_governance: SageMaker cluster scheduler configs and compute quotas (and their Kueue objects).
         fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces).
         foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
+        mlflow: SageMaker managed MLflow tracking servers and apps (``fail_next_create``, ``find``, ``reset``).
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
         training: training-job faults (``fail_pod(cluster, namespace, pod, exit_code)``); node faults are
             ``hyperpod.report_node_health`` and ``hyperpod_nodes`` reboot/replace.
@@ -158,6 +160,13 @@ class AwsExtension:
             req, lambda: hyperpod_list_tags(req, fwd)
         )
         self.hyperpod.delete_checks.append(self.task_governance.refuse_cluster_delete)
+        self.mlflow = SageMakerMlflow(clock, region, account_id)
+        for op, handler in self.mlflow.handlers().items():
+            self._handlers[("sagemaker", op)] = handler
+        governance_list_tags = self._handlers[("sagemaker", "ListTags")]
+        self._handlers[("sagemaker", "ListTags")] = lambda req, fwd: self.mlflow.list_tags(
+            req, lambda: governance_list_tags(req, fwd)
+        )
         self._handlers[("ec2", "DescribeInstanceTypeOfferings")] = lambda req, fwd: (
             ec2.describe_instance_type_offerings(req, fwd, self.region, self.faults.offering_removed)
         )
@@ -299,8 +308,13 @@ class AwsExtension:
             if scope is None:
                 return app(environ, start_response)
             region, signing_name = scope
-            service = MODELS.service_name(signing_name)
             body = read_body(environ)
+            if signing_name == "sagemaker-mlflow":  # MLflow's REST API: no botocore model
+                self.calls.record(
+                    AwsCall("sagemaker-mlflow", str(environ.get("PATH_INFO") or ""), region, self.clock.now())
+                )
+                return send(self.mlflow.rest(environ, body), start_response)
+            service = MODELS.service_name(signing_name)
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
                 return app(environ, start_response)

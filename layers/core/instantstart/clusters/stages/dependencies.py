@@ -104,20 +104,22 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
 
 # -- teardown ----------------------------------------------------------------------------------
 def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every add-on of the stage and every FSx file system of the ``fsx`` feature (then its security
-    group: :func:`instantstart.features.fsx.teardown`) is gone; then deletes pod identity associations, the storage
-    role and the features' roles and bucket.
+    """Done once every add-on of the stage, every FSx file system of the ``fsx`` feature (then its security
+    group: :func:`instantstart.features.fsx.teardown`) and the MLflow server or app created for the cluster (then its
+    association and roles: :func:`instantstart.mlflow.service.teardown`) are gone; then deletes pod identity
+    associations, the storage role and the features' roles and bucket.
 
     Only add-ons and associations carrying the cluster's ownership tags are deleted (EKS ``DescribeAddon``,
     ``DescribePodIdentityAssociation``): those that existed before ``POST /clusters/import`` stay. Associations an
     add-on owns (``ownerArn``) are skipped: EKS refuses to delete them, they go with the add-on.
     """
     from instantstart.features import fsx  # features import the stages
+    from instantstart.mlflow import service as mlflow  # MLflow imports the stages' helpers
 
     eks = rt.client("eks")
     name = records.eks_name(rt, p.cluster_tag)
     # an FSx file system's network interface would keep the subnet and security groups from the network teardown
-    storage = fsx.teardown(rt, p.cluster_tag)
+    storage = fsx.teardown(rt, p.cluster_tag) + mlflow.teardown(rt, p.cluster_tag)
     remaining = []
     for addon in ADDONS:
         try:

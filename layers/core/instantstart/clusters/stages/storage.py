@@ -120,7 +120,8 @@ def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
 
 # -- teardown ----------------------------------------------------------------------------------
 def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
-    """Delete the ``s3-claim`` PVC and its PV, then the bucket if it is empty and ours.
+    """Delete the ``s3-claim`` PVC and its PV, ask SageMaker to delete the MLflow server or app created for the
+    cluster (:func:`instantstart.mlflow.service.start_release`), then delete the bucket if it is empty and ours.
 
     A bucket that still holds objects is kept (``bucketRetained``): deleting a cluster never
     deletes users' data.
@@ -137,6 +138,11 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
             raise
     except ValueError:
         pass  # EKS cluster without an endpoint: nothing to delete in Kubernetes
+    from instantstart.mlflow import service as mlflow  # MLflow imports the stages' helpers
+
+    # a running MLflow server created for the cluster writes to the bucket: ask for its deletion first (the add-ons
+    # teardown waits until it is gone); its artifacts are users' data, so a bucket holding them is retained
+    mlflow.start_release(rt, tag)
     s3 = rt.client("s3")
     bucket = storage_bucket_name(tag, rt.account_id, rt.region)
     retained = False
