@@ -15,8 +15,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from instantstart.errors import Conflict, ValidationFailed
 from instantstart.features.kuberay import operator_objects
+from instantstart.models.mlflow import MlflowConnection, MlflowKind
 from instantstart.models.training_jobs import CreateTrainingJobRequest
 from instantstart.training import builders, rules
+from instantstart.training import service as training_service
 from instantstart_sandbox.aws.addons import _PYTORCHJOB_SPEC
 from instantstart_sandbox.kube.schema import to_json_schema
 
@@ -242,3 +244,54 @@ def test_a_cpu_type_gets_no_gpu_resource() -> None:
     container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
     assert "resources" not in container or not container["resources"]
     assert copy.deepcopy(job["spec"]["nprocPerNode"]) == "1"
+
+
+def _connection(namespace: str = "default") -> MlflowConnection:
+    return MlflowConnection(
+        kind=MlflowKind.TRACKING_SERVER,
+        arn="arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/instantstart-demo",
+        name="instantstart-demo",
+        created=True,
+        namespace=namespace,
+        service_account_name="instantstart-mlflow",
+        pod_role_arn="arn:aws:iam::123456789012:role/instantstart/instantstart-demo-mlflow",
+    )
+
+
+def _pod_specs(job: dict[str, Any]) -> list[dict[str, Any]]:
+    if job["kind"] == "RayJob":
+        cluster = job["spec"]["rayClusterSpec"]
+        return [cluster["headGroupSpec"]["template"]["spec"], cluster["workerGroupSpecs"][0]["template"]["spec"]]
+    return [job["spec"]["replicaSpecs"][0]["template"]["spec"]]
+
+
+@pytest.mark.parametrize("recipe", ["pytorch", "script", "llamafactory", "msswift", "verl"])
+def test_given_mlflow_connected_then_the_pods_log_to_it_as_the_connections_service_account(
+    recipe: str, p4d: builders.InstanceFacts
+) -> None:
+    request = req(recipe, nodes=2, env={"MLFLOW_EXPERIMENT_NAME": "mine", "HF_HOME": "/s3/hf"})
+    env, account = training_service.mlflow_settings(_connection(), "demo", request)
+    job = builders.build(request, ctx(p4d, mlflow_env=env, service_account=account)).job
+    for spec in _pod_specs(job):
+        _validate_pod_template({"spec": spec})
+        assert spec["serviceAccountName"] == "instantstart-mlflow"
+        got = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+        assert got == {
+            "MLFLOW_TRACKING_URI": _connection().arn,
+            "MLFLOW_TRACKING_SERVER_ARN": _connection().arn,
+            "MLFLOW_EXPERIMENT_NAME": "mine",  # the request's own env wins
+            "INSTANTSTART_JOB_NAME": "job-1",
+            "HF_HOME": "/s3/hf",
+        }
+
+
+@pytest.mark.parametrize("conn", [None, _connection("hyperpod-ns-research")], ids=["not-connected", "other-ns"])
+def test_given_no_connection_for_the_jobs_namespace_then_the_pods_get_no_mlflow_env_nor_service_account(
+    conn: MlflowConnection | None, p4d: builders.InstanceFacts
+) -> None:
+    request = req("pytorch")
+    env, account = training_service.mlflow_settings(conn, "demo", request)
+    assert (env, account) == ({}, None)
+    spec = _pod_specs(builders.build(request, ctx(p4d, mlflow_env=env, service_account=account)).job)[0]
+    assert "serviceAccountName" not in spec
+    assert not any(e["name"].startswith("MLFLOW_") for e in spec["containers"][0].get("env") or [])

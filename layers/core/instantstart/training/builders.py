@@ -11,8 +11,10 @@ Every pod: node affinity on ``node.kubernetes.io/instance-type``; ``nvidia.com/g
 ``vpc.amazonaws.com/efa`` = the type's EFA interfaces when the pod takes every GPU of the node (EFA devices are not
 shared between pods); ``/dev/shm`` a memory ``emptyDir`` of half the node's memory (PyTorch data loaders and NCCL
 use shared memory; the default 64 MiB fails multi-GPU jobs); the storage claims present in the job's namespace
-mounted at ``/s3`` (``s3-claim``) and ``/fsx`` (``fsx-claim``). Pod templates are built with the official
-client's models (required fields and types checked on construction) and serialised with its ``ApiClient``.
+mounted at ``/s3`` (``s3-claim``) and ``/fsx`` (``fsx-claim``); with a MLflow connection (``BuildContext.mlflow_env``,
+``service_account``) the MLflow environment and the service account whose pod identity may log to it. Pod
+templates are built with the official client's models (required fields and types checked on construction) and
+serialised with its ``ApiClient``.
 
 Commands are argv lists; no user string is put in a shell line. The RayJob ``entrypoint`` (a string KubeRay hands
 to a shell) is built from typed fields with each element passed through :func:`shlex.quote`.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +87,18 @@ class BuildContext:
         facts: the instance type's facts.
         claims: storage claims present in the job's namespace (``s3-claim``, ``fsx-claim``).
         kueue: add the Kueue queue/priority labels (task governance on and a team given).
+        mlflow_env: the MLflow environment of every container (``instantstart.mlflow.job_environment``: tracking
+            URI, ARN, experiment, job name); empty without a connection. A key the request's ``env`` also sets keeps
+            the request's value (the user's explicit choice).
+        service_account: the service account every pod runs as (the MLflow connection's, bound to the pod identity
+            that may log to it), or None for the namespace's ``default``.
     """
 
     facts: InstanceFacts
     claims: frozenset[str] = field(default_factory=frozenset)
     kueue: bool = False
+    mlflow_env: Mapping[str, str] = field(default_factory=dict)
+    service_account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,8 @@ def _pod_template(
     if config_map:
         mounts.append(k8s.V1VolumeMount(name="config", mount_path=CONFIG_MOUNT, read_only=True))
         volumes.append(k8s.V1Volume(name="config", config_map=k8s.V1ConfigMapVolumeSource(name=config_map)))
-    env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted(request.env.items())]
+    values = {**ctx.mlflow_env, **request.env}
+    env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted(values.items())]
     affinity = k8s.V1Affinity(
         node_affinity=k8s.V1NodeAffinity(
             required_during_scheduling_ignored_during_execution=k8s.V1NodeSelector(
@@ -183,6 +193,7 @@ def _pod_template(
     spec = k8s.V1PodSpec(
         affinity=affinity,
         restart_policy=restart_policy,
+        service_account_name=ctx.service_account,
         containers=[
             k8s.V1Container(
                 name=container,

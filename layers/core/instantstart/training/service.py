@@ -5,7 +5,8 @@ Writes are operations: the API function's Kubernetes access entry is read-only (
 steps (cluster admin) create the namespace when missing, build the job (:mod:`instantstart.training.builders`),
 validate it with a server-side dry run (the served CRD's schema: nothing is stored if it is refused) and apply it;
 the check is done once the job is read back from Kubernetes. ``DELETE`` is a ``DELETE_TRAINING_JOB`` change:
-delete (foreground: the pods go first), done when the job is gone. Reads go through the API role's view entry
+delete (foreground: the pods go first), done when the job is gone. With a MLflow connection the job's pods get its
+environment and service account (:func:`mlflow_settings`). Reads go through the API role's view entry
 within :data:`KUBERNETES_READ_BUDGET_SECONDS` (a failure is a 503 naming the reason, never a 500).
 """
 
@@ -27,7 +28,10 @@ from instantstart.clusters.page_tokens import Position, open_token, seal
 from instantstart.clusters.task_governance import require_task_governance
 from instantstart.errors import NotFound, StageFailed, UpstreamUnavailable
 from instantstart.features.observe import KUBERNETES_READ_BUDGET_SECONDS, KUBERNETES_READ_SECONDS, kubernetes_failure
+from instantstart.mlflow import connection as mlflow_connection
+from instantstart.mlflow import job_environment as mlflow_job_environment
 from instantstart.models.common import OperationType
+from instantstart.models.mlflow import MlflowConnection
 from instantstart.models.training_jobs import (
     LIST_DEFAULT_PAGE_SIZE,
     LIST_MAX_PAGE_SIZE,
@@ -161,6 +165,24 @@ def _dry_run(dyn: Any, obj: dict[str, Any]) -> None:
     )
 
 
+def mlflow_settings(
+    conn: MlflowConnection | None, tag: str, request: TrainingJobRequest
+) -> tuple[dict[str, str], str | None]:
+    """The MLflow environment and the service account of a job's pods: ``({}, None)`` without a connection.
+
+    A job in the connection's namespace gets :func:`instantstart.mlflow.job_environment` (tracking URI = the ARN,
+    ``MLFLOW_EXPERIMENT_NAME`` = the cluster tag, ``INSTANTSTART_JOB_NAME``) and runs as the connection's service
+    account (``instantstart-mlflow``), whose EKS Pod Identity association gives the AWS credentials to log. A job in
+    another namespace gets neither: a pod can only run as a service account of its own namespace and the association
+    names one namespace, so the pods would have no credentials for MLflow; the job's namespace is the user's choice
+    (a team's jobs must run in ``hyperpod-ns-<team>`` for Kueue) and is never moved. Connect MLflow for that
+    namespace (``PUT /clusters/{clusterTag}/mlflow`` with ``namespace``) to log from it.
+    """
+    if conn is None or conn.namespace != request.job_namespace:
+        return {}, None
+    return mlflow_job_environment(conn, tag, request.name), conn.service_account_name
+
+
 def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     """Create the namespace when missing, build the job with the claims present in it, dry-run, then apply.
 
@@ -178,7 +200,14 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     dyn = _admin(rt, p.cluster_tag)
     namespace = request.job_namespace
     created_ns = _ensure_namespace(dyn, namespace)
-    ctx = builders.BuildContext(facts=facts, claims=_claims(dyn, namespace), kueue=bool(change.get("kueue")))
+    mlflow_env, service_account = mlflow_settings(mlflow_connection(rt, p.cluster_tag), p.cluster_tag, request)
+    ctx = builders.BuildContext(
+        facts=facts,
+        claims=_claims(dyn, namespace),
+        kueue=bool(change.get("kueue")),
+        mlflow_env=mlflow_env,
+        service_account=service_account,
+    )
     built = builders.build(request, ctx)
     for obj in (*built.extra, built.job):
         obj["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = op.operation_id
@@ -195,6 +224,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     for obj in (*built.extra, built.job):
         kube.apply(dyn, obj)
     note = f"namespace {namespace} created; " if created_ns else ""
+    note += f"MLflow as serviceAccount {service_account}; " if service_account else ""
     observed = (
         f"{note}{built.kind} {namespace}/{request.name} applied (claims: {', '.join(sorted(ctx.claims)) or 'none'})"
     )
