@@ -742,9 +742,6 @@ def delete_mlflow(
     return _update_mlflow(cluster_tag, UpdateMlflowRequest(enabled=False), idempotency_key)
 
 
-TRAINING_JOB_NAME_RULE = "a training job name: a DNS-1123 label of 1-63 lowercase letters, digits or hyphens"
-
-
 @router.get(
     "/clusters/<clusterTag>/training-jobs/<name>/runs",
     operation_id="ListTrainingJobRuns",
@@ -761,12 +758,11 @@ def list_training_job_runs(
     name: Annotated[
         str,
         Path(
-            pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-            min_length=1,
-            max_length=63,
-            description="The training job's name.",
+            pattern=JOB_NAME_PATTERN,
+            max_length=JOB_NAME_MAX,
+            description="The training job's name (the training jobs' name rule).",
             examples=["llama-sft"],
-            json_schema_extra=pattern_rule(TRAINING_JOB_NAME_RULE),
+            json_schema_extra=pattern_rule(JOB_NAME_RULE),
         ),
     ],
 ) -> Response[MlflowRunList]:

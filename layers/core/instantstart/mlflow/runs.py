@@ -34,6 +34,7 @@ from instantstart.clusters import records
 from instantstart.errors import Conflict, UpstreamUnavailable, ValidationFailed
 from instantstart.mlflow import service
 from instantstart.models.mlflow import MlflowKind, MlflowRunList, MlflowRunView
+from instantstart.models.training_jobs import JOB_NAME_MAX
 from instantstart.runtime import Runtime
 
 SIGNING_NAME = "sagemaker-mlflow"
@@ -151,7 +152,7 @@ def list_job_runs(rt: Runtime, tag: str, job_name: str, max_results: int = 100) 
         Conflict: ``MlflowNotConnected``; ``MlflowNotReady`` when the server is not Created.
         UpstreamUnavailable: MLflow did not answer or refused (its error code and message).
     """
-    if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > 63:
+    if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > JOB_NAME_MAX:
         raise ValidationFailed(
             f"'{job_name}' is not a training job name (a DNS-1123 label)", details=[{"field": "name"}]
         )
