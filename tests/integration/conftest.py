@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from instantstart_client.api import InstantStartClient
 
 GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
 
@@ -22,3 +25,31 @@ def assert_only_network_ran(cluster: dict[str, Any]) -> None:
     assert storage["status"] == "PENDING" or (
         storage["status"] == "FAILED" and storage["error"]["code"] == "StageInterrupted"
     ), storage
+
+
+OPERATION_ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+"""The statuses an operation ends in."""
+
+
+def ready_cluster(
+    api: InstantStartClient, tag: str, groups: list[dict[str, Any]], timeout: float = 240
+) -> dict[str, Any]:
+    """Create cluster ``tag`` with ``groups`` and poll it (every 0.5 s, up to ``timeout`` s) until it ends; READY."""
+    api.create_cluster(tag, "us-west-2c", groups)
+    deadline = time.monotonic() + timeout
+    found: dict[str, Any] = dict(api.get_cluster(tag))
+    while not terminal(found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = dict(api.get_cluster(tag))
+    assert found["status"] == "READY", found["stages"]
+    return found
+
+
+def finished(api: InstantStartClient, op: Any, timeout: float = 240) -> dict[str, Any]:
+    """Operation ``op`` polled (every 0.5 s, up to ``timeout`` s) until it ends; its last view."""
+    deadline = time.monotonic() + timeout
+    current = dict(api.get_operation(op["operationId"]))
+    while current["status"] not in OPERATION_ENDED and time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = dict(api.get_operation(op["operationId"]))
+    return current

@@ -13,7 +13,8 @@ import pytest
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.aws.calls import RESOURCE_SERVICES
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, terminal
+from tests.integration.conftest import GROUP, ready_cluster
+from tests.integration.conftest import finished as finished_within
 
 TAG = "feats"
 EKS_NAME = f"eks-cluster-{TAG}"
@@ -22,23 +23,11 @@ EKS_NAME = f"eks-cluster-{TAG}"
 @pytest.fixture(scope="module")
 def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
     """The ``feats`` cluster (one node), created once for this module and READY."""
-    api.create_cluster(TAG, "us-west-2c", [GROUP])
-    deadline = time.monotonic() + 240
-    found: dict[str, Any] = dict(api.get_cluster(TAG))
-    while not terminal(found) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = dict(api.get_cluster(TAG))
-    assert found["status"] == "READY", found["stages"]
-    return found
+    return ready_cluster(api, TAG, [GROUP])
 
 
 def finished(api: InstantStartClient, op: Any, timeout: float = 300) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    current = dict(api.get_operation(op["operationId"]))
-    while current["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = dict(api.get_operation(op["operationId"]))
-    return current
+    return finished_within(api, op, timeout)
 
 
 def addon(sandbox: Sandbox, name: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ import pytest
 from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
+from tests.integration.conftest import finished as finished_within
 
 A, B = "subnets-a", "subnets-b"
 ZONE = "us-west-2c"
@@ -31,12 +32,7 @@ def settled(api: InstantStartClient, tag: str, predicate: Any, timeout: float = 
 
 
 def finished(api: InstantStartClient, op: Any, timeout: float = 300) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    current = dict(api.get_operation(op["operationId"]))
-    while current["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = dict(api.get_operation(op["operationId"]))
-    return current
+    return finished_within(api, op, timeout)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ HyperPod, Kubernetes and the operation records agree."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import boto3
@@ -11,7 +10,7 @@ import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, terminal
+from tests.integration.conftest import GROUP, finished, ready_cluster
 
 TAG = "groups"
 
@@ -19,23 +18,7 @@ TAG = "groups"
 @pytest.fixture(scope="module")
 def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
     """The ``groups`` cluster (one ``accel`` group of 1), created once for this module and READY."""
-    api.create_cluster(TAG, "us-west-2c", [GROUP])
-    deadline = time.monotonic() + 240
-    found: dict[str, Any] = dict(api.get_cluster(TAG))
-    while not terminal(found) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = dict(api.get_cluster(TAG))
-    assert found["status"] == "READY", found["stages"]
-    return found
-
-
-def finished(api: InstantStartClient, op: Any, timeout: float = 240) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    current = dict(api.get_operation(op["operationId"]))
-    while current["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = dict(api.get_operation(op["operationId"]))
-    return current
+    return ready_cluster(api, TAG, [GROUP])
 
 
 def described(sandbox: Sandbox, name: str) -> dict[str, Any]:
