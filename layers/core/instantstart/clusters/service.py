@@ -19,6 +19,7 @@ from instantstart.capacity.training_plans import check_training_plans
 from instantstart.clusters import importing, records, views
 from instantstart.clusters.catalog import check_availability_zone, list_availability_zones
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable
+from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import (
     ClusterList,
     ClusterView,
@@ -106,6 +107,49 @@ def _launch(
     return views.operation_view(rt.store.record_execution_arn(operation.operation_id, str(out["executionArn"])))
 
 
+def _free_tag(rt: Runtime, tag: str) -> ClusterRecord | None:
+    """The tag's last (DELETED) cluster, or None; a create or import may take the tag.
+
+    Raises:
+        Conflict: ``ClusterAlreadyExists``, a live (not DELETED) cluster has the tag.
+    """
+    existing = rt.store.get_cluster(tag)
+    if existing and existing.status is not ClusterStatus.DELETED:
+        raise Conflict(
+            f"cluster '{tag}' already exists with status {existing.status.value}; "
+            "delete it first or choose another clusterTag",
+            code="ClusterAlreadyExists",
+            details=[{"field": "clusterTag", "status": existing.status.value}],
+        )
+    return existing
+
+
+def _placed_and_checked(
+    rt: Runtime, request: CreateClusterRequest
+) -> tuple[CreateClusterRequest, AvailabilityZoneChange | None]:
+    """``request`` moved to its training plans' zone when they pin one (and that move), after the preflight
+    checks passed.
+
+    Calls SageMaker ``DescribeTrainingPlan``, EC2 ``DescribeInstanceTypeOfferings`` / ``DescribeSubnets`` and
+    Service Quotas (:func:`check_training_plans`, :func:`preflight`).
+
+    Raises:
+        Conflict: training plans and a pinned subnet are in different zones.
+        ValidationFailed: a failed preflight check (422 with the numbers).
+    """
+    placement = check_training_plans(rt.client("sagemaker"), rt.client("ec2"), request)
+    if placement.change is not None:
+        request = request.model_copy(update={"availability_zone": placement.availability_zone})
+    preflight(
+        rt.client("ec2"),
+        rt.client("service-quotas"),
+        rt.client("sagemaker"),
+        request,
+        [z.zone_name for z in list_availability_zones(rt)],
+    )
+    return request, placement.change
+
+
 def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     """Create a cluster: records (cluster CREATING, six PENDING stages, operation PENDING) then the execution.
 
@@ -124,24 +168,8 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
     tag = request.cluster_tag
     check_some_instances(request)
     check_availability_zone(rt, request.availability_zone)
-    existing = rt.store.get_cluster(tag)
-    if existing and existing.status is not ClusterStatus.DELETED:
-        raise Conflict(
-            f"cluster '{tag}' already exists with status {existing.status.value}; "
-            "delete it first or choose another clusterTag",
-            code="ClusterAlreadyExists",
-            details=[{"field": "clusterTag", "status": existing.status.value}],
-        )
-    placement = check_training_plans(rt.client("sagemaker"), rt.client("ec2"), request)
-    if placement.change is not None:
-        request = request.model_copy(update={"availability_zone": placement.availability_zone})
-    preflight(
-        rt.client("ec2"),
-        rt.client("service-quotas"),
-        rt.client("sagemaker"),
-        request,
-        [z.zone_name for z in list_availability_zones(rt)],
-    )
+    existing = _free_tag(rt, tag)
+    request, zone_change = _placed_and_checked(rt, request)
     generation = existing.generation + 1 if existing else 1
     now = records.now()
     operation = _new_operation(OperationType.CREATE_CLUSTER, tag, generation, now)
@@ -180,7 +208,7 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
         undo_operation_id=None,
         started_status=ClusterStatus.CREATING,
     )
-    return view.model_copy(update={"availability_zone_change": placement.change})
+    return view.model_copy(update={"availability_zone_change": zone_change})
 
 
 def _imported_by(rt: Runtime, eks_cluster_name: str) -> str | None:
@@ -213,14 +241,7 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     tag = request.cluster_tag
-    existing = rt.store.get_cluster(tag)
-    if existing and existing.status is not ClusterStatus.DELETED:
-        raise Conflict(
-            f"cluster '{tag}' already exists with status {existing.status.value}; "
-            "delete it first or choose another clusterTag",
-            code="ClusterAlreadyExists",
-            details=[{"field": "clusterTag", "status": existing.status.value}],
-        )
+    existing = _free_tag(rt, tag)
     found = importing.inspect(
         rt.client("eks"),
         rt.client("ec2"),
@@ -232,16 +253,7 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
     create = importing.create_request(request, found)
     if found.hyperpod is None:
         check_availability_zone(rt, create.availability_zone)
-        placement = check_training_plans(rt.client("sagemaker"), rt.client("ec2"), create)
-        if placement.change is not None:
-            create = create.model_copy(update={"availability_zone": placement.availability_zone})
-        preflight(
-            rt.client("ec2"),
-            rt.client("service-quotas"),
-            rt.client("sagemaker"),
-            create,
-            [z.zone_name for z in list_availability_zones(rt)],
-        )
+        create, _ = _placed_and_checked(rt, create)
     generation = existing.generation + 1 if existing else 1
     now = records.now()
     operation = _new_operation(OperationType.IMPORT_CLUSTER, tag, generation, now)
