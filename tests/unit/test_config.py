@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from instantstart.config import API_SETTINGS, MissingSettings, Settings
+from instantstart.config import API_SETTINGS, EVENT_SETTINGS, STEP_SETTINGS, MissingSettings, Settings
 from instantstart.runtime import Runtime
 
 pytestmark = pytest.mark.usefixtures("no_network")
@@ -19,6 +19,21 @@ def test_given_no_state_machine_arns_when_the_api_runtime_is_built_then_the_cold
     assert "CREATE_CLUSTER_STATE_MACHINE_ARN" in str(info.value)
     assert "DELETE_CLUSTER_STATE_MACHINE_ARN" in str(info.value)
     assert "TABLE_NAME" not in str(info.value)
+
+
+@pytest.mark.parametrize("required", [API_SETTINGS, STEP_SETTINGS, EVENT_SETTINGS], ids=["api", "steps", "events"])
+def test_given_no_table_name_when_any_function_starts_then_the_cold_start_names_it(
+    monkeypatch: pytest.MonkeyPatch, required: tuple[str, ...]
+) -> None:
+    monkeypatch.delenv("TABLE_NAME", raising=False)
+    others = {name: "set" for name in required if name != "TABLE_NAME"}
+    settings = Settings(**others)
+
+    with pytest.raises(MissingSettings) as info:
+        settings.require(required)
+
+    assert "TABLE_NAME" in str(info.value)
+    assert settings.TABLE_NAME == ""
 
 
 def test_given_every_required_setting_when_the_runtime_is_built_then_it_carries_them(

@@ -24,7 +24,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=True, extra="ignore", frozen=True)
 
     AWS_REGION: str = "us-west-2"
-    TABLE_NAME: str = "instantstart"
+    TABLE_NAME: str = ""
+    """The control plane's DynamoDB table (required by every function: no default, a missing one stops the cold
+    start)."""
     CREATE_CLUSTER_STATE_MACHINE_ARN: str = ""
     DELETE_CLUSTER_STATE_MACHINE_ARN: str = ""
     UPDATE_CLUSTER_STATE_MACHINE_ARN: str = ""
