@@ -27,6 +27,7 @@ def generate() -> str:
     )
     for name in machines:
         os.environ.setdefault(name, f"arn:aws:states:us-west-2:000000000000:stateMachine:{name.lower()}")
+    os.environ.setdefault("TABLE_NAME", "instantstart-openapi")
     sys.path.insert(0, str(ROOT / "functions" / "api"))
     import api_app
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
