@@ -231,7 +231,7 @@ def wait_loop(
     key: str,
     done_next: str,
     *,
-    stage: str | None,
+    stage: StageName | None,
     catch_to: str,
     exhausted_next: str | None = None,
 ) -> dict[str, dict[str, Any]]:
@@ -250,7 +250,7 @@ def wait_loop(
     state = task(
         action,
         f"Is {name} Done",
-        extra={**({"stage": stage} if stage else {}), "waitName": key, "config.$": "$.config"},
+        extra={**({"stage": stage.value} if stage else {}), "waitName": key, "config.$": "$.config"},
         catch_to=catch_to,
         wait_for_token=True,
         timeout_path=f"$.config.pollSeconds.{key}",
@@ -269,14 +269,16 @@ def wait_loop(
     }
 
 
-def stage_edges(stage: str, title: str, first: str, last_next: str, *, catch_to: str) -> dict[str, dict[str, Any]]:
+def stage_edges(
+    stage: StageName, title: str, first: str, last_next: str, *, catch_to: str
+) -> dict[str, dict[str, Any]]:
     """``Begin <Title> Stage`` (then ``first``) and ``Complete <Title> Stage`` (then ``last_next``)."""
     return {
         f"Begin {title} Stage": {
             **task(
                 "begin_stage",
                 f"Is {title} Stage Needed",
-                extra={"stage": stage},
+                extra={"stage": stage.value},
                 result_path="$.currentStage",
                 catch_to=catch_to,
             ),
@@ -288,7 +290,7 @@ def stage_edges(stage: str, title: str, first: str, last_next: str, *, catch_to:
             "Choices": [{"Variable": "$.currentStage.skip", "BooleanEquals": True, "Next": last_next}],
             "Default": first,
         },
-        f"Complete {title} Stage": task("complete_stage", last_next, extra={"stage": stage}, catch_to=catch_to),
+        f"Complete {title} Stage": task("complete_stage", last_next, extra={"stage": stage.value}, catch_to=catch_to),
     }
 
 
@@ -329,16 +331,16 @@ def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
         "Create EKS Cluster": task("create_eks_cluster", "Check NAT Gateway", catch_to=fail),
     }
     states |= wait_loop(
-        "NAT Gateway", "check_nat_gateway", "natGateway", "Check EKS Cluster", stage="network", catch_to=fail
+        "NAT Gateway", "check_nat_gateway", "natGateway", "Check EKS Cluster", stage=StageName.NETWORK, catch_to=fail
     )
-    states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage="network", catch_to=fail)
+    states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage=StageName.NETWORK, catch_to=fail)
     return states
 
 
 def _access_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     states = {"Grant Access": task("grant_access", "Check Kubernetes Access", catch_to=fail)}
     states |= wait_loop(
-        "Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after, stage="access", catch_to=fail
+        "Kubernetes Access", "check_kubernetes_access", "kubernetesAccess", after, stage=StageName.ACCESS, catch_to=fail
     )
     return states
 
@@ -354,7 +356,7 @@ def _dependencies_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
         "Create Add-ons": task("create_addons", "Apply HyperPod Prerequisites", catch_to=fail),
         "Apply HyperPod Prerequisites": task("apply_hyperpod_prerequisites", "Check Add-ons", catch_to=fail),
     }
-    states |= wait_loop("Add-ons", "check_addons", "addon", after, stage="dependencies", catch_to=fail)
+    states |= wait_loop("Add-ons", "check_addons", "addon", after, stage=StageName.DEPENDENCIES, catch_to=fail)
     return states
 
 
@@ -366,12 +368,12 @@ def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
         "clear_failed_hyperpod_cluster",
         "hyperPodCluster",
         "Create HyperPod Cluster",
-        stage="hyperpod",
+        stage=StageName.HYPERPOD,
         catch_to=fail,
     )
     states["Create HyperPod Cluster"] = task("create_hyperpod_cluster", "Check HyperPod Cluster", catch_to=fail)
     states |= wait_loop(
-        "HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after, stage="hyperpod", catch_to=fail
+        "HyperPod Cluster", "check_hyperpod_cluster", "hyperPodCluster", after, stage=StageName.HYPERPOD, catch_to=fail
     )
     return states
 
@@ -379,7 +381,7 @@ def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
 def _storage_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
     """The bucket at once; then wait for Kubernetes access, apply the PV and PVC, wait until Bound."""
     states = {"Ensure Bucket": task("ensure_bucket", "Check Storage", catch_to=fail)}
-    states |= wait_loop("Storage", "check_storage", "storage", after, stage="storage", catch_to=fail)
+    states |= wait_loop("Storage", "check_storage", "storage", after, stage=StageName.STORAGE, catch_to=fail)
     return states
 
 
@@ -390,7 +392,7 @@ def _verify_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
         "check_cluster_verification",
         "nodes",
         after,
-        stage="verify",
+        stage=StageName.VERIFY,
         catch_to=fail,
         exhausted_next="Report Node Shortfall",
     )
@@ -433,7 +435,7 @@ def _chain(stages: list[StageName], after: str, fail: str) -> dict[str, dict[str
     for i, stage in enumerate(stages):
         nxt = f"Begin {stages[i + 1].display_name} Stage" if i + 1 < len(stages) else after
         first, build = CREATE_STAGES[stage]
-        states |= stage_edges(stage.value, stage.display_name, first, nxt, catch_to=fail)
+        states |= stage_edges(stage, stage.display_name, first, nxt, catch_to=fail)
         states |= build(f"Complete {stage.display_name} Stage", fail)
     return states
 
@@ -560,7 +562,7 @@ def delete_cluster() -> dict[str, Any]:
                 "clusterTag.$": "$.clusterTag",
                 "generation.$": "$.generation",
                 "config.$": "$.config",
-                "currentStage": {"stage": "storage"},
+                "currentStage": {"stage": StageName.STORAGE.value},
                 "pollCount": {"value": 0},
             },
             "Next": f"Begin {next(reversed(StageName)).display_name} Teardown",
