@@ -203,15 +203,13 @@ def ok(data: Mapping[str, Any]) -> CallToolResult:
 
 
 def api_error_result(exc: ApiError) -> CallToolResult:
-    """The tool error of a 4xx/5xx answer: its text is the API's ``{"error": ...}`` JSON, verbatim.
+    """The tool error of a 4xx/5xx answer: its text is the API's ``{"error": ...}`` JSON.
 
-    Answers without the API's error shape (API Gateway's own ``{"message": "Forbidden"}``, a non-JSON
-    body) are given that shape from the status, code and message the client parsed.
+    The body is :meth:`ApiError.error_response` (``instantstart_client.shapes.ErrorResponse``): the API's own
+    body verbatim, or that shape built from the code and message the client parsed (API Gateway's own
+    ``{"message": "Forbidden"}``, a non-JSON body; the code is then the HTTP reason phrase).
     """
-    body = exc.body
-    if not (isinstance(body, dict) and isinstance(body.get("error"), dict)):
-        body = {"error": {"code": exc.code, "message": exc.message, "details": exc.details, "status": exc.status}}
-    return CallToolResult(content=[TextContent(type="text", text=_json_text(body))], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=_json_text(exc.error_response()))], is_error=True)
 
 
 @dataclass(frozen=True)

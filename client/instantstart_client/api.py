@@ -40,6 +40,8 @@ from instantstart_client.shapes import (
     ClusterNodePage,
     ClusterPage,
     ClusterSummary,
+    ErrorDetail,
+    ErrorResponse,
     HyperPodOperation,
     HyperPodOperationPage,
     InstanceGroupList,
@@ -126,6 +128,18 @@ class ApiError(InstantStartClientError):
     def transient(self) -> bool:
         """True for answers worth retrying: 429, 503, and 409 ``IdempotencyKeyInProgress``."""
         return self.status in RETRYABLE_STATUSES or self.code in RETRYABLE_CODES
+
+    def error_response(self) -> ErrorResponse:
+        """The answer's body in the API's error shape (``shapes.ErrorResponse``).
+
+        The API's own ``{"error": {...}}`` body is returned verbatim; any other body (API Gateway's own
+        ``{"message": "Forbidden"}``, a non-JSON answer) is given that shape from the parsed ``code``,
+        ``message`` and ``details`` (the code is the HTTP reason phrase, so the status stays readable).
+        """
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
+            return cast(ErrorResponse, self.body)
+        details = [cast(ErrorDetail, d) for d in self.details]
+        return {"error": {"code": self.code, "message": self.message, "details": details}}
 
     @classmethod
     def from_response(cls, response: httpx2.Response) -> ApiError:

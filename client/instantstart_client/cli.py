@@ -188,8 +188,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             state = getattr(kwargs.get("ctx"), "obj", None)
             if kwargs.get("as_json") or (isinstance(state, CliState) and state.json_output):
                 # --json: the API's error JSON, unchanged, for scripts (stderr keeps stdout for answers).
-                body = exc.body if isinstance(exc.body, dict) else {"error": {"code": exc.code, "message": exc.message}}
-                err.print_json(json.dumps(body))
+                err.print_json(json.dumps(exc.error_response()))
             else:
                 _print_api_error(err, exc)
             raise typer.Exit(EXIT_CLIENT_ERROR if 400 <= exc.status < 500 else EXIT_SERVER_ERROR) from exc

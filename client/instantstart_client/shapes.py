@@ -37,6 +37,17 @@ class ErrorBody(TypedDict):
     details: list[ErrorDetail]
 
 
+class ErrorResponse(TypedDict):
+    """Body of every 4xx/5xx answer of the API: ``{"error": {"code", "message", "details"}}``.
+
+    :meth:`instantstart_client.api.ApiError.error_response` gives this body for any failed answer (the API's
+    own, or one built from API Gateway's ``{"message"}`` or a non-JSON body); the CLI's ``--json`` and the MCP
+    proxy's tool errors print it.
+    """
+
+    error: ErrorBody
+
+
 class ErrorInfo(TypedDict):
     """``{"code", "message"}`` of a failed stage or operation (the AWS error, verbatim)."""
 

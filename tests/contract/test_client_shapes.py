@@ -34,6 +34,7 @@ SCHEMA_OF: dict[str, str] = {
     "AvailabilityZone": "AvailabilityZone",
     "ErrorDetail": "ErrorDetail",
     "ErrorBody": "ErrorBody",
+    "ErrorResponse": "ErrorResponse",
     "ClusterEvent": "ClusterEventView",
     "ClusterEventPage": "ClusterEventList",
     "InstanceGroupDetail": "InstanceGroupDetail",
@@ -201,3 +202,25 @@ def test_given_an_api_error_answer_then_the_mcp_proxy_passes_the_documented_body
 
     assert result.is_error
     assert json.loads(typing.cast(Any, result.content[0]).text) == body
+
+
+def test_given_an_answer_without_the_api_error_shape_then_cli_and_mcp_print_one_documented_error_body(
+    openapi: Any,
+) -> None:
+    import json
+
+    import jsonschema
+
+    from mcp_proxy.tools import api_error_result
+
+    request = httpx2.Request("GET", "https://api.example/clusters")
+    gateway = ApiError.from_response(httpx2.Response(403, json={"message": "Forbidden"}, request=request))
+    proxy = ApiError.from_response(httpx2.Response(502, text="<html>Bad Gateway</html>", request=request))
+
+    for error in (gateway, proxy):
+        body = error.error_response()
+        jsonschema.validate(body, {"$ref": "#/components/schemas/ErrorResponse", **openapi.document})
+        shown = json.loads(typing.cast(Any, api_error_result(error).content[0]).text)
+        assert shown == body
+    assert gateway.error_response() == {"error": {"code": "Forbidden", "message": "Forbidden", "details": []}}
+    assert proxy.error_response()["error"]["code"] == "BadGateway"
