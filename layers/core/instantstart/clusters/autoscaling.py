@@ -105,9 +105,7 @@ def update_autoscaling(rt: Runtime, tag: str, request: UpdateAutoScalingRequest)
     """
     cluster, found = instance_groups.changeable(rt, tag)
     if not request.enabled:
-        return changes.start_change(
-            rt, cluster, OperationType.UPDATE_AUTOSCALING, AutoScalingChange(enabled=False).wire()
-        )
+        return changes.start_change(rt, cluster, OperationType.UPDATE_AUTOSCALING, AutoScalingChange(enabled=False))
     names = list(request.instance_groups or [])
     groups = list(found.get("InstanceGroups", []))
     rules.check_group_limit(names)
@@ -131,13 +129,12 @@ def update_autoscaling(rt: Runtime, tag: str, request: UpdateAutoScalingRequest)
         limits={k: str(v) for k, v in request.limits.items()} if request.limits else None,
         consolidate_after=request.consolidate_after or DEFAULT_CONSOLIDATE_AFTER,
     )
-    return changes.start_change(rt, cluster, OperationType.UPDATE_AUTOSCALING, change.wire())
+    return changes.start_change(rt, cluster, OperationType.UPDATE_AUTOSCALING, change)
 
 
 # -- workflow steps -----------------------------------------------------------------------------
 def _change(rt: Runtime, p: StepPayload) -> AutoScalingChange:
-    _, change = changes.operation_change(rt, p)
-    return AutoScalingChange.model_validate(change)
+    return changes.operation_change(rt, p, AutoScalingChange)[1]
 
 
 def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from instantstart.clusters import records, service, waits
 from instantstart.errors import StageFailed
@@ -32,6 +32,9 @@ from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
+
+ChangeT = TypeVar("ChangeT", bound=BaseModel)
+"""The change model of one kind of day-2 change (e.g. ``models.instance_groups.InstanceGroupChange``)."""
 
 CLUSTER_CHANGE = "clusterChange"
 """The update workflow's wait: AWS reports the change done (``$.config.maxPolls.clusterChange``)."""
@@ -58,11 +61,14 @@ def start_change(
     rt: Runtime,
     cluster: ClusterRecord,
     op_type: OperationType,
-    change: Mapping[str, Any],
+    change: BaseModel,
     *,
     instance_group_name: str | None = None,
 ) -> OperationView:
-    """Record a PENDING day-2 operation carrying ``change`` (camelCase JSON) and start the update workflow.
+    """Record a PENDING day-2 operation carrying ``change`` and start the update workflow.
+
+    ``change`` is the change model of ``op_type`` (stored as its camelCase JSON, nulls left out; the steps read
+    it back with :func:`operation_change` and the same model).
 
     One operation per cluster at a time (:func:`instantstart.clusters.service.start_operation_on`); the
     cluster keeps its status. Calls Step Functions ``StartExecution``.
@@ -79,7 +85,7 @@ def start_change(
         created_at=now,
         updated_at=now,
         instance_group_name=instance_group_name,
-        change=dict(change),
+        change=change.model_dump(mode="json", by_alias=True, exclude_none=True),
         waits={},
         wait_rounds={},
         waits_satisfied={},
@@ -93,16 +99,20 @@ def start_change(
     )
 
 
-def operation_change(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, dict[str, Any]]:
-    """The operation of a step and the change it carries (camelCase JSON).
+def operation_change(rt: Runtime, p: StepPayload, model: type[ChangeT]) -> tuple[OperationRecord, ChangeT]:
+    """The operation of a step and the change it carries, read as ``model`` (the change model of its type).
 
     Raises:
-        StageFailed: ``OperationNotFound`` when the operation or its change is missing.
+        StageFailed: ``OperationNotFound`` when the operation or its change is missing; ``InvalidChange`` when
+            the stored change does not fit ``model`` (pydantic's message).
     """
     op = rt.store.get_operation(p.operation_id)
     if op is None or op.change is None:
         raise StageFailed("OperationNotFound", f"operation {p.operation_id} carries no change")
-    return op, dict(op.change)
+    try:
+        return op, model.model_validate(op.change)
+    except ValidationError as exc:
+        raise StageFailed("InvalidChange", f"operation {p.operation_id}: {exc}") from exc
 
 
 def wake_running_change(rt: Runtime, cluster: ClusterRecord) -> bool:

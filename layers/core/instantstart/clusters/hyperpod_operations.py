@@ -52,7 +52,7 @@ from instantstart.models.hyperpod_operations import (
     SoftwareUpdateRequest,
 )
 from instantstart.models.nodes import NodeFailure
-from instantstart.models.operation import OperationView
+from instantstart.models.operation import OperationProgress, OperationView
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
 
@@ -164,7 +164,7 @@ def update_software(rt: Runtime, tag: str, request: SoftwareUpdateRequest) -> Op
         raise _no_hyperpod_cluster(name, exc) from exc
     if request.instance_group_names:
         check_group_names(request.instance_group_names, groups, "instanceGroupNames")
-    return changes.start_change(rt, cluster, OperationType.UPDATE_CLUSTER_SOFTWARE, request.to_api())
+    return changes.start_change(rt, cluster, OperationType.UPDATE_CLUSTER_SOFTWARE, request)
 
 
 def _newest_health_check_id(sm: Any, name: str) -> str:
@@ -227,7 +227,7 @@ def start_health_check(rt: Runtime, tag: str, request: HealthCheckRequest) -> Op
                 )
     except NoHyperPodCluster as exc:
         raise _no_hyperpod_cluster(name, exc) from exc
-    return changes.start_change(rt, cluster, OperationType.START_CLUSTER_HEALTH_CHECK, request.to_api())
+    return changes.start_change(rt, cluster, OperationType.START_CLUSTER_HEALTH_CHECK, request)
 
 
 # -- workflow steps: software update --------------------------------------------------------------
@@ -264,22 +264,21 @@ def apply_software_update(rt: Runtime, p: StepPayload) -> StepResult:
         StageFailed: the HyperPod cluster is Failed. AWS errors (e.g. ``ValidationException``: the cluster is not
             InService) leave named by their code and fail the operation verbatim.
     """
-    op, change = changes.operation_change(rt, p)
-    request = SoftwareUpdateRequest.model_validate(change)
-    result = dict(op.result or {})
-    if result.get("called"):
+    op, request = changes.operation_change(rt, p, SoftwareUpdateRequest)
+    result = op.result or OperationProgress()
+    if result.called:
         return StepResult(status="UpdateClusterSoftware already called")
     sm = rt.client("sagemaker")
     name = records.hyperpod_name(rt, p.cluster_tag)
     found = _describe(sm, name)
     names = list(request.instance_group_names or [str(g["InstanceGroupName"]) for g in found["InstanceGroups"]])
-    if result.get("calling") and _updating(found, names):
-        record_result(rt, op, called=True, updating_seen=True)
+    if result.calling and _updating(found, names):
+        record_result(rt, op, OperationProgress(called=True, updating_seen=True))
         return StepResult(status="UpdateClusterSoftware already under way")
-    record_result(rt, op, calling=True, groups=names)
+    record_result(rt, op, OperationProgress(calling=True, groups=names))
     sm.update_cluster_software(**software_update_params(name, request))
     seen = _updating(_describe(sm, name), names)
-    record_result(rt, op, called=True, updating_seen=seen, observed="UpdateClusterSoftware accepted")
+    record_result(rt, op, OperationProgress(called=True, updating_seen=seen, observed="UpdateClusterSoftware accepted"))
     return StepResult(status="UpdateClusterSoftware accepted")
 
 
@@ -298,13 +297,12 @@ def check_software_update(rt: Runtime, p: StepPayload) -> PollResult:
             Failed / RollbackComplete, with the cluster's FailureMessage verbatim when there is one), a group
             vanished, or the cluster Failed.
     """
-    op, change = changes.operation_change(rt, p)
-    request = SoftwareUpdateRequest.model_validate(change)
-    result = dict(op.result or {})
+    op, request = changes.operation_change(rt, p, SoftwareUpdateRequest)
+    result = op.result or OperationProgress()
     name = records.hyperpod_name(rt, p.cluster_tag)
     found = _describe(rt.client("sagemaker"), name)
-    names = list(result.get("groups") or request.instance_group_names or [])
-    seen = bool(result.get("updating_seen")) or _updating(found, names)
+    names = list(result.groups or request.instance_group_names or [])
+    seen = bool(result.updating_seen) or _updating(found, names)
     waiting: list[str] = []
     if found.get("ClusterStatus") != "InService":
         waiting.append(f"{name} {found.get('ClusterStatus')}")
@@ -331,7 +329,7 @@ def check_software_update(rt: Runtime, p: StepPayload) -> PollResult:
     if not seen:
         waiting.append("the update is not seen under way yet")
     observed = "; ".join(waiting) if waiting else f"{name} InService, software update done"
-    record_result(rt, op, updating_seen=seen, observed=observed[:1024])
+    record_result(rt, op, OperationProgress(updating_seen=seen, observed=observed[:1024]))
     return PollResult(done=not waiting, status=observed[:256])
 
 
@@ -360,35 +358,36 @@ def apply_health_check(rt: Runtime, p: StepPayload) -> StepResult:
         AWS errors leave named by their code (``ValidationException``: a node busy, the cluster not InService)
         and fail the operation verbatim.
     """
-    op, change = changes.operation_change(rt, p)
-    request = HealthCheckRequest.model_validate(change)
-    result = dict(op.result or {})
-    if result.get("hyper_pod_operation_id"):
-        return StepResult(status=f"DeepHealthCheck {result['hyper_pod_operation_id']} already started")
+    op, request = changes.operation_change(rt, p, HealthCheckRequest)
+    result = op.result or OperationProgress()
+    if result.hyper_pod_operation_id:
+        return StepResult(status=f"DeepHealthCheck {result.hyper_pod_operation_id} already started")
     sm = rt.client("sagemaker")
     name = records.hyperpod_name(rt, p.cluster_tag)
     newest = _newest_health_check_id(sm, name)
-    if "previous_health_check" in result:
-        if newest and newest != result["previous_health_check"]:
-            record_result(rt, op, hyper_pod_operation_id=newest)
+    if result.previous_health_check is not None:
+        if newest and newest != result.previous_health_check:
+            record_result(rt, op, OperationProgress(hyper_pod_operation_id=newest))
             return StepResult(status=f"DeepHealthCheck {newest} already started")
     else:
-        result = record_result(rt, op, previous_health_check=newest)
+        result = record_result(rt, op, OperationProgress(previous_health_check=newest))
     sm.start_cluster_health_check(ClusterName=name, DeepHealthCheckConfigurations=_health_check_configs(request))
     started = _newest_health_check_id(sm, name)
-    if started and started != result["previous_health_check"]:
-        record_result(rt, op, hyper_pod_operation_id=started, observed=f"DeepHealthCheck {started} InProgress")
+    if started and started != result.previous_health_check:
+        record_result(
+            rt, op, OperationProgress(hyper_pod_operation_id=started, observed=f"DeepHealthCheck {started} InProgress")
+        )
         return StepResult(status=f"DeepHealthCheck {started} started")
     return StepResult(status="StartClusterHealthCheck accepted; its operation is not listed yet")
 
 
-def _health_check_failures(sm: Any, name: str, operation_id: str) -> list[dict[str, str]]:
+def _health_check_failures(sm: Any, name: str, operation_id: str) -> list[NodeFailure]:
     """Nodes whose checks failed in HyperPod operation ``operation_id``: its Error-level cluster events
     (``ListClusterEvents`` with ``OperationId``, oldest first), each with the event's FailureMessage
     (``DescribeClusterEvent``) or, without one, its description, verbatim."""
     from instantstart.clusters.stages.verify import event_failure_message
 
-    failures: list[dict[str, str]] = []
+    failures: list[NodeFailure] = []
     params: dict[str, Any] = {
         "ClusterName": name,
         "OperationId": operation_id,
@@ -403,9 +402,7 @@ def _health_check_failures(sm: Any, name: str, operation_id: str) -> list[dict[s
                 continue
             message = event_failure_message(sm, name, str(event["EventId"])) or str(event.get("Description") or "")
             failures.append(
-                NodeFailure(
-                    node_id=str(event.get("InstanceId") or ""), code="DeepHealthCheckFailed", message=message
-                ).model_dump()
+                NodeFailure(node_id=str(event.get("InstanceId") or ""), code="DeepHealthCheckFailed", message=message)
             )
         if not out.get("NextToken"):
             return failures
@@ -423,29 +420,31 @@ def check_health_check(rt: Runtime, p: StepPayload) -> PollResult:
     Raises:
         StageFailed: ``DeepHealthCheckFailed`` (a node failed), ``HyperPodOperationSuperseded``.
     """
-    op, _ = changes.operation_change(rt, p)
-    result = dict(op.result or {})
+    op, _ = changes.operation_change(rt, p, HealthCheckRequest)
+    result = op.result or OperationProgress()
     sm = rt.client("sagemaker")
     name = records.hyperpod_name(rt, p.cluster_tag)
-    operation_id = result.get("hyper_pod_operation_id")
+    operation_id = result.hyper_pod_operation_id
     if not operation_id:
         newest = _newest_health_check_id(sm, name)
-        if not newest or newest == result.get("previous_health_check"):
-            record_result(rt, op, observed="DeepHealthCheck operation not listed yet")
+        if not newest or newest == result.previous_health_check:
+            record_result(rt, op, OperationProgress(observed="DeepHealthCheck operation not listed yet"))
             return PollResult(done=False, status="DeepHealthCheck operation not listed yet")
         operation_id = newest
-        record_result(rt, op, hyper_pod_operation_id=operation_id)
+        record_result(rt, op, OperationProgress(hyper_pod_operation_id=operation_id))
     status = str(sm.describe_cluster_operation(ClusterName=name, OperationId=operation_id).get("Status"))
     if status == HyperPodOperationStatus.SUPERSEDED.value:
         raise StageFailed("HyperPodOperationSuperseded", f"DeepHealthCheck operation {operation_id} was Superseded")
     if status != HyperPodOperationStatus.DONE.value:
-        record_result(rt, op, observed=f"DeepHealthCheck {operation_id} {status}")
+        record_result(rt, op, OperationProgress(observed=f"DeepHealthCheck {operation_id} {status}"))
         return PollResult(done=False, status=f"DeepHealthCheck {operation_id} {status}")
     failed = _health_check_failures(sm, name, operation_id)
-    record_result(rt, op, failed=failed, observed=f"DeepHealthCheck {operation_id} Done, {len(failed)} failed")
+    record_result(
+        rt, op, OperationProgress(failed=failed, observed=f"DeepHealthCheck {operation_id} Done, {len(failed)} failed")
+    )
     if failed:
         first = failed[0]
-        raise StageFailed("DeepHealthCheckFailed", f"instance {first['node_id']}: {first['message']}")
+        raise StageFailed("DeepHealthCheckFailed", f"instance {first.node_id}: {first.message}")
     return PollResult(done=True, status=f"DeepHealthCheck {operation_id} Done")
 
 

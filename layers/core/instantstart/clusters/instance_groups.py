@@ -121,7 +121,7 @@ def _group_or_404(found: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _start(rt: Runtime, cluster: ClusterRecord, op_type: OperationType, change: InstanceGroupChange) -> OperationView:
-    return changes.start_change(rt, cluster, op_type, change.wire(), instance_group_name=change.instance_group_name)
+    return changes.start_change(rt, cluster, op_type, change, instance_group_name=change.instance_group_name)
 
 
 def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> OperationView:
@@ -205,8 +205,7 @@ def delete_instance_group(rt: Runtime, tag: str, name: str) -> OperationView:
 
 # -- workflow steps -----------------------------------------------------------------------------
 def _operation(rt: Runtime, p: StepPayload) -> tuple[OperationRecord, InstanceGroupChange]:
-    op, change = changes.operation_change(rt, p)
-    return op, InstanceGroupChange.model_validate(change)
+    return changes.operation_change(rt, p, InstanceGroupChange)
 
 
 def _describe_or_fail(rt: Runtime, tag: str) -> dict[str, Any]:

@@ -34,9 +34,10 @@ from instantstart.models.nodes import (
     ClusterNodeList,
     ClusterNodeView,
     NodeAction,
+    NodeActionChange,
     NodeFailure,
 )
-from instantstart.models.operation import OperationView
+from instantstart.models.operation import OperationProgress, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
@@ -302,24 +303,29 @@ def act_on_nodes(rt: Runtime, tag: str, action: NodeAction, node_ids: list[str])
             code="HyperPodClusterNotFound",
             details=[{"field": "clusterTag"}],
         ) from exc
-    return changes.start_change(rt, cluster, OPERATION_TYPES[action], {"action": action.value, "nodeIds": node_ids})
+    return changes.start_change(
+        rt, cluster, OPERATION_TYPES[action], NodeActionChange(action=action, node_ids=node_ids)
+    )
 
 
 # -- workflow steps -------------------------------------------------------------------------------
-def record_result(rt: Runtime, op: OperationRecord, **updates: Any) -> dict[str, Any]:
-    """Merge ``updates`` into the operation's ``result`` and write it (only when it changes); the new result.
+def record_result(rt: Runtime, op: OperationRecord, update: OperationProgress) -> OperationProgress:
+    """Merge the fields set on ``update`` into the operation's ``result`` and write it (only when it changes).
 
-    Keys that are :class:`~instantstart.models.operation.ChangeResult` fields (snake_case) are shown by the API;
-    others are the handler's bookkeeping.
+    Returns the new result (``op.result`` is updated too). The :class:`~instantstart.models.operation.ChangeResult`
+    fields are shown by the API; the others are the handler's bookkeeping. Writes DynamoDB (``UpdateItem``).
+
+    Raises:
+        ConditionFailed: the operation already ended.
     """
-    current = dict(op.result or {})
-    merged = {**current, **updates}
+    current = op.result or OperationProgress()
+    merged = current.merged(update)
     if merged != current:
         op.result = rt.store.record_operation_result(op.operation_id, merged, records.now()).result
     return merged
 
 
-def failures_of(out: Mapping[str, Any]) -> list[dict[str, str]]:
+def failures_of(out: Mapping[str, Any]) -> list[NodeFailure]:
     """``Failed`` (and ``FailedNodeLogicalIds``) of a batch answer as ``{node_id, code, message}``, verbatim.
 
     Reboot and replace name the code ``ErrorCode``, delete ``Code``.
@@ -330,7 +336,7 @@ def failures_of(out: Mapping[str, Any]) -> list[dict[str, str]]:
             node_id=str(f.get("NodeId") or f.get("NodeLogicalId")),
             code=str(f.get("ErrorCode") or f.get("Code") or "Unknown"),
             message=str(f.get("Message") or ""),
-        ).model_dump()
+        )
         for f in found
     ]
 
@@ -373,11 +379,11 @@ def _describe(sm: Any, name: str) -> dict[str, Any]:
     return found
 
 
-def _fail_if_all_failed(result: Mapping[str, Any], operation: str) -> None:
-    if not result.get("successful") and result.get("failed"):
-        first = result["failed"][0]
-        raise StageFailed(str(first["code"]), str(first["message"]))
-    if not result.get("successful"):
+def _fail_if_all_failed(result: OperationProgress, operation: str) -> None:
+    if not result.successful and result.failed:
+        first = result.failed[0]
+        raise StageFailed(first.code, first.message)
+    if not result.successful:
         raise StageFailed("NoNodeAccepted", f"{operation} accepted none of the nodes")
 
 
@@ -394,17 +400,17 @@ def apply_node_action(rt: Runtime, p: StepPayload) -> StepResult:
         StageFailed: HyperPod refused every node (the first node's code and message verbatim); the HyperPod cluster
             is Failed. AWS errors leave named by their code (``clusters.steps``).
     """
-    op, change = changes.operation_change(rt, p)
+    op, change = changes.operation_change(rt, p, NodeActionChange)
     action = ACTIONS[op.type]
     operation, method = _BATCH_CALLS[action]
-    node_ids = [str(i) for i in change["nodeIds"]]
-    result = dict(op.result or {})
-    if "successful" in result:
+    node_ids = list(change.node_ids)
+    result = op.result or OperationProgress()
+    if result.successful is not None:
         _fail_if_all_failed(result, operation)
         return StepResult(status=f"{operation} already called")
     sm = rt.client("sagemaker")
     name = records.hyperpod_name(rt, p.cluster_tag)
-    retried = bool(result.get("calling"))
+    retried = bool(result.calling)
     if not retried:
         listed = listed_nodes(sm, name)
         groups_of = {i: str(listed[i]["InstanceGroupName"]) for i in node_ids if i in listed}
@@ -413,19 +419,21 @@ def apply_node_action(rt: Runtime, p: StepPayload) -> StepResult:
         result = record_result(
             rt,
             op,
-            node_ids=node_ids,
-            calling=True,
-            groups_of=groups_of,
-            targets_before={g: targets[g] for g in set(groups_of.values()) if g in targets},
+            OperationProgress(
+                node_ids=node_ids,
+                calling=True,
+                groups_of=groups_of,
+                targets_before={g: targets[g] for g in set(groups_of.values()) if g in targets},
+            ),
         )
     out = getattr(sm, method)(ClusterName=name, NodeIds=node_ids)
     successful = [str(i) for i in out.get("Successful") or []]
     failed = failures_of(out)
     if retried:
-        acted = [f for f in failed if f["code"] in _ACTED_BEFORE[action]]
-        successful += [f["node_id"] for f in acted]
+        acted = [f for f in failed if f.code in _ACTED_BEFORE[action]]
+        successful += [f.node_id for f in acted]
         failed = [f for f in failed if f not in acted]
-    result = record_result(rt, op, successful=successful, failed=failed)
+    result = record_result(rt, op, OperationProgress(successful=successful, failed=failed))
     _fail_if_all_failed(result, operation)
     return StepResult(status=f"{operation}: {len(successful)} accepted, {len(failed)} refused")
 
@@ -458,11 +466,11 @@ def _check_reboot(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
     """
     from instantstart.kube.client import connect
 
-    result = dict(op.result or {})
-    seen = set(result.get("rebooting") or [])
+    result = op.result or OperationProgress()
+    seen = set(result.rebooting or [])
     dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
     waiting: list[str] = []
-    for node_id in result.get("successful") or []:
+    for node_id in result.successful or []:
         node = nodes.get(node_id)
         if node is None:
             raise StageFailed(
@@ -484,19 +492,19 @@ def _check_reboot(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
             f"{node_id} {status}{f' ({message})' if message else ''}, Kubernetes "
             f"{'Ready' if ready else 'NotReady'}, {label or 'no health label'}"
         )
-    record_result(rt, op, rebooting=sorted(seen))
+    record_result(rt, op, OperationProgress(rebooting=sorted(seen)))
     return waiting
 
 
 def _check_replace(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[str, dict[str, Any]]) -> list[str]:
     """What still keeps a replacement from done: the old ids still listed, or a group not back at its target with
     Running nodes (``DescribeCluster`` ``TargetCount``, the group InService)."""
-    result = dict(op.result or {})
+    result = op.result or OperationProgress()
     name = records.hyperpod_name(rt, p.cluster_tag)
-    waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in result.get("successful") or [] if i in nodes]
+    waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in result.successful or [] if i in nodes]
     found = _describe(rt.client("sagemaker"), name)
-    groups_of: dict[str, str] = result.get("groups_of") or {}
-    for group_name in sorted({groups_of[i] for i in result.get("successful") or [] if i in groups_of}):
+    groups_of = result.groups_of or {}
+    for group_name in sorted({groups_of[i] for i in result.successful or [] if i in groups_of}):
         group = group_rules.find_group(found.get("InstanceGroups", []), group_name)
         if group is None:
             raise StageFailed("InstanceGroupNotFound", f"instance group {group_name} no longer exists in {name}")
@@ -519,16 +527,16 @@ def _check_delete(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
     minus its deleted nodes, the step lowers the target itself (UpdateCluster with the group's whole
     specification, once, while the cluster is InService) so HyperPod launches no replacement.
     """
-    result = dict(op.result or {})
-    deleted = list(result.get("successful") or [])
+    result = op.result or OperationProgress()
+    deleted = list(result.successful or [])
     waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in deleted if i in nodes]
     ids_gone = not waiting
     name = records.hyperpod_name(rt, p.cluster_tag)
     sm = rt.client("sagemaker")
     found = _describe(sm, name)
-    groups_of: dict[str, str] = result.get("groups_of") or {}
-    before: dict[str, int] = result.get("targets_before") or {}
-    lowered = list(result.get("lowered") or [])
+    groups_of = result.groups_of or {}
+    before = result.targets_before or {}
+    lowered = list(result.lowered or [])
     for group_name, target_before in sorted(before.items()):
         group = group_rules.find_group(found.get("InstanceGroups", []), group_name)
         if group is None:
@@ -544,8 +552,8 @@ def _check_delete(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
                 ClusterName=name, InstanceGroups=[s for s in specs if s["InstanceGroupName"] == group_name]
             )
             lowered.append(group_name)
-    if lowered != list(result.get("lowered") or []):
-        record_result(rt, op, lowered=lowered)
+    if lowered != list(result.lowered or []):
+        record_result(rt, op, OperationProgress(lowered=lowered))
     return waiting
 
 
@@ -560,13 +568,13 @@ def check_node_action(rt: Runtime, p: StepPayload) -> PollResult:
     Raises:
         StageFailed: a rebooted node disappeared or failed, a group failed or vanished, the cluster Failed.
     """
-    op, _ = changes.operation_change(rt, p)
+    op, _ = changes.operation_change(rt, p, NodeActionChange)
     action = ACTIONS[op.type]
     nodes = listed_nodes(rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag))
     check = {NodeAction.REBOOT: _check_reboot, NodeAction.REPLACE: _check_replace, NodeAction.DELETE: _check_delete}
     waiting = check[action](rt, p, op, nodes)
     observed = "; ".join(waiting) if waiting else f"{action.value} done"
-    record_result(rt, op, observed=observed[:1024])
+    record_result(rt, op, OperationProgress(observed=observed[:1024]))
     return PollResult(done=not waiting, status=observed[:256])
 
 

@@ -10,8 +10,9 @@ from instantstart.models.cluster import (
     InstanceGroupView,
     StageView,
 )
-from instantstart.models.features import FeatureOutcome
-from instantstart.models.operation import ChangeResult, OperationView
+from instantstart.models.common import OperationType
+from instantstart.models.nodes import NodeActionChange
+from instantstart.models.operation import ChangeResult, OperationProgress, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 
 
@@ -32,25 +33,31 @@ def operation_view(record: OperationRecord) -> OperationView:
         execution_arn=record.execution_arn,
         error=record.error,
         result=change_result(record),
-        features=(
-            {k: FeatureOutcome.model_validate(v) for k, v in record.feature_results.items()}
-            if record.feature_results is not None
-            else None
-        ),
+        features=record.feature_results,
         retained=record.retained,
     )
+
+
+NODE_ACTION_TYPES = frozenset(
+    {OperationType.REBOOT_CLUSTER_NODES, OperationType.REPLACE_CLUSTER_NODES, OperationType.DELETE_CLUSTER_NODES}
+)
+"""Operation types whose ``change`` is a :class:`~instantstart.models.nodes.NodeActionChange`."""
 
 
 def change_result(record: OperationRecord) -> ChangeResult | None:
     """The public part of a day-2 operation's ``result`` (the handlers' bookkeeping stays internal); for a node
     action that has not run yet, the ids it was asked for."""
-    asked = (record.change or {}).get("nodeIds")
-    if not record.result and not asked:
+    asked = (
+        NodeActionChange.model_validate(record.change).node_ids
+        if record.type in NODE_ACTION_TYPES and record.change is not None
+        else None
+    )
+    if record.result is None and not asked:
         return None
-    public = {k: v for k, v in (record.result or {}).items() if k in ChangeResult.model_fields}
-    if asked and not public.get("node_ids"):
-        public["node_ids"] = list(asked)
-    return ChangeResult.model_validate(public)
+    public = (record.result or OperationProgress()).public()
+    if asked and not public.node_ids:
+        public.node_ids = list(asked)
+    return public
 
 
 def stage_view(record: StageRecord) -> StageView:

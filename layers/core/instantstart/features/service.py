@@ -66,12 +66,14 @@ from instantstart.features.plan import (
     plan,
     requested,
 )
+from instantstart.models.cluster import StageError
 from instantstart.models.common import ClusterStatus, OperationType
 from instantstart.models.features import (
     AddonFeatureRequest,
     FeatureList,
     FeatureOutcome,
     FeatureResult,
+    FeaturesChange,
     FeatureState,
     FeatureUpdateResult,
     FsxRequest,
@@ -177,7 +179,7 @@ def get_features(rt: Runtime, tag: str) -> FeatureList:
     """
     cluster = records.live_cluster(rt, tag)
     obs = observe(rt, tag, kubernetes=True, kubernetes_budget=KUBERNETES_READ_BUDGET_SECONDS)
-    desired = cluster.desired_features or {}
+    desired = cluster.desired_features.wire() if cluster.desired_features else {}
     return FeatureList(
         cluster_tag=tag,
         kubernetes_version=obs.kubernetes_version,
@@ -245,7 +247,7 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
             cluster_tag=tag, features={k: FeatureOutcome(result=FeatureResult.UNCHANGED) for k in same}
         )
     return changes.start_change(
-        rt, cluster, OperationType.UPDATE_FEATURES, {"request": request.wire(), "plan": to_change}
+        rt, cluster, OperationType.UPDATE_FEATURES, FeaturesChange(request=request, plan=to_change)
     )
 
 
@@ -933,29 +935,27 @@ def obs_bucket(rt: Runtime, tag: str) -> str | None:
 
 
 # -- workflow steps -----------------------------------------------------------------------------
-def _request(rt: Runtime, p: StepPayload) -> tuple[UpdateFeaturesRequest, dict[str, Any]]:
-    op, change = changes.operation_change(rt, p)
-    return UpdateFeaturesRequest.model_validate(change["request"]), dict(op.feature_results or {})
+def _request(rt: Runtime, p: StepPayload) -> tuple[UpdateFeaturesRequest, dict[str, FeatureOutcome]]:
+    op, change = changes.operation_change(rt, p, FeaturesChange)
+    return change.request, dict(op.feature_results or {})
 
 
 def _round(
-    rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterObservation, outcome: dict[str, Any]
+    rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterObservation, outcome: FeatureOutcome
 ) -> None:
     """Advance one pending feature; its outcome becomes changed or failed (AWS error verbatim) when it settles."""
     try:
         done, actions = converge(rt, tag, key, req, obs)
     except FeatureFailure as exc:
-        outcome.update(result=FeatureResult.FAILED.value, error={"code": exc.code, "message": exc.message})
+        outcome.result, outcome.error = FeatureResult.FAILED, StageError(code=exc.code, message=exc.message)
         return
     except ClientError as exc:
-        outcome.update(
-            result=FeatureResult.FAILED.value,
-            error={"code": error_code(exc) or "AwsError", "message": error_message(exc)},
-        )
+        outcome.result = FeatureResult.FAILED
+        outcome.error = StageError(code=error_code(exc) or "AwsError", message=error_message(exc))
         return
-    outcome["actions"] = list(outcome.get("actions", [])) + actions
+    outcome.actions = [*outcome.actions, *actions]
     if done:
-        outcome["result"] = FeatureResult.CHANGED.value
+        outcome.result = FeatureResult.CHANGED
 
 
 def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
@@ -969,18 +969,16 @@ def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
     to_change, same = plan(request, obs)
     wanted = requested(request)
     for key in same:
-        results.setdefault(key, {"result": FeatureResult.UNCHANGED.value, "actions": []})
+        results.setdefault(key, FeatureOutcome(result=FeatureResult.UNCHANGED))
     for key in to_change:
-        outcome = results.setdefault(key, {"result": FeatureResult.PENDING.value, "actions": []})
-        if outcome["result"] == FeatureResult.PENDING.value:
+        outcome = results.setdefault(key, FeatureOutcome(result=FeatureResult.PENDING))
+        if outcome.result is FeatureResult.PENDING:
             _round(rt, p.cluster_tag, key, wanted[key], obs, outcome)
     now = records.now()
     rt.store.record_feature_results(p.operation_id, results, now)
     cluster = records.cluster_record(rt, p.cluster_tag)
-    desired = {
-        **(cluster.desired_features or {}),
-        **{k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in wanted.items()},
-    }
+    before = cluster.desired_features or UpdateFeaturesRequest()
+    desired = before.model_copy(update={name: getattr(request, name) for name in _given(request)})
     rt.store.record_desired_features(p.cluster_tag, desired, now)
     return StepResult(status=_summary(results))
 
@@ -990,8 +988,13 @@ def _reads_kubernetes(request: UpdateFeaturesRequest) -> bool:
     return any(key in KUBERNETES_KINDS for key in requested(request))
 
 
-def _summary(results: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v['result']}" for k, v in sorted(results.items()))
+def _given(request: UpdateFeaturesRequest) -> list[str]:
+    """The field names of the features present in ``request``."""
+    return [name for name in UpdateFeaturesRequest.model_fields if getattr(request, name) is not None]
+
+
+def _summary(results: dict[str, FeatureOutcome]) -> str:
+    return ", ".join(f"{k} {v.result.value}" for k, v in sorted(results.items()))
 
 
 def check_features(rt: Runtime, p: StepPayload) -> PollResult:
@@ -1002,21 +1005,21 @@ def check_features(rt: Runtime, p: StepPayload) -> PollResult:
             <message>``); the per-feature outcomes stay on the operation.
     """
     request, results = _request(rt, p)
-    pending = [k for k, v in results.items() if v.get("result") == FeatureResult.PENDING.value]
+    pending = [k for k, v in results.items() if v.result is FeatureResult.PENDING]
     if pending:
         obs = observe(rt, p.cluster_tag, kubernetes=_reads_kubernetes(request))
         wanted = requested(request)
         for key in pending:
             _round(rt, p.cluster_tag, key, wanted[key], obs, results[key])
         rt.store.record_feature_results(p.operation_id, results, records.now())
-    still = [k for k, v in results.items() if v.get("result") == FeatureResult.PENDING.value]
+    still = [k for k, v in results.items() if v.result is FeatureResult.PENDING]
     if still:
         return PollResult(done=False, status=f"waiting for {', '.join(sorted(still))}")
-    failed = {k: v for k, v in results.items() if v.get("result") == FeatureResult.FAILED.value}
+    failed = {k: v.error for k, v in results.items() if v.result is FeatureResult.FAILED}
     if failed:
         raise StageFailed(
             "FeatureFailed",
-            "; ".join(f"{k}: {v['error']['code']}: {v['error']['message']}" for k, v in sorted(failed.items())),
+            "; ".join(f"{k}: {e.code}: {e.message}" if e else f"{k}: failed" for k, e in sorted(failed.items())),
         )
     return PollResult(done=True, status=_summary(results))
 

@@ -73,9 +73,7 @@ def connection(rt: Runtime, tag: str) -> MlflowConnection | None:
     :func:`job_environment`; pods run as ``serviceAccountName`` in ``namespace`` to get AWS credentials.
     """
     record = rt.store.get_cluster(tag)
-    if record is None or not record.mlflow:
-        return None
-    return MlflowConnection.model_validate(record.mlflow)
+    return record.mlflow if record is not None else None
 
 
 def job_environment(conn: MlflowConnection, tag: str, job_name: str) -> dict[str, str]:
@@ -268,7 +266,7 @@ def update_mlflow(rt: Runtime, tag: str, request: UpdateMlflowRequest) -> Mlflow
     if not request.enabled:
         if conn is None and not _leftovers(rt, tag):
             return MlflowView(cluster_tag=tag, connected=False)
-        return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, MlflowChange(enabled=False).wire())
+        return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, MlflowChange(enabled=False))
     namespace = request.namespace or DEFAULT_NAMESPACE
     if request.create is not None:
         kind = request.create.kind
@@ -285,7 +283,7 @@ def update_mlflow(rt: Runtime, tag: str, request: UpdateMlflowRequest) -> Mlflow
                 details=[{"field": "create", "arn": arn_of(kind, found)}],
             )
         change = MlflowChange(enabled=True, kind=kind, create=request.create, namespace=namespace)
-        return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, change.wire())
+        return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, change)
     field = "trackingServerArn" if request.tracking_server_arn else "mlflowAppArn"
     arn = str(request.tracking_server_arn or request.mlflow_app_arn)
     kind = MlflowKind.TRACKING_SERVER if request.tracking_server_arn else MlflowKind.APP
@@ -296,7 +294,7 @@ def update_mlflow(rt: Runtime, tag: str, request: UpdateMlflowRequest) -> Mlflow
         raise _already_connected(conn, field)
     check_connectable(kind, field, arn, describe(rt.client("sagemaker"), kind, arn))
     change = MlflowChange(enabled=True, kind=kind, arn=arn, namespace=namespace)
-    return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, change.wire())
+    return changes.start_change(rt, cluster, OperationType.UPDATE_MLFLOW, change)
 
 
 def _already_connected(conn: MlflowConnection, field: str) -> Conflict:
@@ -310,8 +308,7 @@ def _already_connected(conn: MlflowConnection, field: str) -> Conflict:
 
 # -- workflow steps -----------------------------------------------------------------------------
 def _change(rt: Runtime, p: StepPayload) -> MlflowChange:
-    _, change = changes.operation_change(rt, p)
-    return MlflowChange.model_validate(change)
+    return changes.operation_change(rt, p, MlflowChange)[1]
 
 
 def artifact_store_uri(rt: Runtime, tag: str) -> str:
@@ -468,7 +465,7 @@ def finish_mlflow_change(rt: Runtime, p: StepPayload) -> None:
         operation_id=p.operation_id,
         connected_at=records.now(),
     )
-    rt.store.record_mlflow(p.cluster_tag, conn.model_dump(mode="json", by_alias=True), records.now())
+    rt.store.record_mlflow(p.cluster_tag, conn, records.now())
 
 
 # -- disconnect and cluster deletion ------------------------------------------------------------

@@ -204,6 +204,13 @@ class UpdateFeaturesRequest(ApiModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class FeaturesChange(ApiModel):
+    """``change`` of an UPDATE_FEATURES operation (stored camelCase)."""
+
+    request: UpdateFeaturesRequest = Field(description="The PATCH body, as accepted.")
+    plan: list[str] = Field(default_factory=list, description="The feature keys that differed from AWS when accepted.")
+
+
 class FeatureResult(StrEnum):
     """What a PATCH did to one feature."""
 

@@ -60,6 +60,13 @@ class NodeAction(StrEnum):
     DELETE = "Delete"
 
 
+class NodeActionChange(ApiModel):
+    """``change`` of a REBOOT_, REPLACE_ or DELETE_CLUSTER_NODES operation (stored camelCase)."""
+
+    action: NodeAction
+    node_ids: list[str] = Field(description="The instance ids the request named.")
+
+
 class ClusterNodeView(ApiModel):
     """One node of a cluster: a SageMaker ``ClusterNodeSummary`` plus its Kubernetes node and health label."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import TIMESTAMP_EXAMPLE, RetainedResource, StageError
@@ -32,6 +32,44 @@ OperationId = Annotated[
         json_schema_extra=pattern_rule(OPERATION_ID_RULE),
     ),
 ]
+
+
+class OperationProgress(BaseModel):
+    """``result`` of a day-2 operation's record: what its steps recorded of AWS's answers.
+
+    Stored with these snake_case names (the record's ``result`` attribute). The :class:`ChangeResult` fields are
+    what the API shows; the others are the handlers' bookkeeping (a mark before a call without ClientToken, what
+    a check has seen). Unknown names are ignored on read; ``None`` means "not recorded yet".
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    node_ids: list[str] | None = None
+    successful: list[str] | None = None
+    failed: list[NodeFailure] | None = None
+    hyper_pod_operation_id: str | None = None
+    observed: str | None = None
+    calling: bool | None = Field(default=None, description="A batch or update call is being made (no ClientToken).")
+    called: bool | None = Field(default=None, description="UpdateClusterSoftware was accepted.")
+    groups: list[str] | None = Field(default=None, description="UPDATE_CLUSTER_SOFTWARE: the groups updated.")
+    updating_seen: bool | None = Field(default=None, description="The software update was seen under way.")
+    previous_health_check: str | None = Field(
+        default=None, description="START_CLUSTER_HEALTH_CHECK: the newest DeepHealthCheck before the call ('' none)."
+    )
+    rebooting: list[str] | None = Field(default=None, description="Rebooted nodes seen rebooting once.")
+    groups_of: dict[str, str] | None = Field(default=None, description="Node actions: each node's instance group.")
+    targets_before: dict[str, int] | None = Field(
+        default=None, description="DELETE_CLUSTER_NODES: each group's TargetCount before the call."
+    )
+    lowered: list[str] | None = Field(default=None, description="DELETE_CLUSTER_NODES: groups whose target we lowered.")
+
+    def merged(self, update: OperationProgress) -> OperationProgress:
+        """This progress with the fields set on ``update`` replaced."""
+        return self.model_copy(update={name: getattr(update, name) for name in update.model_fields_set})
+
+    def public(self) -> ChangeResult:
+        """The part the API shows (:class:`ChangeResult`)."""
+        return ChangeResult.model_validate({name: getattr(self, name) for name in ChangeResult.model_fields})
 
 
 class ChangeResult(ApiModel):

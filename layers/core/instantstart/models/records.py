@@ -24,6 +24,9 @@ from instantstart.models.cluster import (
     StorageView,
 )
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+from instantstart.models.features import FeatureOutcome, UpdateFeaturesRequest
+from instantstart.models.mlflow import MlflowConnection
+from instantstart.models.operation import OperationProgress
 from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 
 
@@ -53,16 +56,13 @@ class ClusterRecord(Record):
     hyper_pod: HyperPodView | None = None
     nodes: list[NodeView] = Field(default_factory=list)
     storage: StorageView | None = None
-    desired_features: dict[str, Any] | None = Field(
-        default=None, description="What PATCH /features last applied, by feature key (the request of each)."
+    desired_features: UpdateFeaturesRequest | None = Field(
+        default=None, description="What PATCH /features applied, merged over time (stored by feature key)."
     )
     imported: ImportedView | None = Field(
         default=None, description="Set by POST /clusters/import: the foreign resources the cluster uses."
     )
-    mlflow: dict[str, Any] | None = Field(
-        default=None,
-        description="The MLflow connection (models/mlflow.py::MlflowConnection, by alias) written by UPDATE_MLFLOW.",
-    )
+    mlflow: MlflowConnection | None = Field(default=None, description="The MLflow connection written by UPDATE_MLFLOW.")
 
     @property
     def eks_cluster_name(self) -> str:
@@ -144,12 +144,12 @@ class OperationRecord(Record):
     error: StageError | None = None
     instance_group_name: str | None = Field(default=None, description="For a day-2 change: the instance group.")
     change: dict[str, Any] | None = Field(
-        default=None, description="For a day-2 change: what changes (``models.instance_groups.InstanceGroupChange``)."
-    )
-    result: dict[str, Any] | None = Field(
         default=None,
-        description="For a day-2 change: what its steps recorded of AWS's answers (``models.operation.ChangeResult`` "
-        "fields, plus the handler's own bookkeeping).",
+        description="For a day-2 change: what changes, as stored (camelCase JSON of the change model of the "
+        "operation's type; read it typed with ``clusters.changes.operation_change``).",
+    )
+    result: OperationProgress | None = Field(
+        default=None, description="For a day-2 change: what its steps recorded of AWS's answers."
     )
     waits: dict[str, str] | None = Field(
         default=None, description="Day-2 operations (no stages): task token of each wait, by wait name."
@@ -160,9 +160,8 @@ class OperationRecord(Record):
     waits_satisfied: dict[str, str] | None = Field(
         default=None, description="Day-2 operations: waits a check found satisfied after its task had timed out."
     )
-    feature_results: dict[str, Any] | None = Field(
-        default=None,
-        description="UPDATE_FEATURES: each feature's outcome (``models.features.FeatureOutcome``), by feature key.",
+    feature_results: dict[str, FeatureOutcome] | None = Field(
+        default=None, description="UPDATE_FEATURES: each feature's outcome, by feature key."
     )
     retained: list[RetainedResource] | None = Field(
         default=None, description="For a DELETE of an imported cluster: the foreign resources it leaves in place."

@@ -32,6 +32,9 @@ from instantstart.models.cluster import (
     StorageView,
 )
 from instantstart.models.common import ClusterStatus, OperationStatus, StageName, StageStatus
+from instantstart.models.features import FeatureOutcome, UpdateFeaturesRequest
+from instantstart.models.mlflow import MlflowConnection
+from instantstart.models.operation import OperationProgress
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.store import keys
 
@@ -502,7 +505,7 @@ class Store:
         item = self._update(_Write(keys.operation_pk(operation_id), keys.META, {"executionArn": execution_arn}))
         return OperationRecord.model_validate(item)
 
-    def record_operation_result(self, operation_id: str, result: Mapping[str, Any], now: str) -> OperationRecord:
+    def record_operation_result(self, operation_id: str, result: OperationProgress, now: str) -> OperationRecord:
         """Replace the ``result`` of a PENDING or RUNNING day-2 operation (what its steps recorded of AWS's answers).
 
         Raises:
@@ -512,7 +515,7 @@ class Store:
             _Write(
                 keys.operation_pk(operation_id),
                 keys.META,
-                {"result": dict(result), "updatedAt": now},
+                {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True), "updatedAt": now},
                 expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
             )
         )
@@ -534,7 +537,9 @@ class Store:
         )
         return OperationRecord.model_validate(item)
 
-    def record_feature_results(self, operation_id: str, results: Mapping[str, Any], now: str) -> OperationRecord:
+    def record_feature_results(
+        self, operation_id: str, results: Mapping[str, FeatureOutcome], now: str
+    ) -> OperationRecord:
         """Store each feature's outcome on an UPDATE_FEATURES operation (``featureResults``, the whole map: only the
         operation's own steps write it, one at a time).
 
@@ -542,11 +547,20 @@ class Store:
             ConditionFailed: the operation does not exist.
         """
         item = self._update(
-            _Write(keys.operation_pk(operation_id), keys.META, {"featureResults": dict(results), "updatedAt": now})
+            _Write(
+                keys.operation_pk(operation_id),
+                keys.META,
+                {
+                    "featureResults": {
+                        k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in results.items()
+                    },
+                    "updatedAt": now,
+                },
+            )
         )
         return OperationRecord.model_validate(item)
 
-    def record_desired_features(self, tag: str, desired: Mapping[str, Any], now: str) -> ClusterRecord:
+    def record_desired_features(self, tag: str, desired: UpdateFeaturesRequest, now: str) -> ClusterRecord:
         """Store what PATCH /features applied, by feature key (``desiredFeatures``, the whole map; written by the
         cluster's one running operation).
 
@@ -554,11 +568,11 @@ class Store:
             ConditionFailed: the cluster record does not exist.
         """
         item = self._update(
-            _Write(keys.cluster_pk(tag), keys.META, {"desiredFeatures": dict(desired), "updatedAt": now})
+            _Write(keys.cluster_pk(tag), keys.META, {"desiredFeatures": desired.wire(), "updatedAt": now})
         )
         return ClusterRecord.model_validate(item)
 
-    def record_mlflow(self, tag: str, connection: Mapping[str, Any] | None, now: str) -> ClusterRecord:
+    def record_mlflow(self, tag: str, connection: MlflowConnection | None, now: str) -> ClusterRecord:
         """Store the cluster's MLflow connection (``mlflow``, whole; None removes it), written by the cluster's one
         running ``UPDATE_MLFLOW`` operation.
 
@@ -568,7 +582,11 @@ class Store:
         if connection is None:
             write = _Write(keys.cluster_pk(tag), keys.META, {"updatedAt": now}, removes=("mlflow",))
         else:
-            write = _Write(keys.cluster_pk(tag), keys.META, {"mlflow": dict(connection), "updatedAt": now})
+            write = _Write(
+                keys.cluster_pk(tag),
+                keys.META,
+                {"mlflow": connection.model_dump(mode="json", by_alias=True, exclude_none=True), "updatedAt": now},
+            )
         item = self._update(write)
         return ClusterRecord.model_validate(item)
 

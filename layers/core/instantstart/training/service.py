@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import changes, records, service
@@ -30,8 +29,9 @@ from instantstart.errors import NotFound, StageFailed, UpstreamUnavailable
 from instantstart.features.observe import KUBERNETES_READ_BUDGET_SECONDS, KUBERNETES_READ_SECONDS, kubernetes_failure
 from instantstart.mlflow import connection as mlflow_connection
 from instantstart.mlflow import job_environment as mlflow_job_environment
-from instantstart.models.common import OperationType
+from instantstart.models.common import ApiModel, OperationType
 from instantstart.models.mlflow import MlflowConnection
+from instantstart.models.operation import OperationProgress
 from instantstart.models.training_jobs import (
     LIST_DEFAULT_PAGE_SIZE,
     LIST_MAX_PAGE_SIZE,
@@ -64,7 +64,27 @@ JOB_KINDS = (
     (builders.PYTORCH_JOB_API_VERSION, builders.PYTORCH_JOB_KIND),
     (builders.RAY_JOB_API_VERSION, builders.RAY_JOB_KIND),
 )
-_REQUEST: TypeAdapter[TrainingJobRequest] = TypeAdapter(CreateTrainingJobRequest)
+
+
+class CreateTrainingJobChange(BaseModel):
+    """``change`` of a CREATE_TRAINING_JOB operation: the request, EC2's facts of its instance type, Kueue or not."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    request: CreateTrainingJobRequest = Field(description="The POST body, as accepted (stored camelCase).")
+    facts: builders.InstanceFacts = Field(description="EC2 DescribeInstanceTypes facts of the job's instance type.")
+    kueue: bool = Field(default=False, description="The job is queued through task governance (a team was named).")
+
+
+class DeleteTrainingJobChange(ApiModel):
+    """``change`` of a DELETE_TRAINING_JOB operation: the job's object as the lookup found it (stored camelCase)."""
+
+    name: str
+    namespace: str
+    api_version: str
+    kind: str
+
+
 T = TypeVar("T")
 
 
@@ -99,7 +119,7 @@ def create_training_job(rt: Runtime, tag: str, request: TrainingJobRequest) -> T
         ) from exc
     rules.check_nodes_fit(request.nodes, request.instance_type, described)
     _, kind = builders.job_kind(request.recipe)
-    change = {"request": request.to_api(), "facts": asdict(facts), "kueue": bool(request.team)}
+    change = CreateTrainingJobChange(request=request, facts=facts, kueue=bool(request.team))
     op = changes.start_change(rt, cluster, OperationType.CREATE_TRAINING_JOB, change)
     return TrainingJobAccepted(name=request.name, namespace=request.job_namespace, kind=kind, operation=op)
 
@@ -117,7 +137,9 @@ def delete_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Tra
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
     job = _find_job(rt, tag, name, namespace)
-    change = {"name": name, "namespace": namespace, "apiVersion": job["apiVersion"], "kind": job["kind"]}
+    change = DeleteTrainingJobChange(
+        name=name, namespace=namespace, api_version=str(job["apiVersion"]), kind=str(job["kind"])
+    )
     op = changes.start_change(rt, cluster, OperationType.DELETE_TRAINING_JOB, change)
     return TrainingJobAccepted(name=name, namespace=namespace, kind=str(job["kind"]), operation=op)
 
@@ -194,9 +216,8 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     """
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request: TrainingJobRequest = _REQUEST.validate_python(change["request"])
-    facts = builders.InstanceFacts(**change["facts"])
+    op, change = changes.operation_change(rt, p, CreateTrainingJobChange)
+    request, facts = change.request, change.facts
     dyn = _admin(rt, p.cluster_tag)
     namespace = request.job_namespace
     created_ns = _ensure_namespace(dyn, namespace)
@@ -204,7 +225,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     ctx = builders.BuildContext(
         facts=facts,
         claims=_claims(dyn, namespace),
-        kueue=bool(change.get("kueue")),
+        kueue=change.kueue,
         mlflow_env=mlflow_env,
         service_account=service_account,
     )
@@ -228,7 +249,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     observed = (
         f"{note}{built.kind} {namespace}/{request.name} applied (claims: {', '.join(sorted(ctx.claims)) or 'none'})"
     )
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
 
 
@@ -236,14 +257,14 @@ def check_create(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the job is read back from Kubernetes (the operator runs it from there: follow it with GET)."""
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request: TrainingJobRequest = _REQUEST.validate_python(change["request"])
+    op, change = changes.operation_change(rt, p, CreateTrainingJobChange)
+    request = change.request
     api_version, kind = builders.job_kind(request.recipe)
     found = kube.get(_admin(rt, p.cluster_tag), api_version, kind, request.name, request.job_namespace)
     if found is None:
         return PollResult(done=False, status=f"{kind} {request.name} not visible yet")
     status = job_status(found).value
-    record_result(rt, op, observed=f"{kind} {request.job_namespace}/{request.name} {status}")
+    record_result(rt, op, OperationProgress(observed=f"{kind} {request.job_namespace}/{request.name} {status}"))
     return PollResult(done=True, status=status)
 
 
@@ -251,18 +272,19 @@ def apply_delete(rt: Runtime, p: StepPayload) -> StepResult:
     """Delete the job (propagation ``Foreground``: its pods are deleted first) and its ConfigMap."""
     from kubernetes.dynamic.exceptions import NotFoundError
 
-    op, change = changes.operation_change(rt, p)
+    op, change = changes.operation_change(rt, p, DeleteTrainingJobChange)
     dyn = _admin(rt, p.cluster_tag)
-    resource = dyn.resources.get(api_version=change["apiVersion"], kind=change["kind"])
+    resource = dyn.resources.get(api_version=change.api_version, kind=change.kind)
+    where = f"{change.kind} {change.namespace}/{change.name}"
     try:
-        resource.delete(name=change["name"], namespace=change["namespace"], body={"propagationPolicy": "Foreground"})
-        observed = f"{change['kind']} {change['namespace']}/{change['name']} deleting"
+        resource.delete(name=change.name, namespace=change.namespace, body={"propagationPolicy": "Foreground"})
+        observed = f"{where} deleting"
     except NotFoundError:
-        observed = f"{change['kind']} {change['namespace']}/{change['name']} already gone"
+        observed = f"{where} already gone"
     from instantstart.kube import client as kube
 
-    kube.delete(dyn, "v1", "ConfigMap", f"{change['name']}-config", change["namespace"])
-    record_result(rt, op, observed=observed)
+    kube.delete(dyn, "v1", "ConfigMap", f"{change.name}-config", change.namespace)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed)
 
 
@@ -270,10 +292,8 @@ def check_delete(rt: Runtime, p: StepPayload) -> PollResult:
     """Done when the job is gone."""
     from instantstart.kube import client as kube
 
-    _, change = changes.operation_change(rt, p)
-    found = kube.get(
-        _admin(rt, p.cluster_tag), change["apiVersion"], change["kind"], change["name"], change["namespace"]
-    )
+    _, change = changes.operation_change(rt, p, DeleteTrainingJobChange)
+    found = kube.get(_admin(rt, p.cluster_tag), change.api_version, change.kind, change.name, change.namespace)
     return PollResult(done=found is None, status="gone" if found is None else "deleting")
 
 
