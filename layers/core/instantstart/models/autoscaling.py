@@ -7,7 +7,6 @@ the Kubernetes objects: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemake
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -133,10 +132,6 @@ class AutoScalingChange(ApiModel):
     instance_groups: list[str] = Field(default_factory=list)
     limits: dict[str, str] | None = None
     consolidate_after: str = "30s"
-
-    def wire(self) -> dict[str, Any]:
-        """The change as stored (camelCase, nulls left out)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class KarpenterResources(ApiModel):

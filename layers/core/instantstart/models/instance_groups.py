@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from instantstart.models.cluster import (
@@ -111,7 +109,3 @@ class InstanceGroupChange(ApiModel):
     instance_count: int | None = None
     labels: dict[str, str] | None = None
     group: InstanceGroupRequest | None = Field(default=None, description="For ADD_INSTANCE_GROUP: the new group.")
-
-    def wire(self) -> dict[str, Any]:
-        """The change as stored (camelCase, nulls left out)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)

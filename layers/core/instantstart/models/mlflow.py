@@ -12,7 +12,6 @@ https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateMlflowApp.ht
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -140,10 +139,6 @@ class MlflowChange(ApiModel):
     arn: str | None = Field(default=None, description="Connect: the existing resource; create: set once created.")
     create: MlflowCreate | None = None
     namespace: str = DEFAULT_NAMESPACE
-
-    def wire(self) -> dict[str, Any]:
-        """The change as stored (camelCase, nulls left out)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class MlflowConnection(ApiModel):
