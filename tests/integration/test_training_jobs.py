@@ -185,3 +185,94 @@ def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_
     assert failed["status"] == "Failed", failed
     assert failed["reason"] and "restart budget exhausted" in failed["reason"]
     assert failed["restarts"] == 0
+
+
+SHORT = {"SANDBOX_TRAINING_SECONDS": "240"}  # simulated seconds (2 s at the tests' time scale): Running, then done
+COMMON = {"instanceType": "ml.g6.4xlarge", "nodes": 1, "image": IMAGE, "env": SHORT}
+TORCH_RECIPES = {
+    "script": (
+        {"recipe": "script", "command": ["python3", "/s3/code/train.py"], "args": ["--epochs", "1"]},
+        ["python3", "/s3/code/train.py", "--epochs", "1"],
+    ),
+    "llamafactory": (
+        {
+            "recipe": "llamafactory",
+            "model": "Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset": "alpaca",
+            "outputPath": "/s3/outputs/qwen-lf",
+            "config": {"stage": "sft", "finetuning_type": "lora"},
+        },
+        ["-m", "llamafactory.launcher", "/etc/instantstart/train.yaml", "model_name_or_path=Qwen/Qwen2.5-0.5B-Instruct"],
+    ),
+    "msswift": (
+        {
+            "recipe": "msswift",
+            "model": "Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset": "alpaca",
+            "outputPath": "/s3/outputs/qwen-swift",
+            "configPath": "/s3/configs/swift.yaml",
+        },
+        ["-m", "swift.cli.sft", "--config", "/s3/configs/swift.yaml", "--model", "Qwen/Qwen2.5-0.5B-Instruct"],
+    ),
+}
+
+
+def ended(api: InstantStartClient, name: str) -> dict[str, Any]:
+    """Job ``name`` polled until Succeeded or Failed."""
+    return dict(eventually(lambda: api.get_training_job(TAG, name), lambda j: j["status"] in ("Succeeded", "Failed")))
+
+
+@pytest.mark.parametrize("recipe", list(TORCH_RECIPES))
+def test_given_each_torch_recipe_then_its_job_runs_then_succeeds_and_rank_0_logs_are_readable(
+    operator: Any, api: InstantStartClient, recipe: str
+) -> None:
+    body, argv = TORCH_RECIPES[recipe]
+    name = f"{recipe}-1"
+
+    job = running_job(api, {**COMMON, **body, "name": name})
+
+    assert (job["kind"], job["recipe"]) == ("HyperPodPyTorchJob", recipe)
+    command = job["spec"]["command"]
+    assert any(command[i : i + len(argv)] == argv for i in range(len(command))), command
+    assert [(p["rank"], p["phase"]) for p in job["pods"]] == [(0, "Running")]
+    done = ended(api, name)
+    assert done["status"] == "Succeeded" and done["restarts"] == 0, done
+    logs = api.get_training_job_logs(TAG, name)
+    assert logs["pod"] == job["pods"][0]["name"]
+    assert f"starting job {name}" in logs["text"] and "[rank 0] training complete" in logs["text"]
+
+
+@pytest.fixture(scope="module")
+def kuberay(operator: Any, api: InstantStartClient) -> dict[str, Any]:
+    """The cluster after PATCH /features turned kubeRay on (the verl recipe's RayJob needs its operator)."""
+    op = finished(api, api.update_features(TAG, {"kubeRay": {"enabled": True}}))
+    assert op["status"] == "SUCCEEDED", op
+    return dict(operator)
+
+
+def test_given_kuberay_on_then_a_verl_rayjob_runs_its_head_and_worker_then_succeeds_and_head_logs_are_readable(
+    kuberay: Any, api: InstantStartClient
+) -> None:
+    body = {
+        **COMMON,
+        "recipe": "verl",
+        "name": "verl-grpo-1",
+        "nodes": 2,
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "trainFiles": "/s3/data/gsm8k/train.parquet",
+        "valFiles": "/s3/data/gsm8k/test.parquet",
+        "outputPath": "/s3/outputs/verl-grpo",
+        "shutdownAfterJobFinishes": False,  # keep the Ray cluster: its head's log stays readable
+    }
+
+    job = running_job(api, body)
+
+    assert (job["kind"], job["recipe"]) == ("RayJob", "verl")
+    assert "verl.trainer.main_ppo" in job["spec"]["entrypoint"]
+    assert [(p["rank"], p["phase"]) for p in job["pods"]][0] == (0, "Running")
+    assert len(job["pods"]) == 2 and job["pods"][0]["name"].endswith("-head")
+    done = ended(api, "verl-grpo-1")
+    assert done["status"] == "Succeeded", done
+    logs = api.get_training_job_logs(TAG, "verl-grpo-1")
+    assert logs["pod"] == job["pods"][0]["name"]
+    assert "verl.trainer.main_ppo" in logs["text"] and "job verl-grpo-1 succeeded" in logs["text"]
