@@ -202,7 +202,13 @@ TORCH_RECIPES = {
             "outputPath": "/s3/outputs/qwen-lf",
             "config": {"stage": "sft", "finetuning_type": "lora"},
         },
-        ["-m", "llamafactory.launcher", "/etc/instantstart/train.yaml", "model_name_or_path=Qwen/Qwen2.5-0.5B-Instruct"],
+        [
+            "-m",
+            "llamafactory.launcher",
+            "/etc/instantstart/train.yaml",
+            "model_name_or_path=Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset=alpaca",
+        ],
     ),
     "msswift": (
         {
@@ -269,8 +275,8 @@ def test_given_kuberay_on_then_a_verl_rayjob_runs_its_head_and_worker_then_succe
 
     assert (job["kind"], job["recipe"]) == ("RayJob", "verl")
     assert "verl.trainer.main_ppo" in job["spec"]["entrypoint"]
-    assert [(p["rank"], p["phase"]) for p in job["pods"]][0] == (0, "Running")
-    assert len(job["pods"]) == 2 and job["pods"][0]["name"].endswith("-head")
+    assert [(p["rank"], p["phase"]) for p in job["pods"]] == [(0, "Running"), (1, "Running")]
+    assert job["pods"][0]["name"].endswith("-head") and "-worker-" in job["pods"][1]["name"]
     done = ended(api, "verl-grpo-1")
     assert done["status"] == "Succeeded", done
     logs = api.get_training_job_logs(TAG, "verl-grpo-1")

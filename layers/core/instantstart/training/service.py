@@ -403,6 +403,9 @@ def job_status(job: dict[str, Any]) -> TrainingJobStatus:
 
 
 def _restarts(job: dict[str, Any], pods: list[dict[str, Any]] | None = None) -> int:
+    """Restarts of a job: the HyperPod training operator's ``status.restartCount`` (every pod-level and full-job
+    restart of the job's lifetime; ``restartStatus`` holds only the current ``evalPeriodSeconds`` window), else the
+    pods' container restarts summed (a RayJob has no such count)."""
     status = job.get("status") or {}
     for key in ("restartCount", "restarts", "jobRestartCount"):
         if isinstance(status.get(key), int):
@@ -413,6 +416,8 @@ def _restarts(job: dict[str, Any], pods: list[dict[str, Any]] | None = None) -> 
 
 
 def _pod_restarts(pod: dict[str, Any]) -> int:
+    """The kubelet's ``status.containerStatuses[].restartCount`` summed: restarts of this pod's containers in place
+    (a pod the operator replaced on another node is a new pod and starts at 0)."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return sum(int(s.get("restartCount") or 0) for s in statuses)
 
@@ -508,10 +513,14 @@ def _rank(pod: dict[str, Any]) -> int | None:
     ):
         if str(labels.get(key, "")).isdigit():
             return int(labels[key])
-    if labels.get("ray.io/node-type") == "head":
+    node_type = labels.get("ray.io/node-type")
+    if node_type == "head":
         return 0
     tail = str((pod.get("metadata") or {}).get("name", "")).rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None
+    if not tail.isdigit():
+        return None
+    # a Ray worker's index counts after the head (rank 0): worker-0 is rank 1
+    return int(tail) + 1 if node_type == "worker" else int(tail)
 
 
 def _pod_view(pod: dict[str, Any]) -> JobPod:
