@@ -156,6 +156,11 @@ def running_job(api: InstantStartClient, body: dict[str, Any]) -> dict[str, Any]
     return dict(job)
 
 
+def ended(api: InstantStartClient, name: str) -> dict[str, Any]:
+    """Job ``name`` polled until Succeeded or Failed."""
+    return dict(eventually(lambda: api.get_training_job(TAG, name), lambda j: j["status"] in ("Succeeded", "Failed")))
+
+
 def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_still_succeeds(
     operator: Any, api: InstantStartClient, sandbox: Sandbox
 ) -> None:
@@ -169,8 +174,46 @@ def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_s
     assert done["status"] == "Succeeded", done
     assert done["restarts"] == 1
     assert [(c["type"], c["reason"]) for c in done["restartHistory"]] == [("Restarting", "PodLevelRestart")]
+    # the crashed rank's container restarted in place: same pod, same node, its own count
+    assert [(p["name"], p["nodeName"], p["restarts"]) for p in done["pods"]] == [
+        (p["name"], p["nodeName"], 1 if p["rank"] == 1 else 0) for p in job["pods"]
+    ]
     assert api.list_training_jobs(TAG)["trainingJobs"][0]["restarts"] == 1
     assert finished(api, api.delete_training_job(TAG, "restart-1")["operation"])["status"] == "SUCCEEDED"
+
+
+def test_given_a_node_turning_unhealthy_during_a_job_then_its_pod_moves_to_a_healthy_node_and_the_job_succeeds(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    job = running_job(api, {**JOB, "name": "node-fault-1", "nodes": 1})  # the cluster's other node is the spare
+    sick = job["pods"][0]["nodeName"]
+    hyperpod = sandbox.aws.extension.hyperpod
+
+    hyperpod.report_node_health(
+        f"hp-cluster-{TAG}",
+        sick.removeprefix("hyperpod-"),
+        "UnschedulablePendingReplacement",
+        "GPU health check failed",
+    )
+    try:
+        moved = eventually(
+            lambda: api.get_training_job(TAG, "node-fault-1"),
+            lambda j: j["restarts"] == 1 and [p["phase"] for p in j["pods"]] == ["Running"],
+        )
+        done = ended(api, "node-fault-1")
+    finally:
+        hyperpod.report_node_health(f"hp-cluster-{TAG}", sick.removeprefix("hyperpod-"), "Schedulable", "healthy")
+
+    [pod] = moved["pods"]
+    assert pod["nodeName"] not in (None, sick) and pod["rank"] == 0, moved
+    assert pod["restarts"] == 0  # a new pod on another node: its own container restarts start at 0
+    [restart] = moved["restartHistory"]
+    assert (restart["type"], restart["reason"]) == ("Restarting", "PodLevelRestart")
+    assert f"node {sick}" in restart["message"] and "UnschedulablePendingReplacement" in restart["message"]
+    assert done["status"] == "Succeeded" and done["restarts"] == 1, done
+    assert [(p["name"], p["nodeName"]) for p in done["pods"]] == [(pod["name"], pod["nodeName"])]
+    rank0 = api.get_training_job_logs(TAG, "node-fault-1")
+    assert "attempt 2" in rank0["text"] and "[rank 0] training complete" in rank0["text"]
 
 
 def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_reason(
@@ -221,11 +264,6 @@ TORCH_RECIPES = {
         ["-m", "swift.cli.sft", "--config", "/s3/configs/swift.yaml", "--model", "Qwen/Qwen2.5-0.5B-Instruct"],
     ),
 }
-
-
-def ended(api: InstantStartClient, name: str) -> dict[str, Any]:
-    """Job ``name`` polled until Succeeded or Failed."""
-    return dict(eventually(lambda: api.get_training_job(TAG, name), lambda j: j["status"] in ("Succeeded", "Failed")))
 
 
 @pytest.mark.parametrize("recipe", list(TORCH_RECIPES))
