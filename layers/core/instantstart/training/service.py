@@ -116,7 +116,7 @@ def delete_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Tra
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
-    job = _find_job(rt, tag, name, namespace)
+    job = find_job(rt, tag, name, namespace)
     change = {"name": name, "namespace": namespace, "apiVersion": job["apiVersion"], "kind": job["kind"]}
     op = changes.start_change(rt, cluster, OperationType.DELETE_TRAINING_JOB, change)
     return TrainingJobAccepted(name=name, namespace=namespace, kind=str(job["kind"]), operation=op)
@@ -349,7 +349,14 @@ def _not_found(tag: str, name: str, namespace: str) -> NotFound:
     )
 
 
-def _find_job(rt: Runtime, tag: str, name: str, namespace: str) -> dict[str, Any]:
+def find_job(rt: Runtime, tag: str, name: str, namespace: str) -> dict[str, Any]:
+    """The custom resource of job ``namespace/name`` (a HyperPodPyTorchJob or a RayJob), read through the API role's
+    view entry within the read budget.
+
+    Raises:
+        NotFound: ``TrainingJobNotFound`` naming the job and its namespace.
+        UpstreamUnavailable: Kubernetes could not be read in time.
+    """
     job = _read(rt, tag, lambda dyn: _get_job(dyn, name, namespace))
     if job is None:
         raise _not_found(tag, name, namespace)
