@@ -515,7 +515,7 @@ class TrainingControllers:
         node = self.cluster.peek("v1", "Node", (pod.get("spec") or {}).get("nodeName") or "")
         if node is None or not node_ready(node):
             return False
-        return (node["metadata"].get("labels") or {}).get(HEALTH_LABEL, SCHEDULABLE) == SCHEDULABLE
+        return bool((node["metadata"].get("labels") or {}).get(HEALTH_LABEL, SCHEDULABLE) == SCHEDULABLE)
 
     def _restart_container(self, pod: Obj, now: str) -> None:
         """Restart the containers of ``pod`` where it is, as the kubelet does: ``restartCount`` + 1, the exit in
