@@ -1307,12 +1307,18 @@ class InstantStartTools:
         """
         return self._call(lambda client: client.get_mlflow(clusterTag))
 
-    def mlflow_list_job_runs(self, clusterTag: ClusterTagParam, name: schemas.TrainingJobNameParam) -> CallToolResult:
+    def mlflow_list_job_runs(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.TrainingJobNameParam,
+        namespace: schemas.JobNamespaceParam = "default",
+    ) -> CallToolResult:
         """List a training job's MLflow runs (GET /clusters/{clusterTag}/training-jobs/{name}/runs): the runs of
         experiment clusterTag tagged instantstart.job=name, newest first, with status, params and the latest value of
-        each metric. 409 MlflowNotConnected when the cluster has no MLflow (see mlflow_get). Read-only.
+        each metric. 404 TrainingJobNotFound when no job of that name is in the namespace; 409 MlflowNotConnected when
+        the cluster has no MLflow (see mlflow_get). Read-only.
         """
-        return self._call(lambda client: client.list_training_job_runs(clusterTag, name))
+        return self._call(lambda client: client.list_training_job_runs(clusterTag, name, namespace=namespace))
 
     def mlflow_connect(
         self,

@@ -915,18 +915,19 @@ class InstantStartClient:
         path = f"/clusters/{self._segment(cluster_tag)}/mlflow"
         return dict(self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key)))
 
-    def list_training_job_runs(self, cluster_tag: str, job_name: str) -> dict[str, Any]:
-        """``GET /clusters/{clusterTag}/training-jobs/{name}/runs``: the job's MLflow runs.
+    def list_training_job_runs(self, cluster_tag: str, job_name: str, *, namespace: str = "default") -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/training-jobs/{name}/runs``: the MLflow runs of job ``namespace/job_name``.
 
         Returns:
             ``{"clusterTag", "jobName", "experimentName", "mlflowArn", "runs": [{"runId", "runName", "status",
             "startTime", "endTime", "params", "metrics", "tags"}]}`` (newest first; ``metrics`` holds latest values).
 
         Raises:
-            ApiError: 404 unknown cluster; 409 ``MlflowNotConnected`` / ``MlflowNotReady``; 503 MLflow did not answer.
+            ApiError: 404 unknown cluster or ``TrainingJobNotFound`` (no such job in the namespace); 409
+                ``MlflowNotConnected`` / ``MlflowNotReady``; 503 MLflow or Kubernetes did not answer.
         """
         path = f"/clusters/{self._segment(cluster_tag)}/training-jobs/{self._segment(job_name)}/runs"
-        return dict(self.request("GET", path))
+        return dict(self.request("GET", path, params={"namespace": namespace}))
 
     # -- task governance -------------------------------------------------------------------------------
     def get_scheduler_config(self, cluster_tag: str) -> dict[str, Any]:

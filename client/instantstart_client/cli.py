@@ -2181,11 +2181,12 @@ def mlflow_runs(
     ctx: typer.Context,
     tag: TagArgument,
     job: Annotated[str, typer.Argument(help="The training job's name (its runs carry instantstart.job=<name>).")],
+    namespace: NamespaceOption = "default",
     as_json: JsonOption = False,
 ) -> None:
-    """A training job's MLflow runs: status, params and the latest metrics."""
+    """A training job's MLflow runs: status, params and the latest metrics (404 when the job does not exist)."""
     state = _state(ctx)
-    found = state.client().list_training_job_runs(tag, job)
+    found = state.client().list_training_job_runs(tag, job, namespace=namespace)
     if state.wants_json(as_json):
         _echo_json(found)
         return

@@ -742,14 +742,27 @@ def delete_mlflow(
     return _update_mlflow(cluster_tag, UpdateMlflowRequest(enabled=False), idempotency_key)
 
 
+JobNamespace = Annotated[
+    str,
+    Query(
+        alias="namespace",
+        pattern=NAMESPACE_PATTERN,
+        max_length=63,
+        description="Namespace of the job (default: default).",
+        json_schema_extra=pattern_rule(NAMESPACE_RULE),
+    ),
+]
+
+
 @router.get(
     "/clusters/<clusterTag>/training-jobs/<name>/runs",
     operation_id="ListTrainingJobRuns",
     summary="A training job's MLflow runs (params, latest metrics)",
     description="The runs of experiment <clusterTag> carrying the run tag instantstart.job=<name> on the cluster's "
     "MLflow (MLflow REST runs/search, signed for sagemaker-mlflow), newest first, with their params, the latest value "
-    "of each metric and their tags. Runs outlive their job: a job that is gone (or never logged) answers its runs "
-    "or an empty list. 409 MlflowNotConnected / MlflowNotReady; 503 when MLflow does not answer.",
+    "of each metric and their tags. The job is looked up as GET .../training-jobs/<name> does: 404 "
+    "TrainingJobNotFound when no job of that name is in the namespace; a job that never logged answers an empty "
+    "list. 409 MlflowNotConnected / MlflowNotReady; 503 when MLflow or Kubernetes does not answer.",
     responses={**_ok(MlflowRunList), **_errors(404, 409, 422, 503)},
     tags=["mlflow"],
 )
@@ -765,9 +778,10 @@ def list_training_job_runs(
             json_schema_extra=pattern_rule(JOB_NAME_RULE),
         ),
     ],
+    namespace: JobNamespace = "default",
 ) -> Response[MlflowRunList]:
     """A training job's MLflow runs."""
-    return _json(mlflow_runs.list_job_runs(runtime(), cluster_tag, name))
+    return _json(mlflow_runs.list_job_runs(runtime(), cluster_tag, name, namespace))
 
 
 @router.get(
@@ -1290,16 +1304,6 @@ TrainingJobName = Annotated[
         description="Training job name.",
         examples=["llama-sft-1"],
         json_schema_extra=pattern_rule(JOB_NAME_RULE),
-    ),
-]
-JobNamespace = Annotated[
-    str,
-    Query(
-        alias="namespace",
-        pattern=NAMESPACE_PATTERN,
-        max_length=63,
-        description="Namespace of the job (default: default).",
-        json_schema_extra=pattern_rule(NAMESPACE_RULE),
     ),
 ]
 _JOB_ACCEPTED: dict[int, OpenAPIResponse] = {

@@ -46,6 +46,7 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
     ("mlflow_list_job_runs", "clusterTag"): ("GET", JOB_RUNS, "path", "clusterTag"),
     ("mlflow_list_job_runs", "name"): ("GET", JOB_RUNS, "path", "name"),
+    ("mlflow_list_job_runs", "namespace"): ("GET", JOB_RUNS, "query", "namespace"),
     ("mlflow_connect", "clusterTag"): ("PUT", MLFLOW, "path", "clusterTag"),
     ("mlflow_connect", "trackingServerArn"): ("PUT", MLFLOW, "body", "trackingServerArn"),
     ("mlflow_connect", "mlflowAppArn"): ("PUT", MLFLOW, "body", "mlflowAppArn"),

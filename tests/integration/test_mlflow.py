@@ -24,6 +24,12 @@ SERVER = f"instantstart-{TAG}"
 POD_ROLE = f"instantstart-{TAG}-mlflow"
 SERVER_ROLE = f"instantstart-{TAG}-mlflow-server"
 SERVICE_ACCOUNT = "instantstart-mlflow"
+SFT_JOB = {
+    "recipe": "pytorch",
+    "instanceType": "ml.g6.4xlarge",
+    "image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu-py311",
+    "script": "/s3/code/train.py",
+}
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +149,18 @@ def test_when_a_tracking_server_is_created_then_it_logs_to_the_cluster_bucket_an
     assert again["operationId"] == op["operationId"]  # the connection's operation: nothing new started
     assert api.list_cluster_operations(TAG)["operations"][0]["operationId"] == op["operationId"]
 
-    assert api.list_training_job_runs(TAG, "sft")["runs"] == []
+    with pytest.raises(ApiError) as no_job:
+        api.list_training_job_runs(TAG, "sft")
+    assert no_job.value.status == 404 and no_job.value.code == "TrainingJobNotFound"
+    assert "default/sft" in no_job.value.message
+    operator = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": True}}))
+    assert operator["status"] == "SUCCEEDED", operator
+    job = {**SFT_JOB, "name": "sft"}
+    assert finished(api, api.create_training_job(TAG, job)["operation"])["status"] == "SUCCEEDED"
+    assert api.list_training_job_runs(TAG, "sft")["runs"] == []  # a job that has not logged yet
+    with pytest.raises(ApiError) as other_namespace:
+        api.list_training_job_runs(TAG, "sft", namespace="research")
+    assert other_namespace.value.status == 404 and "research/sft" in other_namespace.value.message
     hook = sandbox.aws.extension.mlflow
     run_id = hook.log_run(
         SERVER, TAG, tags={"instantstart.job": "sft"}, params={"lr": "1e-4"}, metrics={"loss": [2.0, 0.7]}

@@ -156,6 +156,11 @@ def running_job(api: InstantStartClient, body: dict[str, Any]) -> dict[str, Any]
     return dict(job)
 
 
+def ended(api: InstantStartClient, name: str) -> dict[str, Any]:
+    """Job ``name`` polled until Succeeded or Failed."""
+    return dict(eventually(lambda: api.get_training_job(TAG, name), lambda j: j["status"] in ("Succeeded", "Failed")))
+
+
 def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_still_succeeds(
     operator: Any, api: InstantStartClient, sandbox: Sandbox
 ) -> None:
@@ -169,8 +174,46 @@ def test_given_a_pod_crash_within_the_budget_then_the_pod_restarts_and_the_job_s
     assert done["status"] == "Succeeded", done
     assert done["restarts"] == 1
     assert [(c["type"], c["reason"]) for c in done["restartHistory"]] == [("Restarting", "PodLevelRestart")]
+    # the crashed rank's container restarted in place: same pod, same node, its own count
+    assert [(p["name"], p["nodeName"], p["restarts"]) for p in done["pods"]] == [
+        (p["name"], p["nodeName"], 1 if p["rank"] == 1 else 0) for p in job["pods"]
+    ]
     assert api.list_training_jobs(TAG)["trainingJobs"][0]["restarts"] == 1
     assert finished(api, api.delete_training_job(TAG, "restart-1")["operation"])["status"] == "SUCCEEDED"
+
+
+def test_given_a_node_turning_unhealthy_during_a_job_then_its_pod_moves_to_a_healthy_node_and_the_job_succeeds(
+    operator: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    job = running_job(api, {**JOB, "name": "node-fault-1", "nodes": 1})  # the cluster's other node is the spare
+    sick = job["pods"][0]["nodeName"]
+    hyperpod = sandbox.aws.extension.hyperpod
+
+    hyperpod.report_node_health(
+        f"hp-cluster-{TAG}",
+        sick.removeprefix("hyperpod-"),
+        "UnschedulablePendingReplacement",
+        "GPU health check failed",
+    )
+    try:
+        moved = eventually(
+            lambda: api.get_training_job(TAG, "node-fault-1"),
+            lambda j: j["restarts"] == 1 and [p["phase"] for p in j["pods"]] == ["Running"],
+        )
+        done = ended(api, "node-fault-1")
+    finally:
+        hyperpod.report_node_health(f"hp-cluster-{TAG}", sick.removeprefix("hyperpod-"), "Schedulable", "healthy")
+
+    [pod] = moved["pods"]
+    assert pod["nodeName"] not in (None, sick) and pod["rank"] == 0, moved
+    assert pod["restarts"] == 0  # a new pod on another node: its own container restarts start at 0
+    [restart] = moved["restartHistory"]
+    assert (restart["type"], restart["reason"]) == ("Restarting", "PodLevelRestart")
+    assert f"node {sick}" in restart["message"] and "UnschedulablePendingReplacement" in restart["message"]
+    assert done["status"] == "Succeeded" and done["restarts"] == 1, done
+    assert [(p["name"], p["nodeName"]) for p in done["pods"]] == [(pod["name"], pod["nodeName"])]
+    rank0 = api.get_training_job_logs(TAG, "node-fault-1")
+    assert "attempt 2" in rank0["text"] and "[rank 0] training complete" in rank0["text"]
 
 
 def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_reason(
@@ -185,3 +228,95 @@ def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_
     assert failed["status"] == "Failed", failed
     assert failed["reason"] and "restart budget exhausted" in failed["reason"]
     assert failed["restarts"] == 0
+
+
+SHORT = {"SANDBOX_TRAINING_SECONDS": "240"}  # simulated seconds (2 s at the tests' time scale): Running, then done
+COMMON = {"instanceType": "ml.g6.4xlarge", "nodes": 1, "image": IMAGE, "env": SHORT}
+TORCH_RECIPES = {
+    "script": (
+        {"recipe": "script", "command": ["python3", "/s3/code/train.py"], "args": ["--epochs", "1"]},
+        ["python3", "/s3/code/train.py", "--epochs", "1"],
+    ),
+    "llamafactory": (
+        {
+            "recipe": "llamafactory",
+            "model": "Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset": "alpaca",
+            "outputPath": "/s3/outputs/qwen-lf",
+            "config": {"stage": "sft", "finetuning_type": "lora"},
+        },
+        [
+            "-m",
+            "llamafactory.launcher",
+            "/etc/instantstart/train.yaml",
+            "model_name_or_path=Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset=alpaca",
+        ],
+    ),
+    "msswift": (
+        {
+            "recipe": "msswift",
+            "model": "Qwen/Qwen2.5-0.5B-Instruct",
+            "dataset": "alpaca",
+            "outputPath": "/s3/outputs/qwen-swift",
+            "configPath": "/s3/configs/swift.yaml",
+        },
+        ["-m", "swift.cli.sft", "--config", "/s3/configs/swift.yaml", "--model", "Qwen/Qwen2.5-0.5B-Instruct"],
+    ),
+}
+
+
+@pytest.mark.parametrize("recipe", list(TORCH_RECIPES))
+def test_given_each_torch_recipe_then_its_job_runs_then_succeeds_and_rank_0_logs_are_readable(
+    operator: Any, api: InstantStartClient, recipe: str
+) -> None:
+    body, argv = TORCH_RECIPES[recipe]
+    name = f"{recipe}-1"
+
+    job = running_job(api, {**COMMON, **body, "name": name})
+
+    assert (job["kind"], job["recipe"]) == ("HyperPodPyTorchJob", recipe)
+    command = job["spec"]["command"]
+    assert any(command[i : i + len(argv)] == argv for i in range(len(command))), command
+    assert [(p["rank"], p["phase"]) for p in job["pods"]] == [(0, "Running")]
+    done = ended(api, name)
+    assert done["status"] == "Succeeded" and done["restarts"] == 0, done
+    logs = api.get_training_job_logs(TAG, name)
+    assert logs["pod"] == job["pods"][0]["name"]
+    assert f"starting job {name}" in logs["text"] and "[rank 0] training complete" in logs["text"]
+
+
+@pytest.fixture(scope="module")
+def kuberay(operator: Any, api: InstantStartClient) -> dict[str, Any]:
+    """The cluster after PATCH /features turned kubeRay on (the verl recipe's RayJob needs its operator)."""
+    op = finished(api, api.update_features(TAG, {"kubeRay": {"enabled": True}}))
+    assert op["status"] == "SUCCEEDED", op
+    return dict(operator)
+
+
+def test_given_kuberay_on_then_a_verl_rayjob_runs_its_head_and_worker_then_succeeds_and_head_logs_are_readable(
+    kuberay: Any, api: InstantStartClient
+) -> None:
+    body = {
+        **COMMON,
+        "recipe": "verl",
+        "name": "verl-grpo-1",
+        "nodes": 2,
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "trainFiles": "/s3/data/gsm8k/train.parquet",
+        "valFiles": "/s3/data/gsm8k/test.parquet",
+        "outputPath": "/s3/outputs/verl-grpo",
+        "shutdownAfterJobFinishes": False,  # keep the Ray cluster: its head's log stays readable
+    }
+
+    job = running_job(api, body)
+
+    assert (job["kind"], job["recipe"]) == ("RayJob", "verl")
+    assert "verl.trainer.main_ppo" in job["spec"]["entrypoint"]
+    assert [(p["rank"], p["phase"]) for p in job["pods"]] == [(0, "Running"), (1, "Running")]
+    assert job["pods"][0]["name"].endswith("-head") and "-worker-" in job["pods"][1]["name"]
+    done = ended(api, "verl-grpo-1")
+    assert done["status"] == "Succeeded", done
+    logs = api.get_training_job_logs(TAG, "verl-grpo-1")
+    assert logs["pod"] == job["pods"][0]["name"]
+    assert "verl.trainer.main_ppo" in logs["text"] and "job verl-grpo-1 succeeded" in logs["text"]

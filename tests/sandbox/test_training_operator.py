@@ -20,7 +20,7 @@ from instantstart_sandbox.aws.extension import TrainingFaults
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.kube.server import KubeApiServer
 from instantstart_sandbox.kube.store import KubeCluster
-from instantstart_sandbox.kube.training import HEALTH_LABEL, RESTART_COUNT_ANNOTATION
+from instantstart_sandbox.kube.training import HEALTH_LABEL
 
 SCALE = 300.0
 GROUP, VERSION, PLURAL = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
@@ -248,6 +248,11 @@ def test_schema_refuses_a_bad_run_policy(kube: KubeCluster, custom: client.Custo
     with pytest.raises(client.exceptions.ApiException) as err:
         custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, bad)
     assert err.value.status == 422 and "cleanPodPolicy" in str(err.value.body)
+    with pytest.raises(client.exceptions.ApiException) as err:  # Kubeflow's value, not the HyperPod operator's
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, job("bad", run_policy={"cleanPodPolicy": "Running"})
+        )
+    assert err.value.status == 422 and "OnlyComplete" in str(err.value.body)
     no_period = job("bad", run_policy={"restartPolicy": {"maxFullJobRestarts": 1}})
     with pytest.raises(client.exceptions.ApiException) as err:
         custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, no_period)
@@ -281,8 +286,15 @@ def test_a_pod_failure_restarts_the_pod_and_the_job_still_succeeds(
     wait_for(lambda: state(custom, "crash") == "Running")
     after = pods(core, "crash")
     assert after["crash-pod-0"].metadata.uid == before["crash-pod-0"].metadata.uid  # rank 0 kept running
-    assert after["crash-pod-1"].metadata.uid != before["crash-pod-1"].metadata.uid
-    assert after["crash-pod-1"].metadata.annotations[RESTART_COUNT_ANNOTATION] == "1"
+    assert after["crash-pod-0"].status.container_statuses[0].restart_count == 0
+    # the crashed container restarts in place: same pod and node, the kubelet's restartCount
+    restarted = after["crash-pod-1"]
+    assert (restarted.metadata.uid, restarted.spec.node_name) == (
+        before["crash-pod-1"].metadata.uid,
+        before["crash-pod-1"].spec.node_name,
+    )
+    assert restarted.status.container_statuses[0].restart_count == 1
+    assert restarted.status.container_statuses[0].last_state.terminated.exit_code == 137
     assert "attempt 2" in wait_for(lambda: core.read_namespaced_pod_log("crash-pod-1", "default"))
 
     wait_for(lambda: state(custom, "crash") == "Succeeded", timeout=30)
@@ -335,7 +347,9 @@ def test_a_node_health_change_moves_the_pod_to_a_healthy_node(
         in (condition(custom, "moves", "Restarting")["message"])
     )
     wait_for(lambda: state(custom, "moves") == "Running")
-    assert pods(core, "moves")["moves-pod-0"].spec.node_name == spare
+    moved = pods(core, "moves")["moves-pod-0"]
+    assert moved.spec.node_name == spare
+    assert moved.status.container_statuses[0].restart_count == 0  # a new pod: its own count starts at 0
     wait_for(lambda: state(custom, "moves") == "Succeeded", timeout=30)
 
 

@@ -539,3 +539,17 @@ def test_given_a_bad_field_of_one_recipe_then_the_field_is_named_without_the_rec
     assert answer.status == 422, answer.body
     assert [d["field"] for d in answer.error["details"]] == ["runPolicy.restartPolicy.maxFullJobRestarts"]
     assert "between 0 and 100" in answer.error["details"][0]["message"]
+
+
+def test_given_kubeflows_running_clean_pod_policy_then_422_lists_the_hyperpod_operators_values(
+    handler: ModuleType,
+) -> None:
+    body = copy.deepcopy(JOB_BODIES["pytorch"])
+    body["runPolicy"]["cleanPodPolicy"] = "Running"
+
+    answer = call(handler, api_event("POST", "/clusters/demo/training-jobs", body=body))
+
+    assert answer.status == 422, answer.body
+    [detail] = answer.error["details"]
+    assert detail["field"] == "runPolicy.cleanPodPolicy"
+    assert detail["allowedValues"] == ["All", "OnlyComplete", "None"]

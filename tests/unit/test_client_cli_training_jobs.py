@@ -402,3 +402,22 @@ def test_jobs_delete_asks_for_the_name_and_a_wrong_answer_deletes_nothing(
     assert accepted.exit_code == 0, accepted.output
     assert len(inprocess_api.requests_to("DELETE", "/clusters/demo/training-jobs/llama-sft-1")) == 1
     assert "DELETE_TRAINING_JOB HyperPodPyTorchJob default/llama-sft-1 on demo" in accepted.stdout
+
+
+def test_mlflow_runs_of_a_job_not_in_the_namespace_exits_2_with_the_404_naming_it(
+    ready: None, run: Run, kube_fake: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given a cluster with a MLflow connection and job llama-sft-1 in namespace default,
+    when `mlflow runs` asks for it in namespace ml (or for a job that does not exist),
+    then the CLI exits 2 with the API's 404 naming the job and its namespace: no empty list of runs."""
+    from instantstart.mlflow import runs as mlflow_runs
+
+    monkeypatch.setattr(mlflow_runs.service, "connection", lambda rt, tag: object())
+    kube_fake.job("llama-sft-1", "Running")
+
+    other_namespace = run("mlflow", "runs", "demo", "llama-sft-1", "--namespace", "ml")
+    missing = run("mlflow", "runs", "demo", "ghost")
+
+    assert other_namespace.exit_code == 2, other_namespace.output
+    assert "TrainingJobNotFound" in other_namespace.output and "ml/llama-sft-1" in other_namespace.output
+    assert missing.exit_code == 2 and "default/ghost" in missing.output

@@ -155,13 +155,13 @@ def test_run_policy_overrides_and_log_monitoring(p4d: builders.InstanceFacts) ->
         "pytorch",
         runPolicy={
             "jobMaxRetryCount": 0,
-            "cleanPodPolicy": "All",
+            "cleanPodPolicy": "OnlyComplete",
             "restartPolicy": {"maxFullJobRestarts": 0},
             "logMonitoring": [{"name": "JobStart", "logPattern": ".*step.*", "expectedStartCutOffInSeconds": 120}],
         },
     )
     run = builders.build(r, ctx(p4d)).job["spec"]["runPolicy"]
-    assert run["jobMaxRetryCount"] == 0 and run["cleanPodPolicy"] == "All"
+    assert run["jobMaxRetryCount"] == 0 and run["cleanPodPolicy"] == "OnlyComplete"
     assert run["restartPolicy"]["maxFullJobRestarts"] == 0
     assert run["logMonitoringConfiguration"] == [
         {"name": "JobStart", "logPattern": ".*step.*", "expectedStartCutOffInSeconds": 120}

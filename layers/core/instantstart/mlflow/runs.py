@@ -36,6 +36,7 @@ from instantstart.mlflow import service
 from instantstart.models.mlflow import MlflowKind, MlflowRunList, MlflowRunView
 from instantstart.models.training_jobs import JOB_NAME_MAX
 from instantstart.runtime import Runtime
+from instantstart.training import service as training
 
 SIGNING_NAME = "sagemaker-mlflow"
 ARN_HEADER = "x-mlflow-sm-tracking-server-arn"
@@ -140,17 +141,22 @@ def endpoint_of(rt: Runtime, kind: MlflowKind, found: dict[str, Any] | None) -> 
     return f"https://{rt.region}.experiments.sagemaker.aws"
 
 
-def list_job_runs(rt: Runtime, tag: str, job_name: str, max_results: int = 100) -> MlflowRunList:
-    """The MLflow runs of training job ``job_name`` of cluster ``tag`` (experiment ``tag``, run tag
+def list_job_runs(
+    rt: Runtime, tag: str, job_name: str, namespace: str = "default", max_results: int = 100
+) -> MlflowRunList:
+    """The MLflow runs of training job ``namespace/job_name`` of cluster ``tag`` (experiment ``tag``, run tag
     ``instantstart.job=<job_name>``), newest first, with their params and latest metrics.
 
+    With a connection, the job is looked up as ``GET .../training-jobs/{name}`` does (the Kubernetes API through the
+    API role's view entry): a name that is no job of that namespace is a 404, not an empty list.
     Calls SageMaker ``DescribeMlflowTrackingServer``/``DescribeMlflowApp`` and MLflow's REST API (see module).
 
     Raises:
-        NotFound: no live cluster with this tag.
+        NotFound: no live cluster with this tag; ``TrainingJobNotFound`` (no such job in ``namespace``).
         ValidationFailed: ``name`` is not a DNS-1123 label.
         Conflict: ``MlflowNotConnected``; ``MlflowNotReady`` when the server is not Created.
-        UpstreamUnavailable: MLflow did not answer or refused (its error code and message).
+        UpstreamUnavailable: MLflow did not answer or refused (its error code and message); Kubernetes could not
+            be read in time.
     """
     if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > JOB_NAME_MAX:
         raise ValidationFailed(
@@ -164,6 +170,7 @@ def list_job_runs(rt: Runtime, tag: str, job_name: str, max_results: int = 100) 
             code="MlflowNotConnected",
             details=[{"field": "clusterTag"}],
         )
+    training.find_job(rt, tag, job_name, namespace)
     found = service.describe(rt.client("sagemaker"), conn.kind, conn.arn)
     status = service.status_of(conn.kind, found) if found else "NotFound"
     if status not in service.SETTLED:

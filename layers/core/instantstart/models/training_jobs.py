@@ -144,16 +144,21 @@ class LogPattern(ApiModel):
 class RunPolicy(ApiModel):
     """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default.
 
-    ``cleanPodPolicy`` takes only ``All`` or ``None``: sources disagree on the third value (``OnlyComplete`` or
-    Kubeflow's ``Running``), and the served CRD refuses the one it does not define, so we offer neither (the
-    harsher reading)."""
+    ``cleanPodPolicy`` takes the HyperPod training operator's values ``All``, ``OnlyComplete`` or ``None``: the
+    Amazon SageMaker HyperPod documentation of the operator's ``runPolicy``
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-usage.html, whose example sets ``All``)
+    and the HyperPod CLI's model of the CRD (default ``All``). Kubeflow's ``Running`` belongs to the Kubeflow
+    training operator's ``PyTorchJob``, not to this CRD: the operator's schema refuses it at the server-side dry
+    run, so the API refuses it first (422 listing the three)."""
 
     job_max_retry_count: int = Field(
         strict=True, default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
     )
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy, description="Process-level restarts.")
-    clean_pod_policy: Literal["All", "None"] = Field(
-        default="None", description="Which pods to delete when the job ends (None keeps them to read their logs)."
+    clean_pod_policy: Literal["All", "OnlyComplete", "None"] = Field(
+        default="None",
+        description="Which pods to delete when the job ends: All, OnlyComplete (the pods that completed) or None "
+        "(keeps them to read their logs).",
     )
     ttl_seconds_after_finished: int | None = Field(
         strict=True,
@@ -426,7 +431,9 @@ class TrainingJobSummary(ApiModel):
     status: TrainingJobStatus = Field(
         description="Pending, Running, Restarting, Succeeded, Failed or Unknown.", examples=["Running"]
     )
-    restarts: int = Field(description="Restarts of the job and its pods so far.")
+    restarts: int = Field(
+        description="Restarts of the job so far: the operator's status.restartCount (pod-level and full-job restarts)."
+    )
     created_at: str | None = Field(
         default=None, description="creationTimestamp (ISO-8601 UTC).", examples=["2026-12-01T05:30:00Z"]
     )
@@ -458,7 +465,10 @@ class JobPod(ApiModel):
         default=None, description="Node it runs on (null: not scheduled).", examples=["hyperpod-i-0123456789abcdef0"]
     )
     phase: str | None = Field(default=None, description="Pod phase.")
-    restarts: int = Field(description="Container restarts.")
+    restarts: int = Field(
+        description="Restarts of this pod's containers in place (status.containerStatuses[].restartCount summed); "
+        "a pod replaced on another node is a new pod whose count starts at 0."
+    )
     rank: int | None = Field(default=None, description="Replica index (0: rank 0).")
 
 

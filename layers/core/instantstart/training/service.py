@@ -136,7 +136,7 @@ def delete_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Tra
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
-    job = _find_job(rt, tag, name, namespace)
+    job = find_job(rt, tag, name, namespace)
     change = DeleteTrainingJobChange(
         name=name, namespace=namespace, api_version=str(job["apiVersion"]), kind=str(job["kind"])
     )
@@ -369,7 +369,14 @@ def _not_found(tag: str, name: str, namespace: str) -> NotFound:
     )
 
 
-def _find_job(rt: Runtime, tag: str, name: str, namespace: str) -> dict[str, Any]:
+def find_job(rt: Runtime, tag: str, name: str, namespace: str) -> dict[str, Any]:
+    """The custom resource of job ``namespace/name`` (a HyperPodPyTorchJob or a RayJob), read through the API role's
+    view entry within the read budget.
+
+    Raises:
+        NotFound: ``TrainingJobNotFound`` naming the job and its namespace.
+        UpstreamUnavailable: Kubernetes could not be read in time.
+    """
     job = _read(rt, tag, lambda dyn: _get_job(dyn, name, namespace))
     if job is None:
         raise _not_found(tag, name, namespace)
@@ -423,6 +430,9 @@ def job_status(job: dict[str, Any]) -> TrainingJobStatus:
 
 
 def _restarts(job: dict[str, Any], pods: list[dict[str, Any]] | None = None) -> int:
+    """Restarts of a job: the HyperPod training operator's ``status.restartCount`` (every pod-level and full-job
+    restart of the job's lifetime; ``restartStatus`` holds only the current ``evalPeriodSeconds`` window), else the
+    pods' container restarts summed (a RayJob has no such count)."""
     status = job.get("status") or {}
     for key in ("restartCount", "restarts", "jobRestartCount"):
         if isinstance(status.get(key), int):
@@ -433,6 +443,8 @@ def _restarts(job: dict[str, Any], pods: list[dict[str, Any]] | None = None) -> 
 
 
 def _pod_restarts(pod: dict[str, Any]) -> int:
+    """The kubelet's ``status.containerStatuses[].restartCount`` summed: restarts of this pod's containers in place
+    (a pod the operator replaced on another node is a new pod and starts at 0)."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return sum(int(s.get("restartCount") or 0) for s in statuses)
 
@@ -528,10 +540,14 @@ def _rank(pod: dict[str, Any]) -> int | None:
     ):
         if str(labels.get(key, "")).isdigit():
             return int(labels[key])
-    if labels.get("ray.io/node-type") == "head":
+    node_type = labels.get("ray.io/node-type")
+    if node_type == "head":
         return 0
     tail = str((pod.get("metadata") or {}).get("name", "")).rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None
+    if not tail.isdigit():
+        return None
+    # a Ray worker's index counts after the head (rank 0): worker-0 is rank 1
+    return int(tail) + 1 if node_type == "worker" else int(tail)
 
 
 def _pod_view(pod: dict[str, Any]) -> JobPod:

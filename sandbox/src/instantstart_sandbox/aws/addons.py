@@ -119,7 +119,7 @@ _PYTORCHJOB_SPEC: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "activeDeadlineSeconds": {"type": "integer", "format": "int64"},
-                "cleanPodPolicy": {"type": "string", "default": "All", "enum": ["All", "Running", "None"]},
+                "cleanPodPolicy": {"type": "string", "default": "All", "enum": ["All", "OnlyComplete", "None"]},
                 "faultDeadlineSeconds": {"type": "integer", "format": "int64"},
                 "jobMaxRetryCount": {**_INT, "minimum": 0},
                 "logMonitoringConfiguration": {

@@ -24,13 +24,18 @@ HyperPodPyTorchJob (``sagemaker.amazonaws.com/v1``, https://docs.aws.amazon.com/
   :func:`training_log_lines`) timed over that run, then exits 0; the job Succeeds when every pod has;
 - faults: a pod that fails (``fail_pod`` or exit code != 0), is deleted, or whose node turns NotReady or gets a
   health label other than ``Schedulable`` is a fault. The restart budget follows ``runPolicy``: with
-  ``restartPolicy``, the faulty pods are replaced (pod-level restart) up to ``numRestartBeforeFullJobRestart``
+  ``restartPolicy``, the faulty pods are restarted (pod-level restart) up to ``numRestartBeforeFullJobRestart``
   times, then all pods are replaced (full job restart) up to ``maxFullJobRestarts`` times, both counted per
   ``evalPeriodSeconds`` window; without ``restartPolicy`` every restart is a full job restart; ``jobMaxRetryCount``
   (0 when absent) caps all restarts of the job's lifetime. When the budget is spent the job is Failed with reason
   ``MaxRestartsExceeded`` (the harsher reading: a job without a ``runPolicy`` fails at its first fault).
-  ``cleanPodPolicy`` (default ``All``; ``Running``; ``None``) is applied when the job ends; ``ttlSecondsAfterFinished``
-  (when > 0) deletes the job that long after it ended.
+  A pod-level restart of a pod whose container exited on a healthy node restarts the container in place, as the
+  operator restarts "individual processes or containers": same pod and node, the pod's
+  ``status.containerStatuses[].restartCount`` + 1 and the exit in ``lastState``. A pod whose node is unhealthy,
+  NotReady or gone, a deleted pod, and every pod of a full job restart are replaced by a new pod (its own
+  ``restartCount`` starts at 0, as any new pod's). The job's ``status.restartCount`` counts every restart.
+  ``cleanPodPolicy`` (default ``All``; ``OnlyComplete``: the pods that completed; ``None``) is applied when the
+  job ends; ``ttlSecondsAfterFinished`` (when > 0) deletes the job that long after it ended.
 
 RayJob (``ray.io/v1``, https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html):
 a RayCluster ``<rayjob>-raycluster`` from ``spec.rayClusterSpec`` (owned by the RayJob) with a head pod
@@ -71,8 +76,6 @@ SCHEDULABLE = "Schedulable"
 JOB_NAME_LABEL = "sagemaker.amazonaws.com/job-name"
 REPLICA_SPEC_LABEL = "sagemaker.amazonaws.com/replica-spec-name"
 RANK_LABEL = "sagemaker.amazonaws.com/rank"
-RESTART_COUNT_ANNOTATION = "sandbox.instantstart.io/restart-count"
-"""On a job pod: how many times the operator replaced this rank's pod."""
 TRAINING_SECONDS_ANNOTATION = "sandbox.instantstart.io/training-seconds"
 TRAINING_SECONDS_ENV = "SANDBOX_TRAINING_SECONDS"
 TRAINING_STEPS_ENV = "SANDBOX_TRAINING_STEPS"
@@ -157,6 +160,17 @@ def _cond(ctype: str, status: bool, reason: str, message: str, now: str) -> Obj:
         "lastTransitionTime": now,
         "lastProbeTime": now,
     }
+
+
+def _container_restarts(pod: Obj) -> int:
+    """``status.containerStatuses[0].restartCount`` of a pod (0 before it started)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    return int(statuses[0].get("restartCount") or 0)
+
+
+def _run_key(pod: Obj) -> str:
+    """One container run of a pod: its uid and how many times its container restarted."""
+    return f"{pod['metadata']['uid']}/{_container_restarts(pod)}"
 
 
 def _state(status: Obj) -> str | None:
@@ -275,7 +289,7 @@ class TrainingControllers:
                 out.append((len(out), str(rs.get("name", "")), rs.get("template") or {}))
         return out
 
-    def _new_job_pod(self, job: Obj, rank: int, replica: str, template: Obj, restarts: int) -> None:
+    def _new_job_pod(self, job: Obj, rank: int, replica: str, template: Obj) -> None:
         name = job["metadata"]["name"]
         meta = template.get("metadata") or {}
         spec = _pod_spec(template)
@@ -303,7 +317,7 @@ class TrainingControllers:
                         REPLICA_SPEC_LABEL: replica,
                         RANK_LABEL: str(rank),
                     },
-                    "annotations": {**(meta.get("annotations") or {}), RESTART_COUNT_ANNOTATION: str(restarts)},
+                    "annotations": dict(meta.get("annotations") or {}),
                     "ownerReferences": [self._ref(job)],
                 },
                 "spec": spec,
@@ -389,7 +403,7 @@ class TrainingControllers:
             self._restart(job, status, run_policy, pods, ranks, faults, now_epoch)
             return
         for rank, replica, template in missing:
-            self._new_job_pod(job, rank, replica, template, 0)
+            self._new_job_pod(job, rank, replica, template)
         pods = self._owned_pods(job)
         status["jobPods"] = [
             {"apiVersion": "v1", "kind": "Pod", "name": n, "namespace": ns, "uid": p["metadata"]["uid"]}
@@ -485,20 +499,53 @@ class TrainingControllers:
             if rank not in redo:
                 continue
             old = pods.get(f"{name}-pod-{rank}")
-            restarts = 0
+            if old is not None and kind == "PodLevelRestart" and self._restartable_in_place(old):
+                self._restart_container(old, now)
+                continue
             if old is not None:
-                restarts = int((old["metadata"].get("annotations") or {}).get(RESTART_COUNT_ANNOTATION, "0")) + 1
-                self._started.discard(old["metadata"]["uid"])
+                self._started.discard(_run_key(old))
                 self.cluster.delete("v1", "Pod", old["metadata"]["name"], ns, missing_ok=True)
-            else:
-                restarts = 1
-            self._new_job_pod(job, rank, replica, template, restarts)
+            self._new_job_pod(job, rank, replica, template)
+
+    def _restartable_in_place(self, pod: Obj) -> bool:
+        """A pod whose container exited (Failed) on a node that is still Ready and ``Schedulable``: the operator
+        restarts its container in place instead of replacing the pod."""
+        if (pod.get("status") or {}).get("phase") != "Failed":
+            return False
+        node = self.cluster.peek("v1", "Node", (pod.get("spec") or {}).get("nodeName") or "")
+        if node is None or not node_ready(node):
+            return False
+        return bool((node["metadata"].get("labels") or {}).get(HEALTH_LABEL, SCHEDULABLE) == SCHEDULABLE)
+
+    def _restart_container(self, pod: Obj, now: str) -> None:
+        """Restart the containers of ``pod`` where it is, as the kubelet does: ``restartCount`` + 1, the exit in
+        ``lastState``, Running again (same pod, uid and node)."""
+        status = clone(pod.get("status") or {})
+        status["phase"] = "Running"
+        for cs in status.get("containerStatuses") or []:
+            cs.update(
+                {
+                    "restartCount": int(cs.get("restartCount") or 0) + 1,
+                    "lastState": dict(cs.get("state") or {}),
+                    "state": {"running": {"startedAt": now}},
+                    "ready": True,
+                    "started": True,
+                }
+            )
+        for c in status.get("conditions") or []:
+            if c.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
+                c.update({"status": "True", "lastTransitionTime": now})
+                c.pop("reason", None)
+        self._set_status(pod, status, "kubelet")
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            self.controllers.event(pod, "Started", f"Started container {c['name']}", "kubelet")
 
     def _start_run(self, job: Obj, pod: Obj, world: int) -> None:
-        uid = pod["metadata"]["uid"]
-        if uid in self._started:
+        uid, key = pod["metadata"]["uid"], _run_key(pod)
+        if key in self._started:
             return
-        self._started.add(uid)
+        self._started.add(key)
+        attempt_of_pod = _container_restarts(pod)
         seconds = training_seconds(job)
         steps = _training_steps(job)
         rank = int(pod["metadata"]["labels"].get(RANK_LABEL, 0))
@@ -509,11 +556,17 @@ class TrainingControllers:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "")
         self.cluster.set_pod_log_entries(ns, name, container, entries)
-        self.controllers.schedule(f"train-{uid}", ns, name, seconds, lambda n, p: self._end_run(n, p, uid, 0))
+        self.controllers.schedule(
+            f"train-{key}", ns, name, seconds, lambda n, p: self._end_run(n, p, uid, 0, attempt_of_pod)
+        )
 
-    def _end_run(self, ns: str, name: str, uid: str, exit_code: int) -> None:
+    def _end_run(self, ns: str, name: str, uid: str, exit_code: int, restarts: int | None = None) -> None:
+        """End the run of pod ``uid`` (of its container run ``restarts``, when given: a run restarted since
+        is not ended by the timer of the one before)."""
         pod = self.cluster.peek("v1", "Pod", name, ns)
         if pod is None or pod["metadata"]["uid"] != uid or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        if restarts is not None and _container_restarts(pod) != restarts:
             return
         if exit_code:
             container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "")
@@ -553,8 +606,8 @@ class TrainingControllers:
         policy = run_policy.get("cleanPodPolicy", "All")
         for pod in self._owned_pods(job).values():
             phase = (pod.get("status") or {}).get("phase")
-            if policy == "All" or (policy == "Running" and phase not in _TERMINAL):
-                self._started.discard(pod["metadata"]["uid"])
+            if policy == "All" or (policy == "OnlyComplete" and phase in _TERMINAL):
+                self._started.discard(_run_key(pod))
                 self.cluster.delete("v1", "Pod", pod["metadata"]["name"], ns, missing_ok=True)
         ttl = run_policy.get("ttlSecondsAfterFinished")
         done = status.get("completionTime")
