@@ -256,13 +256,25 @@ def test_endpoint_without_gpu_room_stays_in_progress_with_the_scheduler_event(
     install_operator(kube)
     node(kube, "g5-a")
     node(kube, "g5-b")
-    custom.create_namespaced_custom_object(GROUP, VERSION, "default", IEC, endpoint_config("big", "", gpus=4))
+    big = endpoint_config("big", "", gpus=4)
+    big["spec"]["maxDeployTimeInSeconds"] = 900
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", IEC, big)
     wait_for(lambda: pod_events(core, "app=big"))
     time.sleep(0.3)
     assert state(custom, "big") == "DeploymentInProgress"
     assert condition(get(custom, "big"), "DeploymentInProgress")["status"] == "True"
     warnings = [(e.type, e.reason, e.message) for e in pod_events(core, "app=big")]
     assert ("Warning", "FailedScheduling", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.") in warnings
+
+    # past spec.maxDeployTimeInSeconds the operator gives up and says why
+    wait_for(lambda: state(custom, "big") == "DeploymentFailed")
+    failed = condition(get(custom, "big"), "DeploymentFailed")
+    assert failed["status"] == "True"
+    assert failed["reason"] == "DeploymentTimedOut"
+    assert failed["message"] == (
+        "deployment did not complete within 900 seconds: FailedScheduling: 0/2 nodes are available: "
+        "2 Insufficient nvidia.com/gpu."
+    )
 
 
 def test_stalled_endpoint_shows_the_image_pull_event_then_completes_when_released(

@@ -1010,6 +1010,8 @@ class InferenceControllers:
                         lambda n, p: self._endpoint_gone(kind, n, p, endpoint),
                     )
                 return
+        if reg is not None and side is not None:
+            # also what a failed creation left behind (a model without a config, ...)
             side.delete_endpoint_config(reg["spec"]["endpointConfigName"])
             side.delete_model(reg["spec"]["modelName"])
         if reg is not None:
