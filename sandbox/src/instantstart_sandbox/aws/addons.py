@@ -265,6 +265,113 @@ _JUMPSTART_SPEC: dict[str, Any] = {
     },
 }
 
+_INFERENCE_CONDITION = {
+    "type": "object",
+    "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    "properties": {
+        "type": {"type": "string"},
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "reason": {"type": "string", "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+        "message": {"type": "string"},
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "observedGeneration": {"type": "integer", "format": "int64"},
+    },
+}
+_SAGEMAKER_ARN = "(arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:%s/.*|^$)"
+_INFERENCE_STATUS: dict[str, Any] = {
+    # InferenceEndpointConfig / JumpStartModel status (the sandbox's reduced schema: the fields its operator writes)
+    "type": "object",
+    "properties": {
+        "state": {
+            "type": "string",
+            "enum": [
+                "DeploymentPending",
+                "DeploymentInProgress",
+                "DeploymentFailed",
+                "DeploymentComplete",
+                "DeletionPending",
+                "DeletionInProgress",
+                "DeletionFailed",
+                "DeletionComplete",
+            ],
+        },
+        "conditions": {"type": "array", "items": _INFERENCE_CONDITION},
+        "deploymentStatus": {
+            "type": "object",
+            "required": ["lastUpdated", "name"],
+            "properties": {
+                "name": {"type": "string"},
+                "deploymentObjectOverallState": {"type": "string"},
+                "lastUpdated": {"type": "string", "format": "date-time"},
+                "reason": {"type": "string"},
+                "message": {"type": "string"},
+                "status": _obj(),
+            },
+        },
+        "endpoints": {
+            "type": "object",
+            "properties": {
+                "sagemaker": {
+                    "type": "object",
+                    "required": ["state"],
+                    "properties": {
+                        "state": {"type": "string"},
+                        "endpointArn": {"type": "string", "pattern": _SAGEMAKER_ARN % "endpoint"},
+                        "configArn": {"type": "string", "pattern": _SAGEMAKER_ARN % "endpoint-config"},
+                        "modelArn": {"type": "string", "pattern": _SAGEMAKER_ARN % "model"},
+                    },
+                }
+            },
+        },
+        "observedGeneration": {"type": "integer", "format": "int64"},
+        "replicas": {"type": "integer", "format": "int32"},
+        "selector": {"type": "string"},
+    },
+}
+_REGISTRATION_SPEC: dict[str, Any] = _obj(
+    {
+        "required": ["name", "imageUri", "instanceType"],
+        "properties": {
+            "name": _NAME_63,
+            "imageUri": {"type": "string", "maxLength": 255},
+            "instanceType": {"type": "string"},
+            "invocationEndpoint": {"type": "string", "default": "invocations"},
+            "eksClusterDetails": _obj(),
+        },
+    }
+)
+_REGISTRATION_STATUS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "state": {
+            "type": "string",
+            "enum": [
+                "CreationInProgress",
+                "CreationFailed",
+                "CreationCompleted",
+                "DeletionInProgress",
+                "DeletionFailed",
+                "DeletionCompleted",
+                "UpdateInProgress",
+                "UpdateFailed",
+                "UpdateCompleted",
+            ],
+        },
+        "conditions": {"type": "array", "items": _INFERENCE_CONDITION},
+        "endpoint": {
+            "type": "object",
+            "required": ["arn", "configArn", "modelArn"],
+            "properties": {
+                "arn": {"type": "string", "pattern": _SAGEMAKER_ARN % "endpoint"},
+                "configArn": {"type": "string", "pattern": _SAGEMAKER_ARN % "endpoint-config"},
+                "modelArn": {"type": "string", "pattern": _SAGEMAKER_ARN % "model"},
+                "lastModifiedTime": {"type": "string", "format": "date-time"},
+            },
+        },
+        "observedGeneration": {"type": "integer", "format": "int64"},
+    },
+}
+
 _KUEUE_RESOURCE_GROUPS: dict[str, Any] = {
     "type": "array",
     "items": {
@@ -542,6 +649,7 @@ CATALOG: dict[str, AddonSpec] = {
                     spec_schema=_inference_endpoint_spec(require_instance_type=False),
                     version_schemas={"v1alpha1": _inference_endpoint_spec(require_instance_type=True)},
                     scale=True,
+                    status_schema=_INFERENCE_STATUS,
                 ),
                 Crd(
                     "inference.sagemaker.aws.amazon.com",
@@ -550,6 +658,15 @@ CATALOG: dict[str, AddonSpec] = {
                     ("v1", "v1alpha1"),
                     spec_schema=_JUMPSTART_SPEC,
                     scale=True,
+                    status_schema=_INFERENCE_STATUS,
+                ),
+                Crd(
+                    "inference.sagemaker.aws.amazon.com",
+                    "SageMakerEndpointRegistration",
+                    "sagemakerendpointregistrations",
+                    ("v1", "v1alpha1"),
+                    spec_schema=_REGISTRATION_SPEC,
+                    status_schema=_REGISTRATION_STATUS,
                 ),
             ),
         ),

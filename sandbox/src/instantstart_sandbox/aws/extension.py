@@ -27,6 +27,7 @@ from instantstart_sandbox.aws.fsx import FsxLustre
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
 from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
 from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
+from instantstart_sandbox.aws.inference import InferenceFaults, SageMakerInference
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.mlflow import SageMakerMlflow
 from instantstart_sandbox.aws.protocol import (
@@ -51,7 +52,7 @@ from instantstart_sandbox.aws.task_governance import TaskGovernance
 from instantstart_sandbox.aws.training_plans import TrainingPlans
 from instantstart_sandbox.clock import SimClock
 
-__all__ = ["AwsExtension", "FaultInjector", "TrainingFaults", "WSGIApplication"]
+__all__ = ["AwsExtension", "FaultInjector", "InferenceFaults", "TrainingFaults", "WSGIApplication"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,10 @@ class AwsExtension:
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
         training: training-job faults (``fail_pod(cluster, namespace, pod, exit_code)``); node faults are
             ``hyperpod.report_node_health`` and ``hyperpod_nodes`` reboot/replace.
+        sagemaker_inference: the SageMaker endpoints of the HyperPod inference operator, InvokeEndpoint on them,
+            S3 writes of model downloads (:mod:`instantstart_sandbox.aws.inference`).
+        inference: inference faults (``stall``, ``unstall``, ``fail_image_pull``, ``allow_image_pull``,
+            ``fail_download``, ``reset``; by EKS cluster name).
     """
 
     def __init__(
@@ -151,6 +156,11 @@ class AwsExtension:
         self.endpoint_url: str | None = None  # set by AwsSandboxServer.start
         self.foreign = ForeignClusters(self)
         self.training = TrainingFaults(kube)
+        self.sagemaker_inference = SageMakerInference(region, account_id, clock.now)
+        self.inference = InferenceFaults(kube)
+        if hasattr(kube, "sagemaker"):
+            kube.sagemaker = self.sagemaker_inference  # the inference operator's AWS side
+        self._handlers[("sagemaker-runtime", "InvokeEndpoint")] = self.sagemaker_inference.invoke_endpoint
         for op, handler in self.fsx.handlers().items():
             self._handlers[("fsx", op)] = handler
         for op, handler in self.task_governance.handlers().items():
@@ -315,6 +325,8 @@ class AwsExtension:
                 )
                 return send(self.mlflow.rest(environ, body), start_response)
             service = MODELS.service_name(signing_name)
+            if service == "sagemaker" and not environ.get("HTTP_X_AMZ_TARGET"):
+                service = "sagemaker-runtime"  # same signing name; the runtime's REST calls carry no target
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
                 return app(environ, start_response)

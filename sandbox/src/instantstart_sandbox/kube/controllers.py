@@ -222,6 +222,12 @@ class SimulatedControllers:
         self._stopped = False
         self._next_ip = 0
         self._events: dict[tuple[str, str, str], str] = {}
+        self.image_pull_checks: list[Callable[[Obj, Obj], str | None]] = []
+        """``(pod, container) -> error text | None``: add-on hooks that make an image pull fail (ErrImagePull)."""
+        self.readiness_gates: list[Callable[[Obj], bool]] = []
+        """``pod -> True`` when an add-on controller marks the pod Ready later (:meth:`set_pod_ready`)."""
+        self.run_owners: list[Callable[[Obj], bool]] = []
+        """``pod -> True`` when an add-on controller ends the pod's run itself (no Job run-time timer)."""
         cluster.add_listener(self._on_event)
 
     def stop(self) -> None:
@@ -351,6 +357,8 @@ class SimulatedControllers:
                 self._later("schedule", m["namespace"], m["name"], self.delays["schedule"], self.schedule_pod)
 
     def _run_seconds(self, pod: Obj) -> float | None:
+        if any(owner(pod) for owner in self.run_owners):
+            return None
         value = (pod["metadata"].get("annotations") or {}).get(RUN_SECONDS_ANNOTATION)
         if value is not None:
             try:
@@ -554,6 +562,8 @@ class SimulatedControllers:
         if node is None or not node_ready(node):
             return
         now = self.cluster.timestamp()
+        if self._pull_failed(pod, status, now):
+            return
         addresses = (node.get("status") or {}).get("addresses") or []
         host_ip = next((a["address"] for a in addresses if a.get("type") == "InternalIP"), "10.0.0.1")
         pod_ip = host_ip if spec.get("hostNetwork") else self._pod_ip()
@@ -616,10 +626,107 @@ class SimulatedControllers:
         for c in status["conditions"]:
             c.pop("reason")
             c.pop("message")
+        if any(gate(pod) for gate in self.readiness_gates):
+            self._not_ready(status, now)
         for c in spec.get("containers") or []:
             self.event(pod, "Pulled", f'Container image "{c.get("image", "")}" already present on machine', "kubelet")
             self.event(pod, "Started", f"Started container {c['name']}", "kubelet")
         self._set_status(pod, status, "kubelet")
+
+    @staticmethod
+    def _not_ready(status: Obj, now: str) -> None:
+        for cs in status.get("containerStatuses") or []:
+            cs["ready"] = False
+        for c in status.get("conditions") or []:
+            if c["type"] in ("Ready", "ContainersReady"):
+                waiting = [cs["name"] for cs in status.get("containerStatuses") or []]
+                c.update(
+                    {
+                        "status": "False",
+                        "reason": "ContainersNotReady",
+                        "message": f"containers with unready status: [{' '.join(waiting)}]",
+                        "lastTransitionTime": now,
+                    }
+                )
+
+    def set_pod_ready(self, ns: str, name: str, ready: bool) -> None:
+        """Set a Running pod's ``Ready``/``ContainersReady`` conditions and container ``ready`` flags (a
+        readiness probe's verdict, for add-on controllers whose :attr:`readiness_gates` held the pod)."""
+        pod = self.cluster.peek("v1", "Pod", name, ns)
+        if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        now = self.cluster.timestamp()
+        status = clone(pod["status"])
+        if ready:
+            for cs in status.get("containerStatuses") or []:
+                cs["ready"] = True
+            for c in status.get("conditions") or []:
+                if c["type"] in ("Ready", "ContainersReady") and c.get("status") != "True":
+                    c.pop("reason", None)
+                    c.pop("message", None)
+                    c.update({"status": "True", "lastTransitionTime": now})
+        else:
+            self._not_ready(status, now)
+        self._set_status(pod, status, "kubelet")
+
+    def _pull_failed(self, pod: Obj, status: Obj, now: str) -> bool:
+        """Apply :attr:`image_pull_checks`: a failing pull keeps the pod Pending (ErrImagePull, then
+        ImagePullBackOff) with Warning events; it is retried when the pod is started again."""
+        spec = pod.get("spec") or {}
+        failures = [
+            (c, err) for c in spec.get("containers") or [] for check in self.image_pull_checks if (err := check(pod, c))
+        ]
+        if not failures:
+            return False
+        old = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
+        statuses = []
+        for c in spec.get("containers") or []:
+            err = next((e for fc, e in failures if fc is c), None)
+            waiting: Obj = {"reason": "ContainerCreating"}
+            if err is not None:
+                seen = ((old.get(c["name"]) or {}).get("state") or {}).get("waiting", {}).get("reason")
+                reason = "ImagePullBackOff" if seen in ("ErrImagePull", "ImagePullBackOff") else "ErrImagePull"
+                message = f'Back-off pulling image "{c.get("image", "")}"' if reason == "ImagePullBackOff" else err
+                waiting = {"reason": reason, "message": message}
+            statuses.append(
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": 0,
+                    "state": {"waiting": waiting},
+                    "lastState": {},
+                }
+            )
+        for c, err in failures:
+            image = c.get("image", "")
+            self.event(pod, "Pulling", f'Pulling image "{image}"', "kubelet")
+            self.event(pod, "Failed", f'Failed to pull image "{image}": {err}', "kubelet", warning=True)
+            self.event(pod, "Failed", "Error: ErrImagePull", "kubelet", warning=True)
+            self.event(pod, "BackOff", f'Back-off pulling image "{image}"', "kubelet")
+        new = clone(status)
+        new.update({"phase": "Pending", "containerStatuses": statuses})
+        names = " ".join(c["name"] for c, _ in failures)
+        new["conditions"] = _conditions(
+            status.get("conditions"),
+            [
+                ("PodReadyToStartContainers", "True", "", ""),
+                ("Initialized", "True", "", ""),
+                ("Ready", "False", "ContainersNotReady", f"containers with unready status: [{names}]"),
+                ("ContainersReady", "False", "ContainersNotReady", f"containers with unready status: [{names}]"),
+                ("PodScheduled", "True", "", ""),
+            ],
+            now,
+            False,
+        )
+        for c in new["conditions"]:
+            if not c["reason"]:
+                c.pop("reason")
+                c.pop("message")
+        self._set_status(pod, new, "kubelet")
+        return True
 
     def finish_pod(self, ns: str, name: str) -> None:
         """A run-to-completion pod ends: Succeeded (exit 0) or Failed (the exit-code annotation)."""

@@ -27,6 +27,7 @@ import yaml
 from instantstart_sandbox.kube import certs
 from instantstart_sandbox.kube.controllers import SimulatedControllers
 from instantstart_sandbox.kube.errors import KubeError, bad_request
+from instantstart_sandbox.kube.inference import InferenceControllers, SageMakerSide
 from instantstart_sandbox.kube.resources import ResourceType
 from instantstart_sandbox.kube.store import KubeCluster
 from instantstart_sandbox.kube.training import TrainingControllers
@@ -66,6 +67,9 @@ class KubeApiServer:
         self._clusters: dict[str, KubeCluster] = {}
         self._controllers: dict[str, SimulatedControllers] = {}
         self._training: dict[str, TrainingControllers] = {}
+        self._inference: dict[str, InferenceControllers] = {}
+        self.sagemaker: SageMakerSide | None = None
+        """The AWS side the inference operator and model downloads call (set by the sandbox's AWS extension)."""
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -142,6 +146,7 @@ class KubeApiServer:
                 cluster = KubeCluster(name, clock=self.clock)
                 self._controllers[name] = SimulatedControllers(cluster, self.clock)
                 self._training[name] = TrainingControllers(cluster, self._controllers[name])
+                self._inference[name] = InferenceControllers(cluster, self._controllers[name], lambda: self.sagemaker)
                 self._clusters[name] = cluster
         return self.endpoint(name)
 
@@ -151,6 +156,7 @@ class KubeApiServer:
             cluster = self._clusters.pop(name, None)
             controllers = self._controllers.pop(name, None)
             self._training.pop(name, None)
+            self._inference.pop(name, None)
         if controllers is not None:
             controllers.stop()
         if cluster is not None:
@@ -159,6 +165,11 @@ class KubeApiServer:
     def training(self, name: str) -> TrainingControllers:
         """The training operators of cluster ``name`` (``fail_pod`` hook); ``KeyError`` when unknown."""
         return self._training[name]
+
+    def inference(self, name: str) -> InferenceControllers:
+        """The inference operator, model downloads and engine pods of cluster ``name`` (fault hooks
+        ``stall``, ``fail_image_pull``, ``fail_download``); ``KeyError`` when unknown."""
+        return self._inference[name]
 
     def cluster(self, name: str) -> KubeCluster:
         """The cluster ``name``; ``KeyError`` when unknown."""
