@@ -230,7 +230,8 @@ def test_given_no_restart_budget_when_a_pod_crashes_then_the_job_fails_with_the_
     assert failed["restarts"] == 0
 
 
-SHORT = {"SANDBOX_TRAINING_SECONDS": "240"}  # simulated seconds (2 s at the tests' time scale): Running, then done
+# simulated seconds (10 s at the tests' time scale): long enough to see Running between polls under load
+SHORT = {"SANDBOX_TRAINING_SECONDS": "1200"}
 COMMON = {"instanceType": "ml.g6.4xlarge", "nodes": 1, "image": IMAGE, "env": SHORT}
 TORCH_RECIPES = {
     "script": (

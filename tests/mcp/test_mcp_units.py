@@ -23,7 +23,7 @@ def test_an_answer_without_the_api_error_shape_is_given_that_shape() -> None:
     result = api_error_result(exc)
     assert result.is_error
     assert json.loads(text_of(result)) == {
-        "error": {"code": "Forbidden", "message": "Forbidden", "details": [], "status": 403}
+        "error": {"code": "Forbidden", "message": "Forbidden", "details": []}
     }
 
 
