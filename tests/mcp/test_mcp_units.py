@@ -22,9 +22,7 @@ def test_an_answer_without_the_api_error_shape_is_given_that_shape() -> None:
     exc = ApiError(403, "Forbidden", "Forbidden", body={"message": "Forbidden"})
     result = api_error_result(exc)
     assert result.is_error
-    assert json.loads(text_of(result)) == {
-        "error": {"code": "Forbidden", "message": "Forbidden", "details": []}
-    }
+    assert json.loads(text_of(result)) == {"error": {"code": "Forbidden", "message": "Forbidden", "details": []}}
 
 
 def test_an_api_error_body_is_passed_verbatim() -> None:
