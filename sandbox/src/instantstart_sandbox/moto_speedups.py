@@ -40,23 +40,22 @@ def install() -> None:
 
 
 def _asl_parse_trees_are_kept() -> None:
-    from antlr4 import CommonTokenStream, InputStream
-    from moto.stepfunctions.parser.asl.antlr.runtime.ASLLexer import ASLLexer
-    from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
-    from moto.stepfunctions.parser.asl.parse import asl_parser
+    from moto.stepfunctions.parser.asl.parse import asl_parser as parser_module
     from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
+    asl_parser: Any = parser_module  # the ANTLR names moto's parser uses (antlr4 is moto's dependency, not ours)
     parser_class = asl_parser.AmazonStateLanguageParser
     if getattr(parser_class, "_instantstart_patched", False):
         return
 
     @functools.lru_cache(maxsize=_TREE_CACHE_SIZE)
     def tree_of(definition: str) -> Any:
-        listener = asl_parser.SyntaxErrorListener()  # type: ignore[no-untyped-call]
-        parser = ASLParser(CommonTokenStream(ASLLexer(InputStream(definition))))
+        listener = asl_parser.SyntaxErrorListener()
+        stream = asl_parser.CommonTokenStream(asl_parser.ASLLexer(asl_parser.InputStream(definition)))
+        parser = asl_parser.ASLParser(stream)
         parser.removeErrorListeners()
         parser.addErrorListener(listener)
-        tree = parser.state_machine()  # type: ignore[no-untyped-call]
+        tree = parser.state_machine()
         if listener.errors:  # raising keeps the failure out of the cache
             raise asl_parser.ASLParserException(errors=listener.errors)
         return tree
@@ -65,8 +64,8 @@ def _asl_parse_trees_are_kept() -> None:
         tree = tree_of(definition)
         return Preprocessor().visit(tree), tree  # fresh evaluation components per call
 
-    parser_class.parse = staticmethod(parse)  # type: ignore[method-assign]
-    parser_class._instantstart_patched = True  # type: ignore[attr-defined]
+    parser_class.parse = staticmethod(parse)
+    parser_class._instantstart_patched = True
 
 
 def _json_paths_are_compiled_once() -> None:
