@@ -53,3 +53,22 @@ def wait_for() -> Callable[..., dict[str, Any]]:
         )
 
     return _wait
+
+
+SLOWEST_FIRST = (
+    "tests/integration/test_real_account_faults.py",
+    "tests/integration/test_instance_group_subnets.py",
+    "tests/integration/test_failure_and_retry.py",
+    "tests/mcp/test_mcp_tools.py",
+    "tests/integration/test_mlflow.py",
+    "tests/integration/test_features_storage.py",
+)
+"""Modules with the longest wall time (several clusters, one after another), measured on ``make test``."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the slowest sandbox modules first: pytest-xdist hands whole modules to its workers in collection
+    order (``--dist loadfile``), so a slow module collected last would run alone at the end of the suite.
+    Only the order changes; every test runs."""
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))

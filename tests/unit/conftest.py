@@ -29,6 +29,11 @@ from inprocess_api import (
 )
 from moto import mock_aws
 
+from instantstart_sandbox import moto_speedups
+
+# moto with the sandbox's shortcuts (same answers, less CPU: DynamoDB items are the bulk of these tests' calls)
+moto_speedups.install()
+
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account
 TABLE_NAME = "instantstart-unit"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from instantstart_sandbox import lambdas, moto_fixes, stepfunctions
+from instantstart_sandbox import lambdas, moto_fixes, moto_speedups, stepfunctions
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.deploy import Deployer, Deployment
 from instantstart_sandbox.httpapi import HttpApiServer
@@ -160,6 +160,7 @@ class Sandbox:
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
         moto_fixes.install()
+        moto_speedups.install()
         stepfunctions.install(self.clock)
         deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id)
         self.deployment = deployer.deploy(self.template_path)

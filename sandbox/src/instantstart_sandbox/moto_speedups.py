@@ -1,0 +1,181 @@
+"""Shortcuts that make moto cheaper without changing what it answers.
+
+Profiled on a cluster create (``make test``'s integration suite), moto spent much of its CPU re-deriving
+things that never change between calls. Step Functions:
+
+* every execution re-parses its state machine's ASL with the pure-Python ANTLR parser (over a second
+  of CPU for the create workflow); the parse tree of a definition is now kept (keyed by the definition
+  text) and only the evaluation components are built per execution, so no execution shares mutable
+  state with another;
+* every JSONPath (``$.cluster.tag``) is compiled by a fresh ``jsonpath_ng`` parser (a PLY grammar
+  built per call); compiled paths are now kept (keyed by the path text; ``find`` does not mutate them);
+* every Lambda task builds a new boto3 Lambda client (service model load, endpoint resolver); the
+  client, whose settings are constants, is now built once per Region and endpoint.
+
+DynamoDB: every item in a response went through moto's generic, model-driven serializer, which looks up
+ten members (and their snake_case aliases) for every attribute value; :func:`_dynamodb_attribute_values_fast`
+writes an ``AttributeValue`` of the usual kinds (S, N, BOOL, NULL, SS, NS, M, L) directly, with the same
+result, and leaves anything else (binary values, unknown keys) to the generic path.
+
+Applied once by :class:`instantstart_sandbox.runner.Sandbox` (:func:`install` is idempotent). Failed
+parses are not cached: an invalid definition raises the same error on every call.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+_TREE_CACHE_SIZE = 64
+"""Distinct ASL definitions whose parse trees are kept (the template has three state machines)."""
+
+
+def install() -> None:
+    """Install every shortcut (idempotent)."""
+    _asl_parse_trees_are_kept()
+    _json_paths_are_compiled_once()
+    _lambda_clients_are_reused()
+    _dynamodb_attribute_values_fast()
+
+
+def _asl_parse_trees_are_kept() -> None:
+    from moto.stepfunctions.parser.asl.parse import asl_parser as parser_module
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    asl_parser: Any = parser_module  # the ANTLR names moto's parser uses (antlr4 is moto's dependency, not ours)
+    parser_class = asl_parser.AmazonStateLanguageParser
+    if getattr(parser_class, "_instantstart_patched", False):
+        return
+
+    @functools.lru_cache(maxsize=_TREE_CACHE_SIZE)
+    def tree_of(definition: str) -> Any:
+        listener = asl_parser.SyntaxErrorListener()
+        stream = asl_parser.CommonTokenStream(asl_parser.ASLLexer(asl_parser.InputStream(definition)))
+        parser = asl_parser.ASLParser(stream)
+        parser.removeErrorListeners()
+        parser.addErrorListener(listener)
+        tree = parser.state_machine()
+        if listener.errors:  # raising keeps the failure out of the cache
+            raise asl_parser.ASLParserException(errors=listener.errors)
+        return tree
+
+    def parse(definition: str) -> tuple[Any, Any]:
+        tree = tree_of(definition)
+        return Preprocessor().visit(tree), tree  # fresh evaluation components per call
+
+    parser_class.parse = staticmethod(parse)
+    parser_class._instantstart_patched = True
+
+
+def _json_paths_are_compiled_once() -> None:
+    from moto.stepfunctions.parser.asl.utils import json_path as json_path_module
+
+    json_path: Any = json_path_module
+    if getattr(json_path.parse, "_instantstart_patched", False):
+        return
+    compiled = functools.lru_cache(maxsize=1024)(json_path.parse)
+    compiled._instantstart_patched = True  # type: ignore[attr-defined]
+    json_path.parse = compiled
+
+
+def _lambda_clients_are_reused() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as eval_utils
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    lambda_eval_utils: Any = eval_utils
+
+    if getattr(lambda_eval_utils.boto_client_for, "_instantstart_patched", False):
+        return
+    build = boto_client.boto_client_for
+    clients: dict[tuple[str, str, bool, str], Any] = {}
+    lock = threading.Lock()
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        # moto's builder ignores ``state_credentials`` (constant keys and config): the key leaves it out too
+        from moto.core.models import botocore_stubber
+        from moto.settings import moto_server_port
+
+        key = (region, service, bool(botocore_stubber.enabled), str(moto_server_port()))
+        with lock:
+            if key not in clients:
+                clients[key] = build(region, service, state_credentials)
+            return clients[key]
+
+    boto_client_for._instantstart_patched = True  # type: ignore[attr-defined]
+    lambda_eval_utils.boto_client_for = boto_client_for
+
+
+_STRING_MEMBERS = frozenset({"S", "N"})
+_STRING_SET_MEMBERS = frozenset({"SS", "NS"})
+_PASS_THROUGH_MEMBERS = frozenset({"BOOL", "NULL"})
+_FAST_MEMBERS = _STRING_MEMBERS | _STRING_SET_MEMBERS | _PASS_THROUGH_MEMBERS | {"M", "L"}
+_MEMBER_ORDER = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+"""The members of DynamoDB's ``AttributeValue`` shape, in the model's order (the serializer's output order)."""
+
+
+def _as_string(value: Any) -> Any:
+    """moto's JSON string serialization: ``str(value)``, except None, {} and [] which stay as they are."""
+    return str(value) if value not in (None, {}, []) else value
+
+
+def attribute_value(value: Any) -> Any:
+    """``value`` (a DynamoDB ``AttributeValue`` dict) as moto's JSON serializer writes it, or ``NotImplemented``
+    when it holds something only the generic serializer handles (binary values, keys that are not members)."""
+    if not isinstance(value, dict) or not value.keys() <= _FAST_MEMBERS:
+        return NotImplemented
+    out: dict[str, Any] = {}
+    for member in _MEMBER_ORDER:
+        item = value.get(member)
+        if item is None:
+            continue
+        if member in _STRING_MEMBERS:
+            out[member] = _as_string(item)
+        elif member in _PASS_THROUGH_MEMBERS:
+            out[member] = item
+        elif member in _STRING_SET_MEMBERS:
+            out[member] = [_as_string(v) for v in item]
+        elif member == "M":
+            mapped = {}
+            for k, v in item.items():
+                if v is None:
+                    continue
+                fast = attribute_value(v)
+                if fast is NotImplemented:
+                    return NotImplemented
+                mapped[k] = fast
+            out[member] = mapped
+        else:  # L
+            listed = []
+            for v in item:
+                fast = attribute_value(v)
+                if fast is NotImplemented:
+                    return NotImplemented
+                listed.append(fast)
+            out[member] = listed
+    return out
+
+
+def _dynamodb_attribute_values_fast() -> None:
+    from moto.core.serialize import BaseJSONSerializer
+
+    original = BaseJSONSerializer._serialize_type_structure
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def _serialize_type_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if shape.name == "AttributeValue" and key and not _transformed(self):
+            fast = attribute_value(value)
+            if fast is not NotImplemented:
+                self._default_serialize(serialized, fast, shape, key)
+                return
+        original(self, serialized, value, shape, key)
+
+    _serialize_type_structure._instantstart_patched = True  # type: ignore[attr-defined]
+    BaseJSONSerializer._serialize_type_structure = _serialize_type_structure  # type: ignore[method-assign]
+
+
+def _transformed(serializer: Any) -> bool:
+    """Whether a response transformer could apply to an attribute value's members (then: the generic path)."""
+    transformers = getattr(serializer._value_picker, "response_transformers", None) or {}
+    return any(path.rsplit(".", 1)[-1] in _MEMBER_ORDER for path in transformers)
