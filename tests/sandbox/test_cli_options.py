@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 import typer
 
 from instantstart_sandbox.aws.faults import FaultInjector
-from instantstart_sandbox.cli import apply_fault_options, parse_throttle
+from instantstart_sandbox.cli import apply_fault_options, parse_throttle, serve
 from instantstart_sandbox.stepfunctions import route_engine_logs
 
 
@@ -29,6 +30,49 @@ def test_given_serve_fault_options_when_applied_then_the_injector_has_them_and_t
     assert (faults.role_propagation_seconds, faults.eni_linger_seconds, faults.bucket_reuse_seconds) == (20, 600, 60)
     assert faults.kube_access_seconds == 30  # the default
     assert len(said) == 6
+
+
+def test_given_no_fault_options_when_serve_starts_then_every_real_account_window_is_on_and_said() -> None:
+    defaults = {
+        name: param.default for name, param in inspect.signature(serve).parameters.items() if name.endswith("_seconds")
+    }
+    assert defaults == {
+        "role_propagation_seconds": 15,
+        "kube_access_seconds": 30,
+        "eni_linger_seconds": 120,
+        "bucket_reuse_seconds": 60,
+    }
+    faults = FaultInjector(lambda: 0.0)
+    faults.delay_role_propagation(0)
+    said = apply_fault_options(faults, **defaults)
+    assert (
+        faults.role_propagation_seconds,
+        faults.kube_access_seconds,
+        faults.eni_linger_seconds,
+        faults.bucket_reuse_seconds,
+    ) == (15, 30, 120, 60)
+    assert said == [
+        "New IAM roles cannot be assumed by SageMaker/EKS for 15 s. (simulated)",
+        "New EKS access entries answer 401/403 on Kubernetes for 30 s. (simulated)",
+        "Network interfaces outlive deleted clusters by 120 s (DependencyViolation). (simulated)",
+        "Deleted S3 bucket names cannot be reused for 60 s (OperationAborted). (simulated)",
+    ]
+
+
+def test_given_a_new_injector_or_a_cleared_one_then_the_real_account_windows_are_at_their_defaults() -> None:
+    now = [0.0]
+    faults = FaultInjector(lambda: now[0])
+    faults.role_created("execution-role")
+    faults.bucket_deleted("bucket")
+    assert faults.role_propagating("arn:aws:iam::123456789012:role/execution-role")
+    assert not faults.bucket_name_reusable("bucket")
+    now[0] = 60.0
+    assert not faults.role_propagating("arn:aws:iam::123456789012:role/execution-role")
+    assert faults.bucket_name_reusable("bucket")
+    faults.linger_network_interfaces(0)
+    faults.delay_bucket_name_reuse(0)
+    faults.clear()
+    assert (faults.eni_linger_seconds, faults.bucket_reuse_seconds) == (120, 60)
 
 
 @pytest.mark.parametrize("spec", ["eks", "eks:", ":CreateAddon", "eks:CreateAddon:x", "eks:CreateAddon:0"])
