@@ -34,6 +34,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
 
 from instantstart_client import __version__
 from instantstart_client.shapes import (
@@ -417,7 +418,7 @@ class InstantStartClient:
             send_headers["Content-Type"] = "application/json"
         send_headers.update(headers or {})
         remaining = self._remaining()
-        stop = stop_after_attempt(self._max_attempts)
+        stop: stop_base = stop_after_attempt(self._max_attempts)
         if remaining is not None:  # no backoff wait that ends past the deadline
             stop = stop | stop_before_delay(max(0.0, remaining))
         retrying = Retrying(
