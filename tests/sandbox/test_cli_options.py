@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from pathlib import Path
 
@@ -91,3 +92,19 @@ def test_given_the_engine_log_when_moto_logs_then_the_record_goes_to_the_file_no
     assert "Exception=X at 'repr'" in path.read_text()
     captured = capsys.readouterr()
     assert "Exception=X" not in captured.out + captured.err
+
+
+def test_given_a_failed_execution_whose_cause_is_a_lambda_error_then_its_terminal_line_has_no_stack_trace() -> None:
+    from instantstart_sandbox.stepfunctions import _cause_line
+
+    cause = json.dumps(
+        {
+            "errorType": "ClientError",
+            "errorMessage": "An error occurred (ThrottlingException) when calling the DeleteCluster operation",
+            "stackTrace": ["Traceback (most recent call last):\n", '  File "steps.py", line 1\n'],
+        }
+    )
+    assert _cause_line(cause) == (
+        "ClientError: An error occurred (ThrottlingException) when calling the DeleteCluster operation"
+    )
+    assert _cause_line("States.Timeout\n  after 60 s") == "States.Timeout after 60 s"
