@@ -25,7 +25,7 @@ from pydantic import Field
 from instantstart_client import __version__
 from instantstart_client.api import API_URL_ENV, InstantStartClient
 from mcp_proxy.skills import Skill, load_skills
-from mcp_proxy.tools import ALLOW_WRITE_ENV, InstantStartTools, Sleep, env_allows_write
+from mcp_proxy.tools import ALLOW_WRITE_ENV, CALL_BUDGET_SECONDS, InstantStartTools, Sleep, env_allows_write
 
 SERVER_NAME = "instantstart"
 SKILL_URI_PREFIX = "skill://instantstart/"
@@ -107,6 +107,7 @@ def build_server(
     client: InstantStartClient | None = None,
     sleep: Sleep | None = None,
     log_level: LogLevel = "WARNING",
+    call_budget: float = CALL_BUDGET_SECONDS,
 ) -> MCPServer[Any]:
     """The InstantStart MCP server.
 
@@ -117,6 +118,8 @@ def build_server(
         client: an API client to use instead of building one from ``api_url``/``region`` (tests).
         sleep: the awaitable sleep of ``wait_seconds`` (default: real time).
         log_level: the SDK's log level (logs go to stderr).
+        call_budget: seconds the API requests of one tool call may take in all (attempts, backoff waits
+            and pages share it; default :data:`mcp_proxy.tools.CALL_BUDGET_SECONDS`, 50).
 
     Returns:
         The server, ready for ``run()`` or an in-process client.
@@ -126,7 +129,7 @@ def build_server(
     def make_client() -> InstantStartClient:
         return client if client is not None else InstantStartClient(api_url=api_url, region=region)
 
-    tools = InstantStartTools(make_client, allow_write=writes, sleep=sleep)
+    tools = InstantStartTools(make_client, allow_write=writes, sleep=sleep, call_budget=call_budget)
     skills = {skill.file: skill for skill in load_skills()}
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,

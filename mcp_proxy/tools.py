@@ -9,7 +9,9 @@ Rules every tool follows:
 - An API answer of 4xx/5xx becomes a tool error (``isError``) whose text is the API's
   ``{"error": {"code", "message", "details"}}`` JSON, verbatim.
 - Every call returns within 55 s, under the 60 s timeout MCP clients commonly apply: ``wait_seconds``
-  waits at most ``WAIT_PER_CALL_MAX_SECONDS`` per call and says how much of the request is left.
+  waits at most ``WAIT_PER_CALL_MAX_SECONDS`` per call and says how much of the request is left, and the
+  API requests of one call (attempts, backoff waits, pages) share a time bound of
+  :data:`CALL_BUDGET_SECONDS`; a slow API makes the call answer "did not answer within N s; call again".
 - A call the proxy refuses itself (read-only mode, a delete confirmation that does not match, a wait
   outside the accepted range, the API unreachable or unconfigured) raises the SDK's ``ToolError``, whose message
   the agent reads and which says what to do next.
@@ -31,7 +33,13 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
+from instantstart_client.api import (
+    ApiConnectionError,
+    ApiError,
+    ApiTimeoutError,
+    ConfigurationError,
+    InstantStartClient,
+)
 from instantstart_client.shapes import InstanceGroupSpec
 from mcp_proxy import schemas
 from mcp_proxy.schemas import (
@@ -396,6 +404,11 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
 """Every tool, in the order they are listed."""
 
 
+CALL_BUDGET_SECONDS = 50.0
+"""Seconds the API requests of one tool call may take in all (attempts, backoff waits and pages included):
+with the proxy's own work the call answers within 55 s, before MCP clients' common 60 s timeout."""
+
+
 class InstantStartTools:
     """The tool implementations, bound to one API client and one write policy.
 
@@ -405,6 +418,8 @@ class InstantStartTools:
         allow_write: enable ``cluster_create``, ``cluster_retry_stage``, ``cluster_delete`` and ``operation_cancel``.
         sleep: the awaitable sleep of ``wait_seconds`` (default ``anyio.sleep``: real seconds).
         progress_interval: seconds between progress notifications of ``wait_seconds``.
+        call_budget: seconds the API requests of one tool call may take in all (default
+            :data:`CALL_BUDGET_SECONDS`).
     """
 
     def __init__(
@@ -414,6 +429,7 @@ class InstantStartTools:
         allow_write: bool,
         sleep: Sleep | None = None,
         progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+        call_budget: float = CALL_BUDGET_SECONDS,
     ) -> None:
         self._client_factory = client_factory
         self._client: InstantStartClient | None = None
@@ -421,6 +437,7 @@ class InstantStartTools:
         self.allow_write = allow_write
         self._sleep: Sleep = sleep or anyio.sleep
         self._progress_interval = progress_interval
+        self._call_budget = call_budget
 
     # -- plumbing -------------------------------------------------------------------------------------
 
@@ -439,12 +456,18 @@ class InstantStartTools:
             return self._client
 
     def _call(self, request: Callable[[InstantStartClient], Mapping[str, Any]]) -> CallToolResult:
-        """Run one API request; map its answer to a result and its failures to tool errors."""
+        """Run one call's API requests within the call budget; map the answer and failures to results/tool errors."""
         client = self.client()
         try:
-            return ok(request(client))
+            with client.time_bound(self._call_budget):
+                return ok(request(client))
         except ApiError as exc:
             return api_error_result(exc)
+        except ApiTimeoutError as exc:
+            raise ToolError(
+                f"the InstantStart API did not answer within {exc.budget:g} s; call the tool again (a create, "
+                "retry or delete may have started: list the cluster's operations before starting another)."
+            ) from exc
         except ApiConnectionError as exc:
             raise ToolError(
                 f"the InstantStart API could not be reached after retries: {exc.message}. Check the API URL "

@@ -6,18 +6,22 @@ Every request is signed for the ``execute-api`` service with the botocore creden
 ``{"error": {"code", "message", "details"}}`` body. Throttling (429), ``503`` and connection errors
 are retried with exponential backoff and full jitter; every attempt is signed again (fresh
 ``X-Amz-Date``) and POST/DELETE attempts carry the same ``Idempotency-Key``, so a retried create
-never starts a second operation.
+never starts a second operation. :meth:`InstantStartClient.time_bound` bounds the total time of
+every request inside it (attempts and backoff waits share one deadline; the MCP proxy uses it so a
+tool call answers before MCP clients time it out).
 
 The CLI, the demo and the MCP proxy all use this one client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,7 +33,8 @@ import httpx2
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
 
 from instantstart_client import __version__
 from instantstart_client.shapes import (
@@ -90,6 +95,18 @@ class ApiConnectionError(InstantStartClientError):
         self.message = message
         self.method = method
         self.url = url
+
+
+class ApiTimeoutError(ApiConnectionError):
+    """The API did not answer within the time bound of :meth:`InstantStartClient.time_bound`.
+
+    Attributes:
+        budget: the bound in seconds.
+    """
+
+    def __init__(self, budget: float, *, method: str, url: str) -> None:
+        super().__init__(f"the API did not answer within {budget:g} s ({method} {url})", method=method, url=url)
+        self.budget = budget
 
 
 class ApiError(InstantStartClientError):
@@ -184,6 +201,8 @@ def _retry_after_seconds(value: str | None) -> float | None:
 
 
 def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ApiTimeoutError):  # the time bound ran out: another attempt would pass it
+        return False
     return isinstance(exc, ApiConnectionError) or (isinstance(exc, ApiError) and exc.transient)
 
 
@@ -256,6 +275,8 @@ class InstantStartClient:
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._sleep: Callable[[float], None] = sleep or time.sleep
+        self._timeout = timeout
+        self._bound = threading.local()  # .deadline (time.monotonic()) and .budget of time_bound, per thread
         self._http = httpx2.Client(
             timeout=timeout,
             transport=transport,
@@ -308,6 +329,33 @@ class InstantStartClient:
                 url += "?" + "&".join(f"{k}={v}" for k, v in pairs)
         return url
 
+    @contextlib.contextmanager
+    def time_bound(self, seconds: float) -> Iterator[None]:
+        """Bound the total time of every request made inside the block (this thread) to ``seconds``.
+
+        The requests share one deadline: each attempt's read timeout is at most the time left, no
+        backoff wait runs past it, and a request the deadline cuts short raises
+        :class:`ApiTimeoutError` (an :class:`ApiConnectionError`). A nested bound never extends an outer one.
+
+        Raises:
+            ValueError: ``seconds`` is not positive.
+        """
+        if seconds <= 0:
+            raise ValueError("seconds must be > 0")
+        outer = getattr(self._bound, "deadline", None), getattr(self._bound, "budget", None)
+        deadline = time.monotonic() + seconds
+        if outer[0] is None or deadline < outer[0]:
+            self._bound.deadline, self._bound.budget = deadline, seconds
+        try:
+            yield
+        finally:
+            self._bound.deadline, self._bound.budget = outer
+
+    def _remaining(self) -> float | None:
+        """Seconds left of the current :meth:`time_bound` (None: no bound)."""
+        deadline = getattr(self._bound, "deadline", None)
+        return None if deadline is None else deadline - time.monotonic()
+
     def _wait(self, state: RetryCallState) -> float:
         """Full-jitter exponential backoff, at least the server's ``Retry-After`` (capped)."""
         window = min(self._backoff_max, self._backoff_initial * 2 ** (state.attempt_number - 1))
@@ -327,8 +375,20 @@ class InstantStartClient:
         creds = self._resolve_credentials().get_frozen_credentials()
         aws_request = AWSRequest(method=method, url=url, data=data, headers=dict(headers))
         SigV4Auth(creds, SIGNING_SERVICE, self._region).add_auth(aws_request)
+        remaining = self._remaining()
+        timeout = self._timeout if remaining is None else min(self._timeout, remaining)
+        if timeout <= 0:
+            raise ApiTimeoutError(self._bound.budget, method=method, url=url)
         try:
-            response = self._http.request(method, url, headers=dict(aws_request.headers.items()), content=data or None)
+            response = self._http.request(
+                method, url, headers=dict(aws_request.headers.items()), content=data or None, timeout=timeout
+            )
+        except httpx2.TimeoutException as exc:
+            if remaining is not None and timeout >= remaining:
+                raise ApiTimeoutError(self._bound.budget, method=method, url=url) from exc
+            raise ApiConnectionError(
+                f"cannot reach {url}: {type(exc).__name__}: {exc}", method=method, url=url
+            ) from exc
         except httpx2.TransportError as exc:
             raise ApiConnectionError(
                 f"cannot reach {url}: {type(exc).__name__}: {exc}", method=method, url=url
@@ -361,6 +421,7 @@ class InstantStartClient:
         Raises:
             ApiError: non-2xx answer (after retries for 429/503).
             ApiConnectionError: the API could not be reached after retries.
+            ApiTimeoutError: the :meth:`time_bound` ran out before an answer.
             ConfigurationError: no AWS credentials.
         """
         url = self._url(path, params)
@@ -370,8 +431,12 @@ class InstantStartClient:
             data = json.dumps(body, separators=(",", ":")).encode("utf-8")
             send_headers["Content-Type"] = "application/json"
         send_headers.update(headers or {})
+        remaining = self._remaining()
+        stop: stop_base = stop_after_attempt(self._max_attempts)
+        if remaining is not None:  # no backoff wait that ends past the deadline
+            stop = stop | stop_before_delay(max(0.0, remaining))
         retrying = Retrying(
-            stop=stop_after_attempt(self._max_attempts),
+            stop=stop,
             wait=self._wait,
             retry=retry_if_exception(_is_transient),
             before_sleep=self._log_retry,

@@ -14,6 +14,7 @@ from instantstart.clusters.reconcile import (
     on_cluster_event,
     on_hyperpod_state_change,
     on_node_health_event,
+    once,
 )
 from instantstart.config import EVENT_SETTINGS
 from instantstart.runtime import Runtime
@@ -29,19 +30,17 @@ ADDON_RESTORED = "EKS Addon Health Restored"
 @logger.inject_lambda_context
 @event_source(data_class=EventBridgeEvent)
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    """Reconcile one event; other detail-types are ignored (the rule should not send them)."""
+    """Reconcile one event once per event id (a redelivery is a ``duplicate``); other detail-types are ignored."""
     detail = dict(event.detail)
     if event.source == "aws.eks" and event.detail_type == ADDON_RESTORED:
-        result = on_addon_health_change(RUNTIME, detail)
-        logger.info("reconciled", extra={"eventId": event.get_id, **result.to_api()})
-        return result.to_api()
-    if event.source != "aws.sagemaker" or event.detail_type not in (STATE_CHANGE, NODE_HEALTH, CLUSTER_EVENT):
+        result = once(RUNTIME, event.get_id, lambda: on_addon_health_change(RUNTIME, detail))
+    elif event.source != "aws.sagemaker" or event.detail_type not in (STATE_CHANGE, NODE_HEALTH, CLUSTER_EVENT):
         return {"action": "ignored", "detailType": event.detail_type}
-    if event.detail_type == NODE_HEALTH:
-        result = on_node_health_event(RUNTIME, detail)
+    elif event.detail_type == NODE_HEALTH:
+        result = once(RUNTIME, event.get_id, lambda: on_node_health_event(RUNTIME, detail))
     elif event.detail_type == CLUSTER_EVENT:
-        result = on_cluster_event(RUNTIME, detail)
+        result = once(RUNTIME, event.get_id, lambda: on_cluster_event(RUNTIME, detail))
     else:
-        result = on_hyperpod_state_change(RUNTIME, detail, event_time=event.time)
+        result = once(RUNTIME, event.get_id, lambda: on_hyperpod_state_change(RUNTIME, detail, event_time=event.time))
     logger.info("reconciled", extra={"eventId": event.get_id, **result.to_api()})
     return result.to_api()

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import boto3
+import pytest
 
 from instantstart_client.api import InstantStartClient
 from instantstart_sandbox import lambdas
@@ -99,3 +102,93 @@ def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_th
     assert (group["currentCount"], group["targetCount"]) == (1, 1)
     assert cluster["stages"] == ready["stages"], "stages are untouched"
     assert [n["nodeName"] for n in cluster["nodes"]] == [n["nodeName"] for n in ready["nodes"]]
+
+
+CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+
+
+def _deliver(sandbox: Sandbox, function: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Deliver ``event`` (an EventBridge envelope) to ``function`` as EventBridge does, through the sandbox's
+    Lambda Invoke (PutEvents cannot choose an event id); the handler's answer."""
+    aws = boto3.client("lambda", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    answer = aws.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+    assert "FunctionError" not in answer, answer["Payload"].read()
+    return dict(json.loads(answer["Payload"].read()))
+
+
+def test_given_a_create_waiting_for_nodes_when_the_same_event_id_arrives_twice_then_it_is_handled_once(
+    api: InstantStartClient,
+    sandbox: Sandbox,
+    wait_for: Callable[..., dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EventBridge delivers at least once: a redelivery carries the same ``id``. The events function records
+    each handled id (a conditional DynamoDB write, kept a day by the table's TTL attribute), so the second
+    delivery does nothing, while the create's verify stage is waiting for nodes; the create still ends READY."""
+    faults = sandbox.aws.extension.faults
+    faults.fail_hyperpod_capacity(GROUP["instanceType"])
+    try:
+        op = api.create_cluster("dupid", "us-west-2c", [GROUP])
+        waiting = wait_for(
+            api, "dupid", lambda c: {s["name"]: s["status"] for s in c["stages"]}.get("verify") == "RUNNING"
+        )
+        assert waiting["status"] == "CREATING"
+        function = _events_function(sandbox)
+        sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+        arn = sm.describe_cluster(ClusterName="hp-cluster-dupid")["ClusterArn"]
+        event_id = str(uuid.uuid4())
+        event = {
+            "version": "0",
+            "id": event_id,
+            "detail-type": CLUSTER_EVENT,
+            "source": "aws.sagemaker",
+            "account": "123456789012",
+            "time": dt.datetime.fromtimestamp(sandbox.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": sandbox.region,
+            "resources": [arn],
+            "detail": {
+                "ClusterName": "hp-cluster-dupid",
+                "ClusterArn": arn,
+                "EventId": event_id,
+                "EventLevel": "Error",
+                "ResourceType": "InstanceGroup",
+                "InstanceGroupName": GROUP["instanceGroupName"],
+                "Description": "Instance launch failed (a test event delivered twice).",
+            },
+        }
+        # Count the reconciliations of this event: the handler module is the one the sandbox runs in process.
+        _deliver(sandbox, function, {**event, "id": str(uuid.uuid4()), "detail-type": "Other"})  # loaded
+        handler = sys.modules[lambdas.REGISTRY[function].handler.rsplit(".", 1)[0]]
+        reconciled: list[str] = []
+        real = handler.on_cluster_event
+
+        def counting(rt: Any, detail: dict[str, Any]) -> Any:
+            if detail.get("EventId") == event_id:
+                reconciled.append(event_id)
+            return real(rt, detail)
+
+        monkeypatch.setattr(handler, "on_cluster_event", counting)
+
+        first = _deliver(sandbox, function, event)
+        again = _deliver(sandbox, function, event)
+
+        assert first["action"] in ("woken", "recorded"), first  # the verify wait was woken (or was checking)
+        assert first["clusterTag"] == "dupid"
+        assert again["action"] == "duplicate", again
+        assert reconciled == [event_id], "the redelivery did not reach the reconciler"
+        aws_lambda = boto3.client("lambda", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+        table = aws_lambda.get_function_configuration(FunctionName=function)["Environment"]["Variables"]["TABLE_NAME"]
+        dynamodb = boto3.client("dynamodb", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+        key = {"PK": {"S": f"EVENT#{event_id}"}, "SK": {"S": "META"}}
+        record = dynamodb.get_item(TableName=table, Key=key)["Item"]
+        assert int(record["expiration"]["N"]) > time.time() + 23 * 3600, "kept a day (the table's TTL attribute)"
+        during = api.get_operation(op["operationId"])
+        assert during["status"] == "RUNNING", during
+    finally:
+        faults.clear_hyperpod_capacity()
+
+    ready = wait_for(api, "dupid", terminal)
+    assert ready["status"] == "READY", ready["stages"]
+    stages = {s["name"]: s for s in ready["stages"]}
+    assert stages["verify"]["attempts"] == 1 and stages["verify"]["status"] == "SUCCEEDED"
+    assert api.get_operation(op["operationId"])["status"] == "SUCCEEDED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -40,13 +41,16 @@ def test_when_running_the_demo_from_any_directory_then_it_ends_with_the_verified
     assert re.search(r"\| S3 Storage\s+\| s3-claim mounted \(Bound\)\s+\|", out.stdout)
 
 
-@pytest.fixture
-def served_sandbox(tmp_path: Path) -> Iterator[tuple[dict[str, str], list[str]]]:
-    """``instantstart-sandbox serve --template PATH --fail-hyperpod-capacity ml.g6.4xlarge`` in the background.
+@pytest.fixture(scope="module")
+def served_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """``instantstart-sandbox serve --template PATH --fail-hyperpod-capacity ml.g6.4xlarge
+    --throttle sagemaker:DeleteCluster:1000`` in the background (one per module: the tests use their own
+    clusters; every SageMaker DeleteCluster is throttled, so a delete fails).
 
     Yields the environment its printed exports give a client, and the lines it logs (kept draining so
     the pipe never fills up).
     """
+    tmp_path = tmp_path_factory.mktemp("serve")
     proc = subprocess.Popen(
         [
             str(BIN / "instantstart-sandbox"),
@@ -57,6 +61,8 @@ def served_sandbox(tmp_path: Path) -> Iterator[tuple[dict[str, str], list[str]]]
             str(ROOT / "template.yaml"),
             "--fail-hyperpod-capacity",
             "ml.g6.4xlarge",
+            "--throttle",
+            "sagemaker:DeleteCluster:1000",
         ],
         env=_clean_env(),
         cwd=tmp_path,
@@ -135,3 +141,54 @@ def test_given_a_served_sandbox_with_no_capacity_when_creating_then_hyperpod_ret
     time.sleep(0.5)
     assert any(re.search(r"POST /clusters 202 \d+ms", line) for line in log), log[-20:]
     assert any(re.search(r"GET /clusters/nosuch 404 ClusterNotFound \d+ms", line) for line in log), log[-20:]
+
+
+EXECUTION_LINE = re.compile(r"^INFO instantstart_sandbox\.executions: (\S+) (\S+): (.+)$")
+ENGINE_INTERNALS = re.compile(r"moto\.|Traceback|object at 0x|Exception=|<[A-Za-z_.]+ ")
+
+
+def test_given_a_served_sandbox_when_operations_run_and_one_fails_then_the_terminal_shows_one_line_per_stage_change(
+    served_sandbox: tuple[dict[str, str], list[str]],
+) -> None:
+    """The terminal of ``serve`` (what a user watches): one line when a workflow starts, one per state it
+    moves to (a poll loop is one line, not one per poll), one when it ends; a failed workflow ends with its
+    error code on one short line; none of the Step Functions engine's internals (they go to the engine log)."""
+    env, log = served_sandbox
+    cli = str(BIN / "instantstart")
+    create = subprocess.run(
+        [
+            *(cli, "clusters", "create", "--tag", "term", "--az", "us-west-2c"),
+            *("--instance-type", "ml.g6.4xlarge", "--count", "1", "--wait", "--poll-interval", "0.5"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert create.returncode == 0, create.stdout[-2000:] + create.stderr[-2000:]
+    delete = subprocess.run(
+        [cli, "clusters", "delete", "term", "--yes", "--wait", "--poll-interval", "0.5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert delete.returncode == 1, delete.stdout[-2000:] + delete.stderr[-2000:]  # throttled past every retry
+    time.sleep(0.5)
+    lines = [line.rstrip("\n") for line in list(log)]
+    executions: dict[tuple[str, str], list[str]] = {}
+    for line in lines:
+        match = EXECUTION_LINE.match(line)
+        if match:
+            executions.setdefault((re.sub("[^a-z]", "", match[1].lower()), match[2]), []).append(match[3])
+    create_runs = [states for (machine, _), states in executions.items() if "createcluster" in machine]
+    delete_runs = [states for (machine, _), states in executions.items() if "deletecluster" in machine]
+    assert create_runs and delete_runs, lines[-40:]
+    for states in executions.values():
+        assert states[0] == "started"
+        assert all(a != b for a, b in itertools.pairwise(states)), f"a repeated line: {states}"
+    assert any(states[-1] == "SUCCEEDED" for states in create_runs), create_runs
+    failed = [states[-1] for states in delete_runs if states[-1].startswith("FAILED")]
+    assert failed and all(len(end) < 400 for end in failed), delete_runs
+    assert not [line for line in lines if ENGINE_INTERNALS.search(line)], "engine internals on the terminal"
+    assert all(len(line) < 500 for line in lines)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from instantstart.clusters import service
-from instantstart.clusters.reconcile import on_hyperpod_state_change
+from instantstart.clusters.reconcile import EVENT_KEEP_SECONDS, Reconciled, on_hyperpod_state_change, once
 from instantstart.config import Settings
 from instantstart.models.cluster import CreateClusterRequest
 from instantstart.models.common import StageName
@@ -198,3 +198,48 @@ def test_given_two_events_of_the_same_second_when_they_arrive_then_the_later_del
     on_hyperpod_state_change(demo, detail("hp-cluster-demo", "InService"), event_time="2026-11-30T12:10:00Z")
 
     assert service.get_cluster(demo, "demo").hyper_pod.status == "InService"  # type: ignore[union-attr]
+
+
+def test_given_an_event_id_handled_once_when_it_is_delivered_again_then_the_handler_does_not_run(
+    runtime: Runtime, aws: Any, table: str
+) -> None:
+    calls: list[str] = []
+
+    def handle() -> Reconciled:
+        calls.append("ran")
+        return Reconciled(action="recorded")
+
+    first = once(runtime, "7f6e-event", handle, clock=lambda: 1_000.0)
+    again = once(runtime, "7f6e-event", handle, clock=lambda: 1_060.0)
+    other = once(runtime, "other-event", handle, clock=lambda: 1_060.0)
+
+    assert (first.action, again.action, other.action) == ("recorded", "duplicate", "recorded")
+    assert calls == ["ran", "ran"]
+    [record] = [i for i in all_items(aws, table) if i["PK"]["S"] == "EVENT#7f6e-event"]
+    assert int(record["expiration"]["N"]) == 1_000 + EVENT_KEEP_SECONDS  # the table's TTL attribute
+
+
+def test_given_a_handled_event_id_past_its_keep_time_when_delivered_then_it_is_handled_again(runtime: Runtime) -> None:
+    calls: list[str] = []
+
+    def handle() -> Reconciled:
+        calls.append("ran")
+        return Reconciled(action="recorded")
+
+    once(runtime, "old-event", handle, clock=lambda: 1_000.0)
+    once(runtime, "old-event", handle, clock=lambda: 1_000.0 + EVENT_KEEP_SECONDS + 1)  # TTL not applied yet
+    assert calls == ["ran", "ran"]
+
+
+def test_given_a_handler_that_fails_when_the_event_is_redelivered_then_it_runs_again(runtime: Runtime) -> None:
+    outcomes = iter([RuntimeError("throttled"), None])
+
+    def handle() -> Reconciled:
+        error = next(outcomes)
+        if error:
+            raise error
+        return Reconciled(action="resumed")
+
+    with pytest.raises(RuntimeError):
+        once(runtime, "retried-event", handle)
+    assert once(runtime, "retried-event", handle).action == "resumed"

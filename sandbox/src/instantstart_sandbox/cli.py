@@ -13,7 +13,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from instantstart_sandbox.aws.faults import DEFAULT_KUBE_ACCESS_SECONDS, FaultInjector
+from instantstart_sandbox.aws.faults import (
+    DEFAULT_BUCKET_REUSE_SECONDS,
+    DEFAULT_ENI_LINGER_SECONDS,
+    DEFAULT_KUBE_ACCESS_SECONDS,
+    DEFAULT_ROLE_PROPAGATION_SECONDS,
+    FaultInjector,
+)
 from instantstart_sandbox.runner import DEFAULT_TIME_SCALE, Sandbox, TemplateNotFoundError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The InstantStart offline sandbox.")
@@ -177,10 +183,10 @@ def apply_fault_options(
     capacity_failures: int = 2,
     refuse_zones: list[str] | None = None,
     throttles: list[str] | None = None,
-    role_propagation_seconds: float = 0.0,
+    role_propagation_seconds: float = DEFAULT_ROLE_PROPAGATION_SECONDS,
     kube_access_seconds: float = DEFAULT_KUBE_ACCESS_SECONDS,
-    eni_linger_seconds: float = 0.0,
-    bucket_reuse_seconds: float = 0.0,
+    eni_linger_seconds: float = DEFAULT_ENI_LINGER_SECONDS,
+    bucket_reuse_seconds: float = DEFAULT_BUCKET_REUSE_SECONDS,
 ) -> list[str]:
     """Set ``serve``'s fault options on ``faults``; one sentence per fault that is on, for the terminal."""
     said: list[str] = []
@@ -220,17 +226,18 @@ def serve(
     refuse_zone: RefuseZone = None,
     throttle: Throttle = None,
     role_propagation_seconds: Annotated[
-        float, typer.Option(min=0.0, help="New IAM roles cannot be assumed by SageMaker/EKS for this long.")
-    ] = 0.0,
+        float, typer.Option(min=0.0, help="New IAM roles cannot be assumed by SageMaker/EKS for this long (0: off).")
+    ] = DEFAULT_ROLE_PROPAGATION_SECONDS,
     kube_access_seconds: Annotated[
-        float, typer.Option(min=0.0, help="A new EKS access entry answers 401, then 403, for this long.")
+        float, typer.Option(min=0.0, help="A new EKS access entry answers 401, then 403, for this long (0: off).")
     ] = DEFAULT_KUBE_ACCESS_SECONDS,
     eni_linger_seconds: Annotated[
-        float, typer.Option(min=0.0, help="Network interfaces outlive a deleted EKS/HyperPod cluster by this long.")
-    ] = 0.0,
+        float,
+        typer.Option(min=0.0, help="Network interfaces outlive a deleted EKS/HyperPod cluster by this long (0: off)."),
+    ] = DEFAULT_ENI_LINGER_SECONDS,
     bucket_reuse_seconds: Annotated[
-        float, typer.Option(min=0.0, help="A deleted S3 bucket's name cannot be created again for this long.")
-    ] = 0.0,
+        float, typer.Option(min=0.0, help="A deleted S3 bucket's name cannot be created again for this long (0: off).")
+    ] = DEFAULT_BUCKET_REUSE_SECONDS,
 ) -> None:
     """Start the sandbox and keep it running; prints the environment a client needs.
 

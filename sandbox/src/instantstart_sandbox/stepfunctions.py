@@ -11,11 +11,13 @@ as moto ships it.
 Logging: the engine's own records (logger ``moto``: parser internals, component reprs of hundreds of
 characters) go to a file (:func:`route_engine_logs`); the logger ``instantstart_sandbox.executions``
 gets one INFO line when an execution starts, when it enters a Task/Parallel/Map state other than
-the one it last reported (a poll loop is one line), and when it ends (error and cause on one line).
+the one it last reported (a poll loop is one line), and when it ends (error and cause on one line; a Lambda
+error's stack trace is left out).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -55,6 +57,19 @@ def route_engine_logs(path: Path) -> Path:
 def _one_line(text: Any, limit: int = _CAUSE_CHARS) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _cause_line(cause: Any) -> str:
+    """An execution's cause for the terminal: a Lambda error payload becomes ``errorType: errorMessage``
+    (its stack trace stays in the execution history), anything else is shortened to one line."""
+    try:
+        payload = json.loads(str(cause or ""))
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and "errorMessage" in payload:
+        kind = payload.get("errorType")
+        return _one_line(f"{kind}: {payload['errorMessage']}" if kind else payload["errorMessage"])
+    return _one_line(cause)
 
 
 MIN_TIMEOUT_WALL_SECONDS = 0.25
@@ -257,7 +272,7 @@ def _emit_execution_status_change() -> None:
                 execution.name,
                 status,
                 execution.error or "",
-                _one_line(execution.cause),
+                _cause_line(execution.cause),
             )
         detail = {
             "executionArn": execution.exec_arn,

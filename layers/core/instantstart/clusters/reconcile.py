@@ -1,14 +1,17 @@
 """Reconciliation on AWS events (EventBridge): wakes waiting workflows and refreshes observed state.
 
-Events arrive twice, late and out of order. Every handler is idempotent: waking a wait is harmless
-(a stale task token is ignored), an observation older than the recorded one is dropped
-(``Store.record_hyperpod_observation``), and an event for a cluster without a running operation
-only records what it saw. Each handler returns a small :class:`Reconciled` result.
+Events arrive twice, late and out of order. :func:`once` runs a handler at most once per EventBridge event id
+(a conditional write of the id, kept :data:`EVENT_KEEP_SECONDS`), so a redelivered event does nothing; and every
+handler is idempotent besides: waking a wait is harmless (a stale task token is ignored), an observation older
+than the recorded one is dropped (``Store.record_hyperpod_observation``), and an event for a cluster without a
+running operation only records what it saw. Each handler returns a small :class:`Reconciled` result.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -30,12 +33,38 @@ class Reconciled(ApiModel):
     """What a reconciler did with one event."""
 
     action: str = Field(
-        description="ignored, recorded, resumed, woken, recovered, already-ended, reconciled, unknown-node or conflict"
+        description="ignored, recorded, resumed, woken, recovered, already-ended, reconciled, unknown-node, conflict "
+        "or duplicate (an event id already handled)"
     )
     cluster_tag: str | None = None
     status: str | None = None
     operation_id: str | None = None
     instance_id: str | None = None
+
+
+EVENT_KEEP_SECONDS = 86_400
+"""How long a handled event id is remembered (seconds): EventBridge retries a delivery for up to 24 hours."""
+
+
+def once(
+    rt: Runtime, event_id: str | None, handle: Callable[[], Reconciled], *, clock: Callable[[], float] = time.time
+) -> Reconciled:
+    """Run ``handle`` unless EventBridge event ``event_id`` was handled before (then ``action="duplicate"``).
+
+    The id is claimed with a conditional DynamoDB ``PutItem`` (``Store.claim_event``) before ``handle`` runs;
+    if ``handle`` raises, the claim is released so the redelivery EventBridge makes runs it. An event
+    without an id is handled.
+    """
+    if not event_id:
+        return handle()
+    if not rt.store.claim_event(event_id, now=int(clock()), keep_seconds=EVENT_KEEP_SECONDS):
+        logger.info("event %s was already handled", event_id)
+        return Reconciled(action="duplicate")
+    try:
+        return handle()
+    except BaseException:
+        rt.store.release_event(event_id)
+        raise
 
 
 def _our_cluster(rt: Runtime, detail: dict[str, Any]) -> tuple[str | None, ClusterRecord | None]:

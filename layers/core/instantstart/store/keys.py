@@ -6,9 +6,11 @@
 | stage of a cluster  | CLUSTER#<tag>   | GEN#<generation:04d>#STAGE#<nn>#<name> |               |                  |
 | operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>#<id> |
 | lock (a lease)      | LOCK#<name>     | META                                 |                 |                  |
+| handled event       | EVENT#<id>      | META                                 |                 |                  |
 
 A lock record holds ``owner`` and ``expiration`` (epoch seconds, the table's TTL attribute): a holder that
-crashed leaves a lock that expires instead of blocking forever.
+crashed leaves a lock that expires instead of blocking forever. A handled-event record (EventBridge event id) holds
+``expiration`` too: it exists only to recognise a redelivery, which EventBridge makes within a day.
 """
 
 from __future__ import annotations
@@ -56,3 +58,8 @@ def operation_index_sk(created_at: str, operation_id: str) -> str:
 def lock_pk(name: str) -> str:
     """Partition key of the lock record ``name`` (e.g. ``SUBNETS#<vpc-id>``)."""
     return f"LOCK#{name}"
+
+
+def event_pk(event_id: str) -> str:
+    """Partition key of the record of a handled EventBridge event (its ``id``)."""
+    return f"EVENT#{event_id}"

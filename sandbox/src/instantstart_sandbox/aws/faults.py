@@ -3,8 +3,10 @@
 Besides per-operation errors (:meth:`FaultInjector.inject`, :meth:`FaultInjector.throttle`) it
 holds the real-account behaviours the sandbox models on the simulated clock: a refused EKS zone,
 IAM eventual consistency, Kubernetes access propagation, lingering network interfaces and S3
-bucket-name reuse. Each window is in simulated seconds; all but Kubernetes access propagation are
-off until set.
+bucket-name reuse. Each window is in simulated seconds. The four time windows (IAM role propagation,
+Kubernetes access propagation, lingering network interfaces, bucket-name reuse) are on by default at
+realistic magnitudes (:data:`DEFAULT_ROLE_PROPAGATION_SECONDS` and the others); 0 turns one off. The
+refused zone, throttling and per-operation errors are off until set.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ DEFAULT_CAPACITY_MESSAGE = (
 
 DEFAULT_KUBE_ACCESS_SECONDS = 30.0
 """Simulated seconds a new EKS access entry takes to reach the Kubernetes API (401, then 403)."""
+
+DEFAULT_ROLE_PROPAGATION_SECONDS = 15.0
+"""Simulated seconds a new IAM role cannot be assumed by SageMaker/EKS (AWS: "seconds" after CreateRole)."""
+
+DEFAULT_ENI_LINGER_SECONDS = 120.0
+"""Simulated seconds the network interfaces of a deleted EKS/HyperPod cluster stay (AWS: up to minutes)."""
+
+DEFAULT_BUCKET_REUSE_SECONDS = 60.0
+"""Simulated seconds a deleted S3 bucket name answers OperationAborted to CreateBucket (AWS: "a while")."""
 
 _THROTTLE_MESSAGE = "Rate exceeded"
 
@@ -79,13 +90,13 @@ class FaultInjector:
         self._refused_zones: dict[str, int | None] = {}
         self._roles_created: dict[str, float] = {}
         self._buckets_deleted: dict[str, float] = {}
-        self.role_propagation_seconds = 0.0
+        self.role_propagation_seconds = DEFAULT_ROLE_PROPAGATION_SECONDS
         """IAM roles younger than this cannot be assumed by SageMaker/EKS (simulated seconds; 0: off)."""
         self.kube_access_seconds = DEFAULT_KUBE_ACCESS_SECONDS
         """A new access entry reaches the Kubernetes API after this long (simulated seconds; 0: at once)."""
-        self.eni_linger_seconds = 0.0
+        self.eni_linger_seconds = DEFAULT_ENI_LINGER_SECONDS
         """Network interfaces outlive a deleted EKS/HyperPod cluster by this long (simulated seconds; 0: off)."""
-        self.bucket_reuse_seconds = 0.0
+        self.bucket_reuse_seconds = DEFAULT_BUCKET_REUSE_SECONDS
         """A deleted S3 bucket's name cannot be created again for this long (simulated seconds; 0: off)."""
         self._health_check_failures: list[tuple[str | None, list[int]]] = []  # (instance id or None, [remaining])
         self._removed_offerings: set[tuple[str, str]] = set()  # (EC2 instance type, zone)
@@ -231,10 +242,10 @@ class FaultInjector:
             self._refused_zones.clear()
             self._health_check_failures.clear()
             self._removed_offerings.clear()
-        self.role_propagation_seconds = 0.0
+        self.role_propagation_seconds = DEFAULT_ROLE_PROPAGATION_SECONDS
         self.kube_access_seconds = DEFAULT_KUBE_ACCESS_SECONDS
-        self.eni_linger_seconds = 0.0
-        self.bucket_reuse_seconds = 0.0
+        self.eni_linger_seconds = DEFAULT_ENI_LINGER_SECONDS
+        self.bucket_reuse_seconds = DEFAULT_BUCKET_REUSE_SECONDS
 
     # -- used by the extension -----------------------------------------------------------------
     def has_faults_for(self, service: str) -> bool:
@@ -297,6 +308,11 @@ class FaultInjector:
         """Record that IAM role ``role_name`` was created now (simulated time)."""
         with self._lock:
             self._roles_created[role_name] = self._now()
+
+    def role_settled(self, role_name: str) -> None:
+        """Treat IAM role ``role_name`` as created long ago (e.g. by tooling that ran before the test)."""
+        with self._lock:
+            self._roles_created.pop(role_name, None)
 
     def role_propagating(self, role_arn: str) -> bool:
         """Whether ``role_arn`` is too new to be assumed yet (see :meth:`delay_role_propagation`)."""

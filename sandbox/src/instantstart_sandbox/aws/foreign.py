@@ -117,6 +117,7 @@ class ForeignClusters:
         role = iam.create_role(
             RoleName=f"{name}-role-{suffix}", AssumeRolePolicyDocument=json.dumps(trust), Tags=tag_list
         )["Role"]["Arn"]
+        self.extension.faults.role_settled(role.rsplit("/", 1)[-1])  # the customer's tooling ran long ago
         cluster = eks.create_cluster(
             name=name,
             version=kubernetes_version,
