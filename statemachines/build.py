@@ -323,14 +323,16 @@ StageStates = Callable[[str, str], dict[str, dict[str, Any]]]
 
 
 def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """VPC and subnets, then CreateCluster of EKS at once: the NAT gateway comes up while EKS creates."""
+    """VPC and subnets, then CreateCluster of EKS at once: the NAT gateway and, once it is available, the
+    HyperPod compute subnets (routed through it) come up while EKS creates, off the critical path."""
     states = {
         "Ensure Network": task("ensure_network", "Create EKS Cluster", catch_to=fail),
         "Create EKS Cluster": task("create_eks_cluster", "Check NAT Gateway", catch_to=fail),
     }
     states |= wait_loop(
-        "NAT Gateway", "check_nat_gateway", "natGateway", "Check EKS Cluster", stage="network", catch_to=fail
+        "NAT Gateway", "check_nat_gateway", "natGateway", "Ensure Compute Subnet", stage="network", catch_to=fail
     )
+    states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Check EKS Cluster", catch_to=fail)
     states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage="network", catch_to=fail)
     return states
 
@@ -359,9 +361,9 @@ def _dependencies_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
 
 
 def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """CreateCluster, then an event-or-poll wait for InService (the State Change event wakes it)."""
-    states = {"Ensure Compute Subnet": task("ensure_compute_subnet", "Check Failed HyperPod Cluster", catch_to=fail)}
-    states |= wait_loop(
+    """No Failed cluster in the way, CreateCluster, then an event-or-poll wait for InService (the State Change
+    event wakes it). The compute subnets are the network stage's (an imported VPC's are made in the first check)."""
+    states = wait_loop(
         "Failed HyperPod Cluster",
         "clear_failed_hyperpod_cluster",
         "hyperPodCluster",
@@ -402,7 +404,7 @@ CREATE_STAGES: dict[StageName, tuple[str, StageStates]] = {
     StageName.NETWORK: ("Ensure Network", _network_states),
     StageName.ACCESS: ("Grant Access", _access_states),
     StageName.DEPENDENCIES: ("Create Add-ons", _dependencies_states),
-    StageName.HYPERPOD: ("Ensure Compute Subnet", _hyperpod_states),
+    StageName.HYPERPOD: ("Check Failed HyperPod Cluster", _hyperpod_states),
     StageName.STORAGE: ("Ensure Bucket", _storage_states),
     StageName.VERIFY: ("Check Cluster Verification", _verify_states),
 }
