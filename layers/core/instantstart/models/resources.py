@@ -128,5 +128,7 @@ class VerifyResources(StageResources):
     expected_nodes: int | None = None
     pvc_phase: str | None = None
     addons_active: int | None = None
-    checks_since_nodes_ready: int | None = None
+    nodes_ready_at: str | None = None
+    """When a check first saw every group at target (ISO-8601); empty while a group is below target. An add-on
+    still not ACTIVE ``addonGraceSeconds`` after it (or after this attempt began, whichever is later) fails."""
     """Checks that found every group at target while an add-on was not ACTIVE yet (its grace period)."""
