@@ -423,6 +423,11 @@ the volume and claim. Verify needs all.
 """
 
 
+SEQUENTIAL_GRAPH: list[StageName | list[list[StageName]]] = list(StageName)
+"""Every stage after the one before it, in ``StageName`` order: the previous design's order, the baseline
+``benchmarks/critical_path.py`` runs (``python statemachines/build.py --sequential FILE``). Never committed."""
+
+
 def _entry(step: StageName | list[list[StageName]]) -> str:
     if isinstance(step, StageName):
         return f"Begin {step.display_name} Stage"
@@ -449,22 +454,24 @@ def _branch(chain: list[StageName]) -> dict[str, Any]:
     return {"StartAt": f"Begin {chain[0].display_name} Stage", "States": states}
 
 
-def create_cluster() -> dict[str, Any]:
-    """The create-cluster (and retry-stage) workflow over :data:`CREATE_GRAPH`, entered at ``$.startStage``.
+def create_cluster(graph: list[StageName | list[list[StageName]]] | None = None) -> dict[str, Any]:
+    """The create-cluster (and retry-stage) workflow over ``graph`` (:data:`CREATE_GRAPH`), entered at
+    ``$.startStage``.
 
     A retry enters at the FAILED stage's step of the graph: that stage, the stages after it and the
     stages beside it in the same parallel step run again (a SUCCEEDED stage is skipped by its own
-    ``begin_stage``).
+    ``begin_stage``). ``SEQUENTIAL_GRAPH`` builds the benchmark's baseline.
     """
+    graph = CREATE_GRAPH if graph is None else graph
     graph_stages = [
-        s for step in CREATE_GRAPH for s in ([step] if isinstance(step, StageName) else [x for c in step for x in c])
+        s for step in graph for s in ([step] if isinstance(step, StageName) else [x for c in step for x in c])
     ]
     missing = set(StageName) - set(CREATE_STAGES)
     if missing or sorted(graph_stages) != sorted(StageName):
         raise SystemExit(f"every stage needs create states and one place in CREATE_GRAPH: {sorted(missing)}")
 
     def entry_of(stage: StageName) -> str:
-        for step in CREATE_GRAPH:
+        for step in graph:
             if step == stage or (not isinstance(step, StageName) and any(stage in c for c in step)):
                 return _entry(step)
         raise SystemExit(f"stage {stage} is not in CREATE_GRAPH")
@@ -499,8 +506,8 @@ def create_cluster() -> dict[str, Any]:
             "Next": FAILURE,
         },
     }
-    for i, step in enumerate(CREATE_GRAPH):
-        after = _entry(CREATE_GRAPH[i + 1]) if i + 1 < len(CREATE_GRAPH) else "Complete Operation"
+    for i, step in enumerate(graph):
+        after = _entry(graph[i + 1]) if i + 1 < len(graph) else "Complete Operation"
         if isinstance(step, StageName):
             states |= _chain([step], after, FAILURE)
         else:
@@ -645,7 +652,13 @@ def render(name: str) -> str:
 
 
 def main() -> int:
-    """Write every definition next to this file (``--check`` only compares)."""
+    """Write every definition next to this file (``--check`` only compares; ``--sequential FILE`` writes the
+    create workflow over :data:`SEQUENTIAL_GRAPH` to FILE instead)."""
+    if "--sequential" in sys.argv:
+        Path(sys.argv[sys.argv.index("--sequential") + 1]).write_text(
+            json.dumps(create_cluster(SEQUENTIAL_GRAPH), indent=2) + "\n"
+        )
+        return 0
     check = "--check" in sys.argv
     stale = []
     for name in DEFINITIONS:
