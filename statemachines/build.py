@@ -325,14 +325,16 @@ StageStates = Callable[[str, str], dict[str, dict[str, Any]]]
 
 
 def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """VPC and subnets, then CreateCluster of EKS at once: the NAT gateway comes up while EKS creates."""
+    """VPC and subnets, then CreateCluster of EKS at once: the NAT gateway and, once it is available, the
+    HyperPod compute subnets (routed through it) come up while EKS creates, off the critical path."""
     states = {
         "Ensure Network": task("ensure_network", "Create EKS Cluster", catch_to=fail),
         "Create EKS Cluster": task("create_eks_cluster", "Check NAT Gateway", catch_to=fail),
     }
     states |= wait_loop(
-        "NAT Gateway", "check_nat_gateway", "natGateway", "Check EKS Cluster", stage=StageName.NETWORK, catch_to=fail
+        "NAT Gateway", "check_nat_gateway", "natGateway", "Ensure Compute Subnet", stage=StageName.NETWORK, catch_to=fail
     )
+    states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Check EKS Cluster", catch_to=fail)
     states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage=StageName.NETWORK, catch_to=fail)
     return states
 
@@ -361,9 +363,9 @@ def _dependencies_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
 
 
 def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """CreateCluster, then an event-or-poll wait for InService (the State Change event wakes it)."""
-    states = {"Ensure Compute Subnet": task("ensure_compute_subnet", "Check Failed HyperPod Cluster", catch_to=fail)}
-    states |= wait_loop(
+    """No Failed cluster in the way, CreateCluster, then an event-or-poll wait for InService (the State Change
+    event wakes it). The compute subnets are the network stage's (an imported VPC's are made in the first check)."""
+    states = wait_loop(
         "Failed HyperPod Cluster",
         "clear_failed_hyperpod_cluster",
         "hyperPodCluster",
@@ -404,7 +406,7 @@ CREATE_STAGES: dict[StageName, tuple[str, StageStates]] = {
     StageName.NETWORK: ("Ensure Network", _network_states),
     StageName.ACCESS: ("Grant Access", _access_states),
     StageName.DEPENDENCIES: ("Create Add-ons", _dependencies_states),
-    StageName.HYPERPOD: ("Ensure Compute Subnet", _hyperpod_states),
+    StageName.HYPERPOD: ("Check Failed HyperPod Cluster", _hyperpod_states),
     StageName.STORAGE: ("Ensure Bucket", _storage_states),
     StageName.VERIFY: ("Check Cluster Verification", _verify_states),
 }
@@ -421,6 +423,11 @@ CreateCluster. Storage needs nothing to create its bucket, so it starts with the
 then holds until the ``access`` stage let the control plane into the Kubernetes API, and it applies
 the volume and claim. Verify needs all.
 """
+
+
+SEQUENTIAL_GRAPH: list[StageName | list[list[StageName]]] = list(StageName)
+"""Every stage after the one before it, in ``StageName`` order: the previous design's order, the baseline
+``benchmarks/critical_path.py`` runs (``python statemachines/build.py --sequential FILE``). Never committed."""
 
 
 def _entry(step: StageName | list[list[StageName]]) -> str:
@@ -449,22 +456,24 @@ def _branch(chain: list[StageName]) -> dict[str, Any]:
     return {"StartAt": f"Begin {chain[0].display_name} Stage", "States": states}
 
 
-def create_cluster() -> dict[str, Any]:
-    """The create-cluster (and retry-stage) workflow over :data:`CREATE_GRAPH`, entered at ``$.startStage``.
+def create_cluster(graph: list[StageName | list[list[StageName]]] | None = None) -> dict[str, Any]:
+    """The create-cluster (and retry-stage) workflow over ``graph`` (:data:`CREATE_GRAPH`), entered at
+    ``$.startStage``.
 
     A retry enters at the FAILED stage's step of the graph: that stage, the stages after it and the
     stages beside it in the same parallel step run again (a SUCCEEDED stage is skipped by its own
-    ``begin_stage``).
+    ``begin_stage``). ``SEQUENTIAL_GRAPH`` builds the benchmark's baseline.
     """
+    graph = CREATE_GRAPH if graph is None else graph
     graph_stages = [
-        s for step in CREATE_GRAPH for s in ([step] if isinstance(step, StageName) else [x for c in step for x in c])
+        s for step in graph for s in ([step] if isinstance(step, StageName) else [x for c in step for x in c])
     ]
     missing = set(StageName) - set(CREATE_STAGES)
     if missing or sorted(graph_stages) != sorted(StageName):
         raise SystemExit(f"every stage needs create states and one place in CREATE_GRAPH: {sorted(missing)}")
 
     def entry_of(stage: StageName) -> str:
-        for step in CREATE_GRAPH:
+        for step in graph:
             if step == stage or (not isinstance(step, StageName) and any(stage in c for c in step)):
                 return _entry(step)
         raise SystemExit(f"stage {stage} is not in CREATE_GRAPH")
@@ -499,8 +508,8 @@ def create_cluster() -> dict[str, Any]:
             "Next": FAILURE,
         },
     }
-    for i, step in enumerate(CREATE_GRAPH):
-        after = _entry(CREATE_GRAPH[i + 1]) if i + 1 < len(CREATE_GRAPH) else "Complete Operation"
+    for i, step in enumerate(graph):
+        after = _entry(graph[i + 1]) if i + 1 < len(graph) else "Complete Operation"
         if isinstance(step, StageName):
             states |= _chain([step], after, FAILURE)
         else:
@@ -645,7 +654,13 @@ def render(name: str) -> str:
 
 
 def main() -> int:
-    """Write every definition next to this file (``--check`` only compares)."""
+    """Write every definition next to this file (``--check`` only compares; ``--sequential FILE`` writes the
+    create workflow over :data:`SEQUENTIAL_GRAPH` to FILE instead)."""
+    if "--sequential" in sys.argv:
+        Path(sys.argv[sys.argv.index("--sequential") + 1]).write_text(
+            json.dumps(create_cluster(SEQUENTIAL_GRAPH), indent=2) + "\n"
+        )
+        return 0
     check = "--check" in sys.argv
     stale = []
     for name in DEFINITIONS:

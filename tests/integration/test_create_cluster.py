@@ -96,6 +96,26 @@ def test_when_created_then_the_compute_subnet_is_a_tagged_20_routed_through_the_
     assert any(r.get("DestinationCidrBlock") == "0.0.0.0/0" and r.get("NatGatewayId") for r in routes)
 
 
+def test_when_created_then_the_network_stage_made_the_compute_subnet_while_eks_created_and_hyperpod_uses_it(
+    ready_cluster: dict[str, Any], api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    network = next(s for s in ready_cluster["cluster"]["stages"] if s["name"] == "network")
+    subnet_id = network["resources"]["computeSubnetId"]
+    assert network["resources"]["computeSubnetCidr"].endswith("/20")
+    hyperpod = next(s for s in ready_cluster["cluster"]["stages"] if s["name"] == "hyperpod")
+    assert "computeSubnetId" not in hyperpod["resources"]
+    sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    group = sm.describe_cluster(ClusterName="hp-cluster-itest")["InstanceGroups"][0]
+    assert group["OverrideVpcConfig"]["Subnets"] == [subnet_id]
+    op = api.get_operation(ready_cluster["operation"]["operationId"])
+    sfn = boto3.client("stepfunctions", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    history = sfn.get_execution_history(executionArn=op["executionArn"], maxResults=1000)["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    # Off the critical path: made before the EKS control plane was ACTIVE, not after the dependencies.
+    assert entered.index("Ensure Compute Subnet") < entered.index("Begin Access Stage")
+    assert entered.count("Ensure Compute Subnet") == 1
+
+
 def test_when_created_then_the_hyperpod_cluster_has_node_recovery_and_continuous_provisioning(
     ready_cluster: dict[str, Any], sandbox: Sandbox
 ) -> None:

@@ -81,6 +81,32 @@ def test_given_no_capacity_under_continuous_provisioning_then_degraded_with_the_
     assert group["currentCount"] == group["targetCount"] == 1
 
 
+def test_given_a_degraded_cluster_when_verify_is_retried_then_it_checks_again_and_is_ready_once_capacity_is_back(
+    no_capacity: Any, api: InstantStartClient, wait_for: Callable[..., dict[str, Any]]
+) -> None:
+    api.create_cluster("recheck", "us-west-2c", [GROUP])
+    degraded = wait_for(api, "recheck", _settled)
+    assert degraded["status"] == "DEGRADED", degraded["stages"]
+
+    retry = api.retry_stage("recheck", "verify")
+    assert retry["type"] == "RETRY_STAGE" and retry["stage"] == "verify"
+    checking = wait_for(api, "recheck", lambda c: _verify(c)["attempts"] == 2)
+    assert _verify(checking)["status"] == "RUNNING" and _verify(checking)["error"] is None, _verify(checking)
+    assert checking["currentOperationId"] == retry["operationId"]
+
+    no_capacity.clear_hyperpod_capacity()
+    ready = wait_for(api, "recheck", lambda c: terminal(c) and c["currentOperationId"] == retry["operationId"])
+    assert ready["status"] == "READY", ready["stages"]
+    verify = _verify(ready)
+    assert verify["status"] == "SUCCEEDED" and verify["attempts"] == 2 and verify["error"] is None
+    assert verify["observedStatus"].startswith("1/1 nodes Ready and Schedulable"), verify
+    assert api.get_operation(retry["operationId"])["status"] == "SUCCEEDED"
+
+
+def _verify(cluster: dict[str, Any]) -> dict[str, Any]:
+    return next(s for s in cluster["stages"] if s["name"] == "verify")
+
+
 def test_given_an_api_error_from_aws_when_creating_then_it_is_recorded_verbatim_and_a_retry_completes_it(
     api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
 ) -> None:

@@ -99,7 +99,7 @@ def test_given_refused_eks_zones_when_creating_then_the_control_plane_falls_back
     ]["subnetIds"]
     zones = {s["AvailabilityZone"] for s in ec2.describe_subnets(SubnetIds=eks_subnets)["Subnets"]}
     assert zones == {"us-west-2d", "us-west-2a"}
-    compute = ec2.describe_subnets(SubnetIds=[_stage(ready, "hyperpod")["resources"]["computeSubnetId"]])
+    compute = ec2.describe_subnets(SubnetIds=[_stage(ready, "network")["resources"]["computeSubnetId"]])
     assert compute["Subnets"][0]["AvailabilityZone"] == ZONE, "HyperPod nodes stay in the requested zone"
 
 

@@ -128,6 +128,38 @@ def test_given_no_nodes_when_deployment_addons_are_created_then_degraded_until_a
     assert degraded_event["detail"]["health"]["issues"][0]["code"] == "InsufficientNumberOfReplicas"
 
 
+def test_given_a_degraded_addon_hook_when_nodes_are_ready_then_it_stays_degraded_with_that_issue_until_restored(
+    client: Client, kube: FakeKube, network: dict[str, Any], role: str, aws: AwsSandboxServer
+) -> None:
+    eks = client("eks")
+    name = create_eks(client, network, role)
+    events = _eks_events(client, name)
+    add_node(kube, name, "ready")
+    eks.create_addon(clusterName=name, addonName="metrics-server")
+
+    def status() -> dict[str, Any]:
+        return dict(eks.describe_addon(clusterName=name, addonName="metrics-server")["addon"])
+
+    wait_for(lambda: status()["status"] == "ACTIVE")
+    message = "Conflicts found when trying to apply. Will not continue due to resolve conflicts mode."
+    aws.extension.eks.degrade_addon(name, "metrics-server", "ConfigurationConflict", message)
+    degraded = status()
+    assert degraded["status"] == "DEGRADED"
+    assert [(i["code"], i["message"]) for i in degraded["health"]["issues"]] == [("ConfigurationConflict", message)]
+    time.sleep(3 * 60 / ONE_WALL_SECOND)  # three health checks with a Ready node: still degraded
+    assert status()["health"]["issues"][0]["code"] == "ConfigurationConflict"
+
+    aws.extension.eks.restore_addon(name, "metrics-server")
+    restored = status()
+    assert restored["status"] == "ACTIVE" and restored["health"]["issues"] == []
+    wait_for(
+        lambda: (
+            [e["detail-type"] for e in events() if e["detail"]["addonName"] == "metrics-server"][-2:]
+            == ["EKS Addon Health Degraded", "EKS Addon Health Restored"]
+        )
+    )
+
+
 # -- EKS: a zone without capacity -------------------------------------------------------------------
 def test_given_a_refused_zone_when_an_eks_cluster_uses_it_then_unsupported_zone_lists_the_zones_that_work(
     client: Client, aws: AwsSandboxServer, network: dict[str, Any], role: str

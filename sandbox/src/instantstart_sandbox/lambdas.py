@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,16 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     with _invocations_lock:
         _invocations.append({"function": name, "errored": errored, "seconds": time.monotonic() - started})
     return payload, errored, ""
+
+
+def use_clock(clock: Callable[[], float] | None) -> None:
+    """In-process functions read ``clock`` (simulated epoch seconds) as the time of day, None: the system clock.
+
+    The core takes every record timestamp from one time source (``instantstart.models.common.set_clock``), and
+    measures some waits between them (an add-on's grace after the nodes were Ready): on the simulated clock those
+    run at the sandbox's pace, as the resources' lifecycles and the Step Functions waits do.
+    """
+    importlib.import_module("instantstart.models.common").set_clock(clock)
 
 
 def install() -> None:

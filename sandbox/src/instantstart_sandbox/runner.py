@@ -159,6 +159,7 @@ class Sandbox:
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
+        lambdas.use_clock(self.clock.now)
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
@@ -183,6 +184,7 @@ class Sandbox:
             self.aws.stop()
         if self.kube:
             self.kube.stop()
+        lambdas.use_clock(None)
         self.clock.stop()
 
     def __enter__(self) -> Sandbox:

@@ -289,13 +289,12 @@ def _new_group_spec(
         dedicated_group=request.instance_group_name if request.dedicated_subnet else None,
     )
     if request.dedicated_subnet:
-        hp = records.stage_resources(rt, tag, generation, StageName.HYPERPOD, HyperPodResources)
-        resources = HyperPodResources(
-            dedicated_subnet_ids={**(hp.dedicated_subnet_ids or {}), request.instance_group_name: subnet.subnet_id}
+        resources = NetworkResources(
+            dedicated_subnet_ids={**(net.dedicated_subnet_ids or {}), request.instance_group_name: subnet.subnet_id}
         )
     else:
-        resources = HyperPodResources(compute_subnet_id=subnet.subnet_id)
-    records.update_stage_resources(rt, tag=tag, generation=generation, stage=StageName.HYPERPOD, resources=resources)
+        resources = NetworkResources(compute_subnet_id=subnet.subnet_id)
+    records.update_stage_resources(rt, tag=tag, generation=generation, stage=StageName.NETWORK, resources=resources)
     lifecycle = next((g["LifeCycleConfig"] for g in found.get("InstanceGroups", []) if g.get("LifeCycleConfig")), None)
     if lifecycle is None:
         raise StageFailed("LifeCycleConfigNotFound", "no instance group of the cluster has a LifeCycleConfig to reuse")

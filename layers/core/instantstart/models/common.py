@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -126,9 +127,30 @@ class CapacityType(StrEnum):
     TRAINING_PLAN = "TrainingPlan"
 
 
+_clock: Callable[[], float] | None = None
+"""The time source of :func:`utcnow` (epoch seconds); None: the system clock."""
+
+
+def set_clock(clock: Callable[[], float] | None) -> None:
+    """Replace the time source of :func:`utcnow` (epoch seconds), or restore the system clock with None.
+
+    Every record timestamp comes from :func:`utcnow`, and so do the waits measured from them (an add-on's
+    grace after the nodes were Ready): an emulator that compresses time installs its clock here.
+    """
+    global _clock
+    _clock = clock
+
+
 def utcnow() -> datetime:
-    """The current UTC time (timezone-aware)."""
-    return datetime.now(UTC)
+    """The current UTC time (timezone-aware), from the installed clock (:func:`set_clock`)."""
+    return datetime.now(UTC) if _clock is None else datetime.fromtimestamp(_clock(), UTC)
+
+
+def seconds_between(earlier: str, later: str) -> float:
+    """Seconds from one ISO-8601 record timestamp (``...Z``) to another (negative when ``later`` is earlier)."""
+    return (
+        datetime.fromisoformat(later.replace("Z", "+00:00")) - datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+    ).total_seconds()
 
 
 def iso(ts: datetime | None) -> str | None:

@@ -22,7 +22,8 @@ class StageResources(BaseModel):
 
 
 class NetworkResources(StageResources):
-    """The ``network`` stage: VPC, control-plane subnets, gateways, endpoint, security group, EKS cluster."""
+    """The ``network`` stage: VPC, control-plane subnets, gateways, endpoint, security group, EKS cluster, and the
+    HyperPod compute subnets (created while EKS creates; a group add records its own here too)."""
 
     vpc_id: str | None = None
     cidr_block: str | None = None
@@ -39,6 +40,11 @@ class NetworkResources(StageResources):
     security_group_id: str | None = None
     eks_cluster_name: str | None = None
     eks_cluster_arn: str | None = None
+    compute_subnet_id: str | None = None
+    compute_subnet_cidr: str | None = None
+    compute_subnet_source: str | None = None
+    dedicated_subnet_ids: dict[str, str] | None = None
+    """Instance group name -> its dedicated subnet (``dedicatedSubnet: true``)."""
 
 
 class AccessResources(StageResources):
@@ -98,13 +104,8 @@ class ComputeSubnet(StageResources):
 
 
 class HyperPodResources(StageResources):
-    """The ``hyperpod`` stage: compute subnet and HyperPod cluster."""
+    """The ``hyperpod`` stage: the HyperPod cluster (its subnets are the ``network`` stage's)."""
 
-    compute_subnet_id: str | None = None
-    compute_subnet_cidr: str | None = None
-    compute_subnet_source: str | None = None
-    dedicated_subnet_ids: dict[str, str] | None = None
-    """Instance group name -> its dedicated subnet (``dedicatedSubnet: true``)."""
     hyper_pod_cluster_arn: str | None = None
     karpenter: KarpenterResources | None = None
     """Managed Karpenter as the last UPDATE_AUTOSCALING operation left it (written whole; disabled when off)."""
@@ -127,5 +128,7 @@ class VerifyResources(StageResources):
     expected_nodes: int | None = None
     pvc_phase: str | None = None
     addons_active: int | None = None
-    checks_since_nodes_ready: int | None = None
+    nodes_ready_at: str | None = None
+    """When a check first saw every group at target (ISO-8601); empty while a group is below target. An add-on
+    still not ACTIVE ``addonGraceSeconds`` after it (or after this attempt began, whichever is later) fails."""
     """Checks that found every group at target while an add-on was not ACTIVE yet (its grace period)."""

@@ -209,6 +209,7 @@ class EksEmulator:
         self._access: dict[tuple[str, str], AccessEntry] = {}
         self._pod_identity: dict[tuple[str, str], PodIdentityAssociation] = {}
         self._updates: dict[str, dict[str, Any]] = {}
+        self._pinned_issues: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     # -- routing table --------------------------------------------------------------------------
     def handlers(self) -> dict[str, Callable[[AwsRequest, Callable[[], RawResponse]], Any]]:
@@ -299,6 +300,41 @@ class EksEmulator:
                 return
             generation, phase = found.generation, "Creation" if found.status == "CREATING" else "Update"
         self._addon_ready(cluster, addon, generation, phase)
+
+    def degrade_addon(self, cluster: str, addon: str, code: str, message: str) -> None:
+        """Test hook: add-on ``addon`` of ``cluster`` reports ``DEGRADED`` with this health issue from now on, whatever
+        its workloads do, until :meth:`restore_addon` (e.g. ``ConfigurationConflict`` after a conflicting field
+        manager, ``AccessDenied`` when its role lost a permission, or ``InsufficientNumberOfReplicas`` when its pods
+        cannot be scheduled on the nodes that exist). An installed add-on changes at once ("EKS Addon Health
+        Degraded" event); one still CREATING reports it when it is created."""
+        issue = {"code": code, "message": message, "resourceIds": []}
+        with self._lock:
+            self._pinned_issues[(cluster, addon)] = [issue]
+        self._recheck_now(cluster, addon)
+
+    def restore_addon(self, cluster: str, addon: str) -> None:
+        """Test hook: undo :meth:`degrade_addon`; the add-on's health follows its workloads again at once."""
+        with self._lock:
+            self._pinned_issues.pop((cluster, addon), None)
+        self._recheck_now(cluster, addon)
+
+    def _recheck_now(self, cluster: str, addon: str) -> None:
+        with self._lock:
+            found = self._addons.get((cluster, addon))
+            if found is None or found.status not in ("ACTIVE", "DEGRADED"):
+                return
+            generation, version = found.generation, found.version
+        issues = self._health_issues(cluster, CATALOG[addon], version)
+        with self._lock:
+            if found.generation != generation or found.status not in ("ACTIVE", "DEGRADED"):
+                return
+            status = "DEGRADED" if issues else "ACTIVE"
+            changed = status != found.status or issues != found.issues
+            found.status, found.issues = status, issues
+            if changed:
+                found.modified_at = self.clock.now()
+        if changed:
+            self._emit_addon(found, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
 
     def addon_status(self, cluster: str, addon: str) -> str | None:
         """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
@@ -749,7 +785,8 @@ class EksEmulator:
         no Node to run on: a Node can run a Deployment's pods when it is Ready, not cordoned, and its
         labels and taints admit the pod template (nodeSelector, required node affinity, tolerations).
         """
-        issues: list[dict[str, Any]] = []
+        with self._lock:
+            issues: list[dict[str, Any]] = [dict(i) for i in self._pinned_issues.get((cluster, spec.name), [])]
         missing = self._missing_dependencies(cluster, spec)
         if missing:
             issues.append(
@@ -761,7 +798,7 @@ class EksEmulator:
                 }
             )
         deployments = _deployments(spec, version, self.region)
-        if not deployments:
+        if not deployments or any(i["code"] == INSUFFICIENT_REPLICAS for i in issues):
             return issues
         try:
             nodes = list(self.kube.cluster(cluster).list("v1", "Node") or [])

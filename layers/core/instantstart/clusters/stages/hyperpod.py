@@ -1,6 +1,10 @@
-"""Stage ``hyperpod``: the compute subnet, then the HyperPod cluster (``CreateCluster``, continuous provisioning).
+"""Stage ``hyperpod``: the HyperPod cluster (``CreateCluster``, continuous provisioning).
 
-Create steps: ``ensure_compute_subnet`` -> poll ``clear_failed_hyperpod_cluster`` ->
+Its compute subnets are made by the ``network`` stage while EKS creates
+(:func:`instantstart.clusters.stages.network.ensure_compute_subnets`); only in an imported VPC (whose network stage
+did not run) does this stage make them, with their egress, in ``clear_failed_hyperpod_cluster``.
+
+Create steps: poll ``clear_failed_hyperpod_cluster`` ->
 ``create_hyperpod_cluster`` -> event-or-poll ``check_hyperpod_cluster`` (:mod:`instantstart.clusters.waits`:
 the State Change event wakes it, else it checks every poll interval). Teardown step: poll
 ``delete_hyperpod_cluster`` (the cluster's own task governance resources first, then the cluster).
@@ -14,9 +18,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
-from instantstart.capacity.subnets import check_pinned_subnets, ensure_group_subnet
+from instantstart.capacity.subnets import check_pinned_subnets
 from instantstart.clusters import autoscaling_role, records, task_governance
 from instantstart.clusters.stages.common import Step
+from instantstart.clusters.stages.network import ensure_compute_subnets
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import HyperPodView, InstanceGroupRequest, InstanceGroupView
 from instantstart.models.cluster_events import ClusterEventView
@@ -28,63 +33,6 @@ from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
 STAGE = StageName.HYPERPOD
-
-
-def _imported_egress(rt: Runtime, p: StepPayload, net: NetworkResources, zone: str) -> NetworkResources:
-    """An imported VPC's owned egress (:func:`instantstart.network.vpc.ensure_egress`), merged into the (imported)
-    network stage's resources so its teardown finds it; returns the network resources with it."""
-    egress = vpc.ensure_egress(
-        rt.client("ec2"), tag=p.cluster_tag, vpc_id=str(net.vpc_id), region=rt.region, availability_zone=zone
-    )
-    records.update_stage_resources(
-        rt, tag=p.cluster_tag, generation=p.generation, stage=StageName.NETWORK, resources=egress
-    )
-    return net.model_copy(update=egress.model_dump(exclude_none=True))
-
-
-def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
-    """The per-AZ compute subnet of the requested zone, and the own subnet of each ``dedicatedSubnet`` group.
-
-    Both through :func:`instantstart.capacity.subnets.ensure_group_subnet` (under the VPC's subnet lock, so a
-    concurrent group add never makes a second subnet for the zone). In an imported VPC the NAT gateway, public subnet
-    and S3 endpoint the subnets route through are created first, owned by the cluster
-    (:func:`instantstart.network.vpc.ensure_egress`).
-    """
-    cluster = records.cluster_record(rt, p.cluster_tag)
-    net = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
-    if records.stage_imported(rt, p.cluster_tag, p.generation, StageName.NETWORK):
-        net = _imported_egress(rt, p, net, cluster.availability_zone)
-    where = {
-        "tag": p.cluster_tag,
-        "vpc_id": str(net.vpc_id),
-        "availability_zone": cluster.availability_zone,
-        "nat_gateway_id": str(net.nat_gateway_id),
-        "s3_endpoint_id": str(net.s3_endpoint_id),
-    }
-    ec2 = rt.client("ec2")
-    subnet = ensure_group_subnet(rt.store, ec2, **where)
-    dedicated = {
-        g.instance_group_name: ensure_group_subnet(
-            rt.store, ec2, **where, dedicated_group=g.instance_group_name
-        ).subnet_id
-        for g in cluster.request.instance_groups
-        if g.dedicated_subnet
-    }
-    records.update_stage_resources(
-        rt,
-        tag=p.cluster_tag,
-        generation=p.generation,
-        stage=STAGE,
-        resources=HyperPodResources(
-            compute_subnet_id=subnet.subnet_id,
-            compute_subnet_cidr=subnet.cidr_block,
-            compute_subnet_source=subnet.source,
-            dedicated_subnet_ids=dedicated or None,
-        ),
-    )
-    return StepResult(
-        status=f"{subnet.subnet_id} ({subnet.source})" + "".join(f", {g}: {s}" for g, s in dedicated.items())
-    )
 
 
 def with_dedicated_subnets(
@@ -113,16 +61,21 @@ def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 
     A Failed HyperPod cluster cannot be resumed: a retried stage deletes it (SageMaker
     ``DeleteCluster``, ownership checked) and waits until it is gone before creating a new one.
-    In an imported VPC it first waits for the owned NAT gateway to be ``available`` (EC2
-    ``DescribeNatGateways``): HyperPod nodes need egress when they come up.
+    When the network stage has no compute subnet recorded (an imported VPC: that stage did not run) the
+    first round makes the subnets and their owned egress
+    (:func:`instantstart.clusters.stages.network.ensure_compute_subnets`); in an imported VPC it then waits
+    for the owned NAT gateway to be ``available`` (EC2 ``DescribeNatGateways``): HyperPod nodes need egress
+    when they come up.
 
     Raises:
         StageFailed: the Failed cluster is not ours (``ClusterNotOwned``).
     """
     sm = rt.client("sagemaker")
     name = records.hyperpod_name(rt, p.cluster_tag)
+    nat = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
+    if nat.compute_subnet_id is None:
+        nat = ensure_compute_subnets(rt, p)
     if records.stage_imported(rt, p.cluster_tag, p.generation, StageName.NETWORK):
-        nat = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
         state, message = vpc.nat_gateway_state(rt.client("ec2"), str(nat.nat_gateway_id))
         if state == "failed":
             raise StageFailed("NatGatewayFailed", message or "NAT gateway failed")
@@ -370,8 +323,7 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
         raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
     if found is None:
         net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
-        hp = records.stage_resources(rt, tag, generation, STAGE, HyperPodResources)
-        groups = with_dedicated_subnets(groups, hp.dedicated_subnet_ids)
+        groups = with_dedicated_subnets(groups, net.dedicated_subnet_ids)
         check_pinned_subnets(
             rt.client("ec2"),
             groups,
@@ -385,7 +337,7 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
                 execution_role=rt.settings.HYPERPOD_EXECUTION_ROLE_ARN,
                 lifecycle_uri=_lifecycle_uri(rt, tag, generation),
                 security_group_id=str(net.security_group_id),
-                subnet_id=str(hp.compute_subnet_id),
+                subnet_id=str(net.compute_subnet_id),
                 eks_cluster_arn=str(net.eks_cluster_arn),
             )
         )
@@ -454,7 +406,6 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
 
 
 CREATE_STEPS: dict[str, Step] = {
-    "ensure_compute_subnet": ensure_compute_subnet,
     "clear_failed_hyperpod_cluster": clear_failed_hyperpod_cluster,
     "create_hyperpod_cluster": create_hyperpod_cluster,
     "check_hyperpod_cluster": check_hyperpod_cluster,

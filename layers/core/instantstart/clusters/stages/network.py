@@ -1,7 +1,8 @@
 """Stage ``network``: the VPC and its gateways, then the EKS cluster; torn down last.
 
-Create steps: ``ensure_network`` -> poll ``check_nat_gateway`` -> ``create_eks_cluster`` -> poll
-``check_eks_cluster``. Teardown steps: poll ``delete_eks_cluster`` -> poll ``delete_network``.
+Create steps: ``ensure_network`` -> ``create_eks_cluster`` -> wait ``check_nat_gateway`` ->
+``ensure_compute_subnet`` (the HyperPod compute subnets, while EKS still creates) -> wait ``check_eks_cluster``.
+Teardown steps: poll ``delete_eks_cluster`` -> poll ``delete_network`` (every owned subnet, the compute ones too).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code, error_message
+from instantstart.capacity.subnets import ensure_group_subnet
 from instantstart.clusters import records
 from instantstart.clusters.stages.common import GONE, Step
 from instantstart.errors import StageFailed
@@ -62,6 +64,77 @@ def check_nat_gateway(rt: Runtime, p: StepPayload) -> PollResult:
     if state == "failed":
         raise StageFailed("NatGatewayFailed", message or "NAT gateway failed")
     return PollResult(done=state == "available", status=state)
+
+
+def imported_egress(rt: Runtime, p: StepPayload, net: NetworkResources, zone: str) -> NetworkResources:
+    """An imported VPC's owned egress (:func:`instantstart.network.vpc.ensure_egress`), merged into the (imported)
+    network stage's resources so its teardown finds it; returns the network resources with it."""
+    egress = vpc.ensure_egress(
+        rt.client("ec2"), tag=p.cluster_tag, vpc_id=str(net.vpc_id), region=rt.region, availability_zone=zone
+    )
+    _record_resources(rt, p, egress)
+    return net.model_copy(update=egress.model_dump(exclude_none=True))
+
+
+def _record_resources(rt: Runtime, p: StepPayload, resources: NetworkResources) -> None:
+    records.update_stage_resources(rt, tag=p.cluster_tag, generation=p.generation, stage=STAGE, resources=resources)
+
+
+def ensure_compute_subnets(rt: Runtime, p: StepPayload) -> NetworkResources:
+    """The per-AZ compute subnet of the requested zone and the own subnet of each ``dedicatedSubnet`` group.
+
+    Both through :func:`instantstart.capacity.subnets.ensure_group_subnet` (under the VPC's subnet lock, so a
+    concurrent group add never makes a second subnet for the zone); recorded on this stage (``computeSubnetId``,
+    ``computeSubnetCidr``, ``computeSubnetSource``, ``dedicatedSubnetIds``), whose teardown deletes them with
+    the VPC's other owned subnets. In an imported VPC the NAT gateway, public subnet and S3 endpoint the subnets
+    route through are created first, owned by the cluster (:func:`imported_egress`). Returns the network
+    resources with the subnets.
+
+    Raises:
+        StageFailed: ``SubnetLockTimeout``; ``InsufficientVpcAddressSpace`` when the VPC has no free /20.
+    """
+    cluster = records.cluster_record(rt, p.cluster_tag)
+    net = _resources(rt, p)
+    if records.stage_imported(rt, p.cluster_tag, p.generation, STAGE):
+        net = imported_egress(rt, p, net, cluster.availability_zone)
+    where = {
+        "tag": p.cluster_tag,
+        "vpc_id": str(net.vpc_id),
+        "availability_zone": cluster.availability_zone,
+        "nat_gateway_id": str(net.nat_gateway_id),
+        "s3_endpoint_id": str(net.s3_endpoint_id),
+    }
+    ec2 = rt.client("ec2")
+    subnet = ensure_group_subnet(rt.store, ec2, **where)
+    dedicated = {
+        g.instance_group_name: ensure_group_subnet(
+            rt.store, ec2, **where, dedicated_group=g.instance_group_name
+        ).subnet_id
+        for g in cluster.request.instance_groups
+        if g.dedicated_subnet
+    }
+    subnets = NetworkResources(
+        compute_subnet_id=subnet.subnet_id,
+        compute_subnet_cidr=subnet.cidr_block,
+        compute_subnet_source=subnet.source,
+        dedicated_subnet_ids={**(net.dedicated_subnet_ids or {}), **dedicated} or None,
+    )
+    _record_resources(rt, p, subnets)
+    return net.model_copy(update=subnets.model_dump(exclude_none=True))
+
+
+def ensure_compute_subnet(rt: Runtime, p: StepPayload) -> StepResult:
+    """The HyperPod compute subnets (:func:`ensure_compute_subnets`), made once the NAT gateway is available.
+
+    Runs while EKS creates its control plane (about ten minutes), so HyperPod's ``CreateCluster`` later finds
+    its subnets recorded and waits for nothing here.
+    """
+    net = ensure_compute_subnets(rt, p)
+    dedicated = net.dedicated_subnet_ids or {}
+    return StepResult(
+        status=f"{net.compute_subnet_id} ({net.compute_subnet_source})"
+        + "".join(f", {g}: {s}" for g, s in dedicated.items())
+    )
 
 
 def offered_zones(exc: ClientError) -> list[str]:
@@ -242,8 +315,9 @@ def delete_network(rt: Runtime, p: StepPayload) -> PollResult:
 
 CREATE_STEPS: dict[str, Step] = {
     "ensure_network": ensure_network,
-    "check_nat_gateway": check_nat_gateway,
     "create_eks_cluster": create_eks_cluster,
+    "check_nat_gateway": check_nat_gateway,
+    "ensure_compute_subnet": ensure_compute_subnet,
     "check_eks_cluster": check_eks_cluster,
 }
 """The create workflow's steps of this stage, by task action name."""

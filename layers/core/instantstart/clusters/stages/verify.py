@@ -26,7 +26,7 @@ from instantstart.clusters.stages.storage import pvc_phase
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import NodeView
 from instantstart.models.cluster_events import ClusterEventView
-from instantstart.models.common import StageName
+from instantstart.models.common import StageName, seconds_between
 from instantstart.models.resources import VerifyResources
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
@@ -185,6 +185,27 @@ def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]
     return (not short and not pending), summary
 
 
+def _nodes_ready_at(rt: Runtime, p: StepPayload, *, nodes_at_target: bool) -> str:
+    """When the nodes were first seen at target (kept while they stay there), now when first seen; "" when not."""
+    if not nodes_at_target:
+        return ""
+    previous = records.stage_resources(rt, p.cluster_tag, p.generation, STAGE, VerifyResources)
+    return previous.nodes_ready_at or records.now()
+
+
+def grace_elapsed(rt: Runtime, p: StepPayload, nodes_ready_at: str) -> float:
+    """Seconds an add-on has had since the nodes were Ready, counted from this attempt's start when later.
+
+    Measured between record timestamps (:func:`instantstart.clusters.records.now`), never by counting checks: a
+    check woken by an event comes sooner than the poll interval. A retry of the stage gets a fresh grace.
+    """
+    stage = rt.store.get_stage(p.cluster_tag, p.generation, STAGE)
+    since = nodes_ready_at
+    if stage is not None and stage.started_at and seconds_between(since, stage.started_at) > 0:
+        since = stage.started_at
+    return seconds_between(since, records.now())
+
+
 def check_cluster_verification(rt: Runtime, p: StepPayload) -> PollResult:
     """Check of the event-or-poll wait: done when every group is at target, every add-on ACTIVE, ``s3-claim`` Bound.
 
@@ -197,10 +218,9 @@ def check_cluster_verification(rt: Runtime, p: StepPayload) -> PollResult:
     for health in found.addons:
         if health.failed:
             raise health.error()
-    previous = records.stage_resources(rt, p.cluster_tag, p.generation, STAGE, VerifyResources)
     pending = found.pending_addons
-    checks = (previous.checks_since_nodes_ready or 0) + 1 if not found.short and pending else 0
-    if pending and checks * config.poll_seconds.nodes > config.addon_grace_seconds:
+    ready_at = _nodes_ready_at(rt, p, nodes_at_target=not found.short)
+    if pending and ready_at and grace_elapsed(rt, p, ready_at) > config.addon_grace_seconds:
         raise pending[0].error()
     expected = sum(found.targets.values())
     records.update_stage_resources(
@@ -213,7 +233,7 @@ def check_cluster_verification(rt: Runtime, p: StepPayload) -> PollResult:
             expected_nodes=expected,
             pvc_phase=found.pvc_phase,
             addons_active=len(found.addons) - len(pending),
-            checks_since_nodes_ready=checks,
+            nodes_ready_at=ready_at,
         ),
         observed_status=found.summary(),
     )
