@@ -307,7 +307,9 @@ class InferencePod(ApiModel):
     """One pod of a deployment."""
 
     name: str = Field(description="Pod name.")
-    node_name: str | None = Field(default=None, description="Node (null: not scheduled).")
+    node_name: str | None = Field(
+        default=None, description="Node (null: not scheduled).", examples=["hyperpod-i-0123456789abcdef0"]
+    )
     phase: str | None = Field(default=None, description="Pod phase.", examples=["Running"])
     ready: bool = Field(description="The engine's readiness probe passes.")
     bound_model: str | None = Field(
@@ -336,10 +338,10 @@ class InferenceDeploymentSummary(ApiModel):
     namespace: str = Field(description="Namespace.", examples=["default"])
     engine: str | None = Field(default=None, description="vllm or sglang.", examples=["vllm"])
     model_path: str | None = Field(default=None, description="Model directory.")
-    served_model_name: str | None = Field(default=None, description="Served model name.")
-    instance_type: str | None = Field(default=None, description="Instance type.")
+    served_model_name: str | None = Field(default=None, description="Served model name.", examples=["qwen2.5-0.5b"])
+    instance_type: str | None = Field(default=None, description="Instance type.", examples=["ml.g6.4xlarge"])
     gpus: int | None = Field(default=None, description="GPUs per replica (= tensor parallel size).")
-    status: DeploymentStatus = Field(description="Progressing, Ready, ScaledToZero or Failed.")
+    status: DeploymentStatus = Field(description="Progressing, Ready, ScaledToZero or Failed.", examples=["Ready"])
     desired_replicas: int = Field(description="spec.replicas.")
     ready_replicas: int = Field(description="status.readyReplicas.")
 
@@ -357,7 +359,7 @@ class InferenceDeploymentView(InferenceDeploymentSummary):
     port: int | None = Field(default=None, description="Engine port.")
     max_model_len: int | None = Field(default=None, description="Max model length, if set.")
     hf_token_secret_name: str | None = Field(
-        default=None, description="Name of the Secret the token comes from (never its value)."
+        default=None, description="Name of the Secret the token comes from (never its value).", examples=["hf-token"]
     )
     service: InferenceService | None = Field(default=None, description="The Service (null: not found).")
     router: InferenceService | None = Field(default=None, description="The SGLang router's Service, if any.")
