@@ -872,6 +872,108 @@ class InstantStartClient:
         )
         return dict(out)
 
+    # -- models and self-managed inference ------------------------------------------------------------
+    def download_model(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/models``: download a Hugging Face model into the cluster's storage (202).
+
+        Args:
+            body: ``{"source": "huggingface", "modelId", "revision"?, "destination": "s3"|"fsx", "hfTokenSecret"?:
+                {"name", "key"}}`` (a Secret reference, never a token).
+
+        Returns:
+            ``{"modelId", "destination", "location", "modelPath", "jobName", "operation": Operation}``; the
+            operation's ``result`` carries ``downloadedBytes``/``downloadedFiles`` while it runs.
+
+        Raises:
+            ApiError: 409 ``FeatureNotEnabled`` (fsx) or an operation running; 422 a field.
+        """
+        path = f"/clusters/{self._segment(cluster_tag)}/models"
+        return dict(self.request("POST", path, body=dict(body), headers=self._idempotency_headers(idempotency_key)))
+
+    def list_models(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/models``: ``{"bucket", "models": [{"modelId", "modelPath", "sizeBytes",
+        "files", ...}]}`` read from the bucket."""
+        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/models"))
+
+    def _deployment_path(self, cluster_tag: str, name: str | None = None) -> str:
+        base = f"/clusters/{self._segment(cluster_tag)}/inference/deployments"
+        return f"{base}/{self._segment(name)}" if name else base
+
+    def create_inference_deployment(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/inference/deployments``: a vLLM or SGLang Deployment + Service (202).
+
+        Args:
+            body: ``{"name", "engine": "vllm"|"sglang", "modelPath", "servedModelName", "instanceType", "gpus",
+                "maxModelLen"?, "replicas", "port"?, "image"?, "service"?: {"type", "exposure"}, "hfTokenSecret"?}``.
+
+        Returns:
+            ``{"name", "namespace", "operation": Operation}``.
+
+        Raises:
+            ApiError: 409 an operation running, the name taken, fsx off; 422 a field (``instanceType`` lists the
+                cluster's types in ``details[0]["allowedValues"]``).
+        """
+        out = self.request(
+            "POST",
+            self._deployment_path(cluster_tag),
+            body=dict(body),
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
+    def list_inference_deployments(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET /clusters/{clusterTag}/inference/deployments``: ``{"deployments": [...]}`` by name."""
+        return dict(self.request("GET", self._deployment_path(cluster_tag)))
+
+    def get_inference_deployment(self, cluster_tag: str, name: str) -> dict[str, Any]:
+        """``GET .../inference/deployments/{name}``: status, replicas, pods, Service, router."""
+        return dict(self.request("GET", self._deployment_path(cluster_tag, name)))
+
+    def scale_inference_deployment(
+        self, cluster_tag: str, name: str, replicas: int, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``PATCH .../inference/deployments/{name}`` ``{"replicas"}`` (202); 409 ``BoundPodsWouldBeRemoved``."""
+        out = self.request(
+            "PATCH",
+            self._deployment_path(cluster_tag, name),
+            body={"replicas": replicas},
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
+    def delete_inference_deployment(
+        self, cluster_tag: str, name: str, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``DELETE .../inference/deployments/{name}`` (202): the Deployment, Service and router go."""
+        out = self.request(
+            "DELETE", self._deployment_path(cluster_tag, name), headers=self._idempotency_headers(idempotency_key)
+        )
+        return dict(out)
+
+    def create_inference_router(
+        self, cluster_tag: str, name: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST .../inference/deployments/{name}/router`` (202): the SGLang router, optional KEDA autoscaling.
+
+        Args:
+            body: ``{"policy"?, "replicas"?, "autoscaling"?: {"minReplicas", "maxReplicas",
+                "prometheusServerAddress", "queueThreshold"}}``.
+
+        Raises:
+            ApiError: 409 ``RouterNeedsSGLang`` or ``KedaNotInstalled``.
+        """
+        out = self.request(
+            "POST",
+            f"{self._deployment_path(cluster_tag, name)}/router",
+            body=dict(body),
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
     # -- managed MLflow ---------------------------------------------------------------------------------
     def get_mlflow(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/mlflow``: the cluster's SageMaker managed MLflow connection.

@@ -131,6 +131,38 @@ JOB_BODIES: dict[str, dict[str, Any]] = {
 """A valid ``POST /clusters/{clusterTag}/training-jobs`` body per recipe (the body is one shape per ``recipe``)."""
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/clusters/{clusterTag}/training-jobs"): JOB_BODIES["pytorch"],
+    ("POST", "/clusters/{clusterTag}/models"): {
+        "source": "huggingface",
+        "modelId": "Qwen/Qwen2.5-0.5B-Instruct",
+        "revision": "main",
+        "destination": "s3",
+        "hfTokenSecret": {"name": "hf-token", "key": "token"},
+    },
+    ("POST", "/clusters/{clusterTag}/inference/deployments"): {
+        "name": "qwen-vllm",
+        "engine": "vllm",
+        "modelPath": "/s3/models/Qwen/Qwen2.5-0.5B-Instruct",
+        "servedModelName": "qwen",
+        "instanceType": "ml.g6.4xlarge",
+        "gpus": 1,
+        "maxModelLen": 4096,
+        "replicas": 1,
+        "port": 8000,
+        "image": "vllm/vllm-openai:v0.8.5",
+        "service": {"type": "LoadBalancer", "exposure": "internal"},
+        "hfTokenSecret": {"name": "hf-token", "key": "token"},
+    },
+    ("PATCH", "/clusters/{clusterTag}/inference/deployments/{name}"): {"replicas": 2},
+    ("POST", "/clusters/{clusterTag}/inference/deployments/{name}/router"): {
+        "policy": "cache_aware",
+        "replicas": 1,
+        "autoscaling": {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "prometheusServerAddress": "http://prometheus.monitoring:9090",
+            "queueThreshold": 8,
+        },
+    },
     # every field at once, so each can be broken (one target is a rule of the whole body, checked after the fields)
     ("PUT", "/clusters/{clusterTag}/mlflow"): {
         "trackingServerArn": "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/team",

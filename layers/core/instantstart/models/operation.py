@@ -96,6 +96,16 @@ class ChangeResult(ApiModel):
         "/clusters/{clusterTag}/hyperpod-operations/{operationId}); null until SageMaker lists it.",
         examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
     )
+    downloaded_bytes: int | None = Field(
+        default=None,
+        description="DOWNLOAD_MODEL to s3: bytes under the model's prefix at the last check (S3 ListObjectsV2).",
+        examples=[988097824],
+    )
+    downloaded_files: int | None = Field(
+        default=None,
+        description="DOWNLOAD_MODEL to s3: objects under the model's prefix at the last check.",
+        examples=[10],
+    )
     observed: str | None = Field(
         default=None,
         description="What the operation's last check saw (e.g. 'i-0123456789abcdef0 Pending (Rebooting)').",
