@@ -30,7 +30,7 @@ from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.errors import Conflict, NotFound, StageFailed, UpstreamUnavailable
 from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import builders, rules
-from instantstart.models.common import OperationType, StageName
+from instantstart.models.common import ApiModel, OperationType, StageName
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
     CreateInferenceDeploymentRequest,
@@ -50,6 +50,7 @@ from instantstart.models.inference import (
     ScaleInferenceDeploymentRequest,
     StoredModel,
 )
+from instantstart.models.operation import OperationProgress
 from instantstart.models.resources import StorageResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import storage_bucket_name
@@ -58,6 +59,41 @@ from instantstart.training import rules as training_rules
 from instantstart.training.service import dry_run, read_kubernetes
 
 OPERATION_ANNOTATION = "instantstart/operation-id"
+
+
+class DownloadModelChange(ApiModel):
+    """``change`` of a DOWNLOAD_MODEL operation: the request as accepted and the cluster's bucket."""
+
+    request: DownloadModelRequest
+    bucket: str | None = None
+
+
+class CreateDeploymentChange(ApiModel):
+    """``change`` of a CREATE_INFERENCE_DEPLOYMENT operation: the request and the instance type's memory (MiB)."""
+
+    request: CreateInferenceDeploymentRequest
+    memory_mib: int
+
+
+class ScaleDeploymentChange(ApiModel):
+    """``change`` of an UPDATE_INFERENCE_DEPLOYMENT operation: the deployment and the replicas wanted."""
+
+    name: str
+    replicas: int
+
+
+class DeleteDeploymentChange(ApiModel):
+    """``change`` of a DELETE_INFERENCE_DEPLOYMENT operation: the deployment."""
+
+    name: str
+
+
+class RouterChange(ApiModel):
+    """``change`` of a CREATE_INFERENCE_ROUTER operation: the deployment, its workers' port and the request."""
+
+    name: str
+    worker_port: int
+    request: CreateRouterRequest
 
 
 # -- shared ----------------------------------------------------------------------------------------------------------
@@ -122,7 +158,7 @@ def download_model(rt: Runtime, tag: str, request: DownloadModelRequest) -> Mode
         _require_fsx_claim(rt, tag, "destination")
     bucket = cluster_bucket(rt, tag)
     location, path = builders.model_location(request.destination, request.model_id, bucket)
-    change = {"request": request.to_api(), "bucket": bucket}
+    change = DownloadModelChange(request=request, bucket=bucket)
     op = changes.start_change(rt, cluster, OperationType.DOWNLOAD_MODEL, change)
     job = builders.download_job_name(request.model_id, request.revision, request.destination.value, op.operation_id)
     return ModelDownloadAccepted(
@@ -226,8 +262,8 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     """
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request = DownloadModelRequest.model_validate(change["request"])
+    op, change = changes.operation_change(rt, p, DownloadModelChange)
+    request = change.request
     dyn = _admin(rt, p.cluster_tag)
     ref = request.hf_token_secret
     if ref is not None:
@@ -238,7 +274,7 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
                 f"hfTokenSecret: Secret {INFERENCE_NAMESPACE}/{ref.name} "
                 + ("does not exist" if secret is None else f"has no key {ref.key}"),
             )
-    job = builders.download_job(request, change.get("bucket"), op.operation_id)
+    job = builders.download_job(request, change.bucket, op.operation_id)
     name = job["metadata"]["name"]
     if kube.get(dyn, "batch/v1", "Job", name, INFERENCE_NAMESPACE) is not None:
         return StepResult(status=f"Job {INFERENCE_NAMESPACE}/{name} already applied")
@@ -246,7 +282,7 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     kube.apply(dyn, job)
     location = job["spec"]["template"]["spec"]["containers"][0]["env"][2]["value"]
     observed = f"Job {INFERENCE_NAMESPACE}/{name} applied: {request.model_id}@{request.revision} -> {location}"
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
 
 
@@ -259,18 +295,18 @@ def check_download(rt: Runtime, p: StepPayload) -> PollResult:
     """
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request = DownloadModelRequest.model_validate(change["request"])
+    op, change = changes.operation_change(rt, p, DownloadModelChange)
+    request = change.request
     name = builders.download_job_name(request.model_id, request.revision, request.destination.value, op.operation_id)
     job = kube.get(_admin(rt, p.cluster_tag), "batch/v1", "Job", name, INFERENCE_NAMESPACE)
     if job is None:
         raise StageFailed("ModelDownloadJobMissing", f"Job {INFERENCE_NAMESPACE}/{name} is gone before it completed")
     state, message = _job_state(job)
     progress: dict[str, Any] = {}
-    if request.destination is Destination.S3 and change.get("bucket"):
+    if request.destination is Destination.S3 and change.bucket:
         prefix = f"{builders.MODELS_PREFIX}{request.model_id}/"
         try:
-            size, count, _ = _prefix_usage(rt.client("s3"), str(change["bucket"]), prefix)
+            size, count, _ = _prefix_usage(rt.client("s3"), change.bucket, prefix)
             progress = {"downloaded_bytes": size, "downloaded_files": count}
         except ClientError as exc:
             progress = {"observed": f"S3 ListObjectsV2 failed ({error_code(exc)}): progress unknown"}
@@ -279,7 +315,9 @@ def check_download(rt: Runtime, p: StepPayload) -> PollResult:
         if "downloaded_files" in progress
         else ""
     )
-    record_result(rt, op, **{"observed": observed, **progress})
+    record_result(
+        rt, op, OperationProgress.model_validate({**progress, "observed": progress.get("observed", observed)})
+    )
     if state == "Failed":
         raise StageFailed("ModelDownloadFailed", f"Job {INFERENCE_NAMESPACE}/{name} failed: {message}")
     return PollResult(done=state == "Complete", status=observed[:256])
@@ -314,7 +352,7 @@ def create_deployment(rt: Runtime, tag: str, request: CreateInferenceDeploymentR
             code="InferenceDeploymentExists",
             details=[{"field": "name", "value": request.name}],
         )
-    change = {"request": request.to_api(), "memoryMib": facts.memory_mib}
+    change = CreateDeploymentChange(request=request, memory_mib=facts.memory_mib)
     op = changes.start_change(rt, cluster, OperationType.CREATE_INFERENCE_DEPLOYMENT, change)
     return InferenceDeploymentAccepted(name=request.name, namespace=INFERENCE_NAMESPACE, operation=op)
 
@@ -361,7 +399,7 @@ def scale_deployment(
     service.refuse_while_running(rt, cluster)
     _, pods = _find(rt, tag, name, pods=True)
     rules.check_scale_in(name, request.replicas, pods)
-    change = {"name": name, "replicas": request.replicas}
+    change = ScaleDeploymentChange(name=name, replicas=request.replicas)
     op = changes.start_change(rt, cluster, OperationType.UPDATE_INFERENCE_DEPLOYMENT, change)
     return InferenceDeploymentAccepted(name=name, namespace=INFERENCE_NAMESPACE, operation=op)
 
@@ -377,7 +415,7 @@ def delete_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentAc
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
     _find(rt, tag, name)
-    op = changes.start_change(rt, cluster, OperationType.DELETE_INFERENCE_DEPLOYMENT, {"name": name})
+    op = changes.start_change(rt, cluster, OperationType.DELETE_INFERENCE_DEPLOYMENT, DeleteDeploymentChange(name=name))
     return InferenceDeploymentAccepted(name=name, namespace=INFERENCE_NAMESPACE, operation=op)
 
 
@@ -411,7 +449,7 @@ def create_router(rt: Runtime, tag: str, name: str, request: CreateRouterRequest
     ):
         raise rules.keda_missing(tag)
     port = int(spec.get("port") or builders.ENGINE_PORTS[Engine.SGLANG])
-    change = {"name": name, "workerPort": port, "request": request.to_api()}
+    change = RouterChange(name=name, worker_port=port, request=request)
     op = changes.start_change(rt, cluster, OperationType.CREATE_INFERENCE_ROUTER, change)
     return InferenceDeploymentAccepted(name=name, namespace=INFERENCE_NAMESPACE, operation=op)
 
@@ -426,10 +464,10 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     """
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request = CreateInferenceDeploymentRequest.model_validate(change["request"])
+    op, change = changes.operation_change(rt, p, CreateDeploymentChange)
+    request = change.request
     dyn = _admin(rt, p.cluster_tag)
-    built = builders.build_deployment(request, memory_mib=int(change["memoryMib"]), operation_id=op.operation_id)
+    built = builders.build_deployment(request, memory_mib=change.memory_mib, operation_id=op.operation_id)
     existing = kube.get(dyn, "apps/v1", "Deployment", request.name, INFERENCE_NAMESPACE)
     if existing is not None:
         owner = ((existing.get("metadata") or {}).get("annotations") or {}).get(OPERATION_ANNOTATION)
@@ -446,7 +484,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
         f"Deployment and Service {INFERENCE_NAMESPACE}/{request.name} applied ({request.engine.value}, "
         f"{request.replicas} x {request.gpus} GPU on {request.instance_type}, service {request.service.type})"
     )
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
 
 
@@ -454,8 +492,8 @@ def check_create(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the Deployment and Service are read back (follow readiness with GET)."""
     from instantstart.kube import client as kube
 
-    _, change = changes.operation_change(rt, p)
-    name = str(change["request"]["name"])
+    _, change = changes.operation_change(rt, p, CreateDeploymentChange)
+    name = change.request.name
     dyn = _admin(rt, p.cluster_tag)
     found = [kube.get(dyn, v, k, name, INFERENCE_NAMESPACE) for v, k in (("apps/v1", "Deployment"), ("v1", "Service"))]
     done = all(o is not None for o in found)
@@ -479,8 +517,8 @@ def apply_scale(rt: Runtime, p: StepPayload) -> StepResult:
 
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    name, replicas = str(change["name"]), int(change["replicas"])
+    op, change = changes.operation_change(rt, p, ScaleDeploymentChange)
+    name, replicas = change.name, change.replicas
     dyn = _admin(rt, p.cluster_tag)
     if kube.get(dyn, "apps/v1", "Deployment", name, INFERENCE_NAMESPACE) is None:
         raise StageFailed("InferenceDeploymentNotFound", f"Deployment {INFERENCE_NAMESPACE}/{name} is gone")
@@ -500,7 +538,7 @@ def apply_scale(rt: Runtime, p: StepPayload) -> StepResult:
     _patch(dyn, "apps/v1", "Deployment", name, {"spec": {"replicas": replicas}})
     bound = sum(1 for c in costs.values() if c == str(builders.BOUND_COST))
     observed = f"Deployment {name} replicas -> {replicas} ({bound} bound, {len(costs) - bound} idle pods)"
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed)
 
 
@@ -508,8 +546,8 @@ def check_scale(rt: Runtime, p: StepPayload) -> PollResult:
     """Done when the Deployment's controller saw the change and holds ``replicas`` pods (``status.replicas``)."""
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    name, replicas = str(change["name"]), int(change["replicas"])
+    op, change = changes.operation_change(rt, p, ScaleDeploymentChange)
+    name, replicas = change.name, change.replicas
     found = kube.get(_admin(rt, p.cluster_tag), "apps/v1", "Deployment", name, INFERENCE_NAMESPACE)
     if found is None:
         raise StageFailed("InferenceDeploymentNotFound", f"Deployment {INFERENCE_NAMESPACE}/{name} is gone")
@@ -517,7 +555,7 @@ def check_scale(rt: Runtime, p: StepPayload) -> PollResult:
     seen = int(status.get("observedGeneration") or 0) >= int(found["metadata"].get("generation") or 0)
     have = int(status.get("replicas") or 0)
     observed = f"Deployment {name}: {have} pods, {int(status.get('readyReplicas') or 0)} ready, {replicas} wanted"
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return PollResult(done=seen and have == replicas, status=observed)
 
 
@@ -539,8 +577,8 @@ def apply_delete(rt: Runtime, p: StepPayload) -> StepResult:
 
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    name = str(change["name"])
+    op, change = changes.operation_change(rt, p, DeleteDeploymentChange)
+    name = change.name
     dyn = _admin(rt, p.cluster_tag)
     gone: list[str] = []
     if _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND) and kube.delete(
@@ -557,7 +595,7 @@ def apply_delete(rt: Runtime, p: StepPayload) -> StepResult:
     except NotFoundError:
         pass
     observed = f"deleting {', '.join(gone)}" if gone else "already gone"
-    record_result(rt, op, observed=observed)
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
 
 
@@ -565,8 +603,8 @@ def check_delete(rt: Runtime, p: StepPayload) -> PollResult:
     """Done when the Deployment, Service and router Deployment are gone."""
     from instantstart.kube import client as kube
 
-    _, change = changes.operation_change(rt, p)
-    name = str(change["name"])
+    _, change = changes.operation_change(rt, p, DeleteDeploymentChange)
+    name = change.name
     dyn = _admin(rt, p.cluster_tag)
     left = [
         f"{kind} {obj}"
@@ -588,16 +626,16 @@ def apply_router(rt: Runtime, p: StepPayload) -> StepResult:
     """
     from instantstart.kube import client as kube
 
-    op, change = changes.operation_change(rt, p)
-    request = CreateRouterRequest.model_validate(change["request"])
+    op, change = changes.operation_change(rt, p, RouterChange)
+    request = change.request
     dyn = _admin(rt, p.cluster_tag)
-    objects = builders.build_router(str(change["name"]), int(change["workerPort"]), request, op.operation_id)
+    objects = builders.build_router(change.name, change.worker_port, request, op.operation_id)
     for obj in objects:
         dry_run(dyn, obj)
     for obj in objects:
         kube.apply(dyn, obj)
-    observed = f"router {builders.router_name(str(change['name']))} applied ({', '.join(o['kind'] for o in objects)})"
-    record_result(rt, op, observed=observed)
+    observed = f"router {builders.router_name(change.name)} applied ({', '.join(o['kind'] for o in objects)})"
+    record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
 
 
@@ -605,8 +643,8 @@ def check_router(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the router's Deployment is read back."""
     from instantstart.kube import client as kube
 
-    _, change = changes.operation_change(rt, p)
-    rname = builders.router_name(str(change["name"]))
+    _, change = changes.operation_change(rt, p, RouterChange)
+    rname = builders.router_name(change.name)
     found = kube.get(_admin(rt, p.cluster_tag), "apps/v1", "Deployment", rname, INFERENCE_NAMESPACE)
     return PollResult(done=found is not None, status="applied" if found else "not visible yet")
 

@@ -62,6 +62,8 @@ class OperationProgress(BaseModel):
         default=None, description="DELETE_CLUSTER_NODES: each group's TargetCount before the call."
     )
     lowered: list[str] | None = Field(default=None, description="DELETE_CLUSTER_NODES: groups whose target we lowered.")
+    downloaded_bytes: int | None = Field(default=None, description="DOWNLOAD_MODEL: bytes under the model's prefix.")
+    downloaded_files: int | None = Field(default=None, description="DOWNLOAD_MODEL: objects under the model's prefix.")
 
     def merged(self, update: OperationProgress) -> OperationProgress:
         """This progress with the fields set on ``update`` replaced."""
