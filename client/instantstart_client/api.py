@@ -974,6 +974,66 @@ class InstantStartClient:
         )
         return dict(out)
 
+    # -- managed inference endpoints (the HyperPod inference operator) --------------------------------------------
+    def _endpoint_path(self, cluster_tag: str, name: str | None = None) -> str:
+        base = f"/clusters/{self._segment(cluster_tag)}/inference/endpoints"
+        return f"{base}/{self._segment(name)}" if name else base
+
+    def create_inference_endpoint(
+        self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/inference/endpoints``: a managed endpoint of the inference operator (202).
+
+        Args:
+            body: ``{"name", "instanceType", "replicas"?, "modelSource"?: {"type": "s3"|"fsx"|"huggingface", ...},
+                "worker"?: {"image", "port"?, "volumeMountPath"?, "resources"?, "environment"?}, "jumpStart"?,
+                "kvCacheSpec"?, "intelligentRoutingSpec"?, "tls"?, "autoscaling"?, "maxDeployTimeSeconds"?}``.
+
+        Returns:
+            ``{"name", "namespace", "kind", "apiVersion", "endpointName", "operation": Operation}``.
+
+        Raises:
+            ApiError: 409 ``FeatureNotEnabled`` (inferenceOperator, tieredCheckpointing), an operation running, the
+                name taken; 422 a field (``instanceType`` lists the cluster's types; a field the served version
+                does not know names it with ``servedVersion``).
+        """
+        out = self.request(
+            "POST",
+            self._endpoint_path(cluster_tag),
+            body=dict(body),
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
+    def list_inference_endpoints(self, cluster_tag: str) -> dict[str, Any]:
+        """``GET .../inference/endpoints``: ``{"endpoints": [{"name", "kind", "state", "endpointName", ...}]}``."""
+        return dict(self.request("GET", self._endpoint_path(cluster_tag)))
+
+    def get_inference_endpoint(self, cluster_tag: str, name: str) -> dict[str, Any]:
+        """``GET .../inference/endpoints/{name}``: state, conditions, SageMaker endpoint, pods and their events."""
+        return dict(self.request("GET", self._endpoint_path(cluster_tag, name)))
+
+    def delete_inference_endpoint(
+        self, cluster_tag: str, name: str, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``DELETE .../inference/endpoints/{name}`` (202): done once SageMaker no longer finds the endpoint."""
+        out = self.request(
+            "DELETE", self._endpoint_path(cluster_tag, name), headers=self._idempotency_headers(idempotency_key)
+        )
+        return dict(out)
+
+    def invoke_inference_endpoint(self, cluster_tag: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST .../inference/endpoints/{name}/invoke`` ``{"body": {...}}``: the model's answer.
+
+        Returns:
+            ``{"endpointName", "contentType", "invokedProductionVariant", "body", "text", "truncated"}``.
+
+        Raises:
+            ApiError: 413 ``body`` above 1 MiB; 409/502 SageMaker's refusal verbatim.
+        """
+        out = self.request("POST", f"{self._endpoint_path(cluster_tag, name)}/invoke", body={"body": dict(body)})
+        return dict(out)
+
     # -- managed MLflow ---------------------------------------------------------------------------------
     def get_mlflow(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/mlflow``: the cluster's SageMaker managed MLflow connection.

@@ -24,6 +24,7 @@ from instantstart.clusters import (
 )
 from instantstart.clusters.catalog import AvailabilityZone
 from instantstart.features import service as features
+from instantstart.inference import endpoints as inference_endpoints
 from instantstart.inference import service as inference
 from instantstart.mlflow import runs as mlflow_runs
 from instantstart.mlflow import service as mlflow
@@ -78,6 +79,17 @@ from instantstart.models.inference import (
     ModelDownloadAccepted,
     ModelList,
     ScaleInferenceDeploymentRequest,
+)
+from instantstart.models.inference_endpoints import (
+    ENDPOINT_NAME_MAX,
+    ENDPOINT_NAME_PATTERN,
+    ENDPOINT_NAME_RULE,
+    CreateInferenceEndpointRequest,
+    InferenceEndpointAccepted,
+    InferenceEndpointList,
+    InferenceEndpointView,
+    InvokeEndpointRequest,
+    InvokeEndpointView,
 )
 from instantstart.models.instance_groups import AddInstanceGroupRequest, InstanceGroupList, UpdateInstanceGroupRequest
 from instantstart.models.mlflow import MlflowRunList, MlflowView, UpdateMlflowRequest
@@ -182,9 +194,11 @@ _ERROR_MEANINGS = {
     400: "Malformed request (body not JSON, bad nextToken)",
     404: "Unknown cluster or operation",
     409: "Conflict with the current state (names it)",
+    413: "The body is above the route's bound (names the field and the bound)",
     415: "Body is not application/json",
     422: "A field failed validation: each detail names the field and states its rule (range, allowed values, "
     "length, format in words)",
+    502: "The AWS service behind the route failed the call (its code and message verbatim)",
     503: "An AWS dependency is unavailable; nothing was changed",
 }
 
@@ -1677,3 +1691,120 @@ def create_inference_router(
         InferenceDeploymentAccepted,
         lambda: inference.create_router(runtime(), cluster_tag, name, request).to_api(),
     )
+
+
+# -- managed inference endpoints (the HyperPod inference operator) ---------------------------------------------------
+InferenceEndpointName = Annotated[
+    str,
+    Path(
+        alias="name",
+        pattern=ENDPOINT_NAME_PATTERN,
+        max_length=ENDPOINT_NAME_MAX,
+        description="Inference endpoint name (the InferenceEndpointConfig or JumpStartModel in namespace default).",
+        examples=["qwen-managed"],
+        json_schema_extra=pattern_rule(ENDPOINT_NAME_RULE),
+    ),
+]
+_ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = {
+    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceEndpointAccepted}}}
+}
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/endpoints",
+    operation_id="CreateInferenceEndpoint",
+    summary="Deploy a model as a managed endpoint of the HyperPod inference operator (asynchronous)",
+    description="An InferenceEndpointConfig (modelSource + worker) or a JumpStartModel (jumpStart) reconciled by the "
+    "inference operator into worker pods and a SageMaker endpoint instantstart-<tag>-<name>. Checked first: the "
+    "inferenceOperator feature on (409 FeatureNotEnabled naming it), instanceType one of the cluster's groups (422 "
+    "listing them), an L2 tieredstorage cache needs tieredCheckpointing (409), the TLS output in the operator's TLS "
+    "bucket (422), and every field known to the API version the cluster serves (read from the CRD; 422 naming the "
+    "fields otherwise). The CREATE_INFERENCE_ENDPOINT operation applies the resource and ends at DeploymentComplete "
+    "with the SageMaker endpoint InService; DeploymentFailed fails it with the operator's reason and message.",
+    responses={**_ENDPOINT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["inference"],
+)
+def create_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: CreateInferenceEndpointRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceEndpointAccepted]:
+    """Check the rules, then start the operation that applies the endpoint."""
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/inference/endpoints",
+        idempotency_key,
+        request.to_api(),
+        InferenceEndpointAccepted,
+        lambda: inference_endpoints.create_endpoint(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/endpoints",
+    operation_id="ListInferenceEndpoints",
+    summary="The cluster's managed inference endpoints with their operator state",
+    responses={**_ok(InferenceEndpointList), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def list_inference_endpoints(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+) -> Response[InferenceEndpointList]:
+    """Every InferenceEndpointConfig and JumpStartModel of namespace default."""
+    return _json(inference_endpoints.list_endpoints(runtime(), cluster_tag))
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/endpoints/<name>",
+    operation_id="GetInferenceEndpoint",
+    summary="A managed endpoint: operator state and conditions, SageMaker endpoint, worker pods and their events",
+    responses={**_ok(InferenceEndpointView), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def get_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceEndpointName
+) -> Response[InferenceEndpointView]:
+    """One endpoint."""
+    return _json(inference_endpoints.get_endpoint(runtime(), cluster_tag, name))
+
+
+@router.delete(
+    "/clusters/<clusterTag>/inference/endpoints/<name>",
+    operation_id="DeleteInferenceEndpoint",
+    summary="Delete a managed endpoint and its SageMaker endpoint, config and model (asynchronous)",
+    description="The DELETE_INFERENCE_ENDPOINT operation deletes the resource and ends once it is gone and SageMaker "
+    "DescribeEndpoint no longer finds the endpoint (the operator's finalizer removes the SageMaker side first).",
+    responses={**_ENDPOINT_ACCEPTED, **_errors(404, 409, 422, 503)},
+    tags=["inference"],
+)
+def delete_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceEndpointName,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceEndpointAccepted]:
+    """Start the DELETE_INFERENCE_ENDPOINT operation."""
+    return _idempotent_202(
+        f"DELETE /clusters/{cluster_tag}/inference/endpoints/{name}",
+        idempotency_key,
+        {"name": name},
+        InferenceEndpointAccepted,
+        lambda: inference_endpoints.delete_endpoint(runtime(), cluster_tag, name).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/endpoints/<name>/invoke",
+    operation_id="InvokeInferenceEndpoint",
+    summary="Call the model: SageMaker Runtime InvokeEndpoint on the endpoint the operator registered",
+    description="body is sent as application/json (at most 1 MiB serialised: 413 naming body). The answer is parsed "
+    "as JSON when it fits 1 MiB, else returned cut as text with truncated true. SageMaker's refusals come back "
+    "verbatim: 409 for its 4xx (e.g. the endpoint not InService), 502 for ModelError and its 5xx.",
+    responses={**_ok(InvokeEndpointView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
+    tags=["inference"],
+)
+def invoke_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceEndpointName,
+    request: InvokeEndpointRequest,
+) -> Response[InvokeEndpointView]:
+    """Invoke the endpoint (not idempotent: every call reaches the model)."""
+    return _json(inference_endpoints.invoke_endpoint(runtime(), cluster_tag, name, request))

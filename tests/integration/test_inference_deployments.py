@@ -87,13 +87,12 @@ def test_model_download_is_a_job_with_the_storage_convention_and_the_operation_w
     assert op["type"] == "DOWNLOAD_MODEL" and op["status"] == "SUCCEEDED", op
     completed = kube(sandbox).peek("batch/v1", "Job", accepted["jobName"], "default")
     assert any(c["type"] == "Complete" and c["status"] == "True" for c in completed["status"]["conditions"])
-    assert op["result"]["downloadedFiles"] is not None and op["result"]["downloadedBytes"] is not None
+    assert op["result"]["downloadedFiles"] > 0 and op["result"]["downloadedBytes"] > 0
     listed = api.list_models(TAG)
     assert listed["bucket"] == bucket.removeprefix("s3://")
-    # The objects appear once the sandbox's download behaviour writes them; then the listing holds the model.
-    if op["result"]["downloadedFiles"]:
-        (model,) = [m for m in listed["models"] if m["modelId"] == MODEL]
-        assert model["files"] == op["result"]["downloadedFiles"] and model["sizeBytes"] > 0
+    (model,) = [m for m in listed["models"] if m["modelId"] == MODEL]
+    assert model["files"] == op["result"]["downloadedFiles"]
+    assert model["sizeBytes"] == op["result"]["downloadedBytes"]
 
 
 def test_fsx_destination_without_the_fsx_feature_is_409_naming_it(cluster: Any, api: InstantStartClient) -> None:
@@ -130,17 +129,29 @@ def test_vllm_deployment_reaches_its_ready_replicas_on_the_requested_type(
     assert [(d["name"], d["status"]) for d in listed] == [("qwen-vllm", "Ready")]
 
 
-def test_scale_out_then_in_through_patch(deployed: Any, api: InstantStartClient) -> None:
+def test_scale_out_then_in_through_patch_removes_an_idle_pod_not_the_bound_one(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
     op = finished(api, api.scale_inference_deployment(TAG, "qwen-vllm", 3)["operation"])
     assert op["type"] == "UPDATE_INFERENCE_DEPLOYMENT" and op["status"] == "SUCCEEDED", op
     up = eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: d["readyReplicas"] == 3)
     assert up["desiredReplicas"] == 3 and up["status"] == "Ready"
+    # The oldest pod serves a bound model: the one the sandbox's ReplicaSet would remove first without the cost.
+    bound = min(
+        kube(sandbox).peek_list("v1", "Pod", "default", "instantstart.io/inference-deployment=qwen-vllm"),
+        key=lambda p: p["metadata"]["creationTimestamp"],
+    )["metadata"]["name"]
+    kube(sandbox).patch(
+        "v1", "Pod", bound, "default", {"metadata": {"annotations": {"instantstart.io/bound-model": "qwen"}}}
+    )
 
     op = finished(api, api.scale_inference_deployment(TAG, "qwen-vllm", 2)["operation"])
     assert op["status"] == "SUCCEEDED", op
     down = eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: len(d["pods"]) == 2)
     assert (down["readyReplicas"], down["desiredReplicas"]) == (2, 2)
-    assert all(p["deletionCost"] == -1000 for p in down["pods"])
+    costs = {p["name"]: p["deletionCost"] for p in down["pods"]}
+    assert bound in costs and costs[bound] == 1000, costs
+    assert [c for n, c in costs.items() if n != bound] == [-1000]
 
 
 def test_scale_in_below_the_pods_serving_a_bound_model_is_409(

@@ -132,3 +132,133 @@ def keda_missing(tag: str) -> Conflict:
         code="KedaNotInstalled",
         details=[{"field": "autoscaling", "missing": f"{KEDA_API_VERSION} {KEDA_KIND} (scaledobjects.keda.sh)"}],
     )
+
+
+# -- managed endpoints (the HyperPod inference operator) --------------------------------------------------------------
+INFERENCE_OPERATOR_FEATURE = "inferenceOperator"
+INFERENCE_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
+TIERED_CHECKPOINTING_FEATURE = "tieredCheckpointing"
+
+
+def inference_operator_not_enabled(tag: str, seen: str) -> Conflict:
+    """409 ``FeatureNotEnabled`` naming the ``inferenceOperator`` feature and the PATCH body that turns it on."""
+    return Conflict(
+        f"the HyperPod inference operator is not enabled on cluster '{tag}': {seen}. Turn on the "
+        f"'{INFERENCE_OPERATOR_FEATURE}' feature with PATCH /clusters/{tag}/features "
+        f'{{"{INFERENCE_OPERATOR_FEATURE}": {{"enabled": true}}}} and retry once its operation SUCCEEDED',
+        code="FeatureNotEnabled",
+        details=[
+            {
+                "field": INFERENCE_OPERATOR_FEATURE,
+                "addonName": INFERENCE_OPERATOR_ADDON,
+                "observed": seen,
+                "enableWith": {
+                    "method": "PATCH",
+                    "path": f"/clusters/{tag}/features",
+                    "body": {INFERENCE_OPERATOR_FEATURE: {"enabled": True}},
+                },
+            }
+        ],
+    )
+
+
+def require_inference_operator(eks: Any, tag: str, eks_cluster: str) -> None:
+    """Refuse unless the inference operator's EKS add-on is ACTIVE (EKS ``DescribeAddon``).
+
+    Raises:
+        Conflict: ``FeatureNotEnabled`` naming ``inferenceOperator``.
+        UpstreamUnavailable: EKS failed otherwise.
+    """
+    from botocore.exceptions import ClientError
+
+    from instantstart.aws.clients import error_code, error_message
+    from instantstart.errors import UpstreamUnavailable
+
+    try:
+        addon = eks.describe_addon(clusterName=eks_cluster, addonName=INFERENCE_OPERATOR_ADDON)["addon"]
+    except ClientError as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            seen = f"the EKS add-on {INFERENCE_OPERATOR_ADDON} is not installed"
+            raise inference_operator_not_enabled(tag, seen) from exc
+        raise UpstreamUnavailable(f"EKS DescribeAddon failed ({error_code(exc)}: {error_message(exc)})") from exc
+    status = str(addon.get("status") or "")
+    if status != "ACTIVE":
+        raise inference_operator_not_enabled(tag, f"the EKS add-on {INFERENCE_OPERATOR_ADDON} is {status}")
+
+
+def check_tiered_storage(tag: str, described_cluster: dict[str, Any]) -> None:
+    """L2 KV cache on ``tieredstorage`` needs HyperPod tiered storage on (``TieredStorageConfig.Mode`` Enable).
+
+    Raises:
+        Conflict: ``FeatureNotEnabled`` naming ``tieredCheckpointing`` (the feature that turns it on).
+    """
+    mode = (described_cluster.get("TieredStorageConfig") or {}).get("Mode")
+    if mode != "Enable":
+        raise Conflict(
+            f"kvCacheSpec.l2CacheBackend tieredstorage needs HyperPod tiered storage on cluster '{tag}' "
+            f"(TieredStorageConfig Mode is {mode or 'not set'}): turn on the '{TIERED_CHECKPOINTING_FEATURE}' "
+            f'feature with PATCH /clusters/{tag}/features {{"{TIERED_CHECKPOINTING_FEATURE}": {{"enabled": true}}}}, '
+            "or use l2CacheBackend redis with l2CacheUrl",
+            code="FeatureNotEnabled",
+            details=[
+                {
+                    "field": TIERED_CHECKPOINTING_FEATURE,
+                    "requestField": "kvCacheSpec.l2CacheBackend",
+                    "observed": mode or "NOT_SET",
+                    "enableWith": {
+                        "method": "PATCH",
+                        "path": f"/clusters/{tag}/features",
+                        "body": {TIERED_CHECKPOINTING_FEATURE: {"enabled": True}},
+                    },
+                }
+            ],
+        )
+
+
+def check_tls_uri(uri: str, tls_bucket: str) -> None:
+    """The certificate output must be in the inference operator's TLS bucket (the operator's role may write there
+    only).
+
+    Raises:
+        ValidationFailed: 422 naming ``tls.certificateOutputS3Uri`` with the allowed prefix.
+    """
+    bucket = uri.removeprefix("s3://").split("/")[0]
+    if bucket != tls_bucket:
+        raise ValidationFailed(
+            f"tls.certificateOutputS3Uri {uri} is not in the inference operator's TLS bucket {tls_bucket}: the "
+            "operator's role may write only there",
+            details=[
+                {
+                    "field": "tls.certificateOutputS3Uri",
+                    "message": "must be in the inferenceOperator feature's TLS bucket",
+                    "allowedValues": [f"s3://{tls_bucket}/"],
+                }
+            ],
+        )
+
+
+def refuse_unknown_fields(paths: list[str], kind: str, api_version: str, request_fields: list[str]) -> None:
+    """Refuse fields the served version's schema does not know (never let the API server prune them silently).
+
+    Raises:
+        ValidationFailed: 422, one detail per request field with the ``spec`` paths and the served version.
+    """
+    if not paths:
+        return
+    by_field: dict[str, list[str]] = {}
+    for path, field in zip(paths, request_fields, strict=True):
+        by_field.setdefault(field, []).append(f"spec.{path}")
+    raise ValidationFailed(
+        f"the cluster serves {kind} as {api_version}, whose schema does not know "
+        f"{', '.join(f'spec.{p}' for p in paths)}; leave out {', '.join(sorted(by_field))} or upgrade the "
+        "inference operator",
+        details=[
+            {
+                "field": field,
+                "message": f"not known to {api_version} {kind}",
+                "specPaths": specs,
+                "servedVersion": api_version,
+            }
+            for field, specs in sorted(by_field.items())
+        ],
+    )
