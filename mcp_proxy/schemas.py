@@ -1133,3 +1133,45 @@ InferenceReplicasParam = Annotated[
         {"minimum": 0, "maximum": MAX_REPLICAS},
     ),
 ]
+
+
+from instantstart.models.inference_endpoints import (  # noqa: E402
+    ENDPOINT_NAME_MAX,
+    ENDPOINT_NAME_PATTERN,
+    CreateInferenceEndpointRequest,
+    InferenceEndpointAccepted,
+    InferenceEndpointList,
+    InferenceEndpointView,
+    InvokeEndpointView,
+)
+
+INFERENCE_ENDPOINT_ACCEPTED_SCHEMA = output_schema(InferenceEndpointAccepted)
+INFERENCE_ENDPOINTS_SCHEMA = output_schema(InferenceEndpointList)
+INFERENCE_ENDPOINT_SCHEMA = output_schema(InferenceEndpointView)
+INVOKE_ENDPOINT_SCHEMA = output_schema(InvokeEndpointView)
+
+InferenceEndpointParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The managed endpoint: name, instanceType (one of the cluster's groups), replicas, modelSource "
+        '{"type": "s3", "modelLocation": "models/<modelId>"} (from model_list; or fsx/huggingface) with worker '
+        '{"image" (pinned), "port", "resources": {"gpus", "cpu", "memoryGib"}}, or jumpStart {"modelId"}; optional '
+        "kvCacheSpec, intelligentRoutingSpec, tls, autoscaling. Needs the inferenceOperator feature. Read the "
+        "instantstart-inference skill first.",
+        json_schema_extra=_inline_refs(CreateInferenceEndpointRequest.model_json_schema(by_alias=True)),
+    ),
+]
+InferenceEndpointNameParam = Annotated[
+    str,
+    advertised(
+        "Inference endpoint name (required, no default), as returned by inference_endpoint_list.",
+        {"pattern": ENDPOINT_NAME_PATTERN, "maxLength": ENDPOINT_NAME_MAX},
+    ),
+]
+InvokeBodyParam = Annotated[
+    dict[str, Any],
+    Field(
+        description='The JSON object sent to the model (at most 1 MiB serialised), e.g. {"prompt": "Hello", '
+        '"max_tokens": 32} or {"messages": [{"role": "user", "content": "Hello"}]}.'
+    ),
+]

@@ -298,6 +298,29 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
     ),
+    _write(
+        "inference_endpoint_create",
+        "Deploy a model as a managed endpoint (HyperPod inference operator)",
+        schemas.INFERENCE_ENDPOINT_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("inference_endpoint_list", "List managed inference endpoints", schemas.INFERENCE_ENDPOINTS_SCHEMA),
+    _read("inference_endpoint_get", "Get a managed inference endpoint", schemas.INFERENCE_ENDPOINT_SCHEMA),
+    _write(
+        "inference_endpoint_invoke",
+        "Call a managed endpoint's model",
+        schemas.INVOKE_ENDPOINT_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _write(
+        "inference_endpoint_delete",
+        "Delete a managed inference endpoint",
+        schemas.INFERENCE_ENDPOINT_ACCEPTED_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
     _read("cluster_list_all", "List all clusters", schemas.CLUSTER_LIST_SCHEMA),
     _write(
         "cluster_create", "Create a HyperPod cluster", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
@@ -1055,6 +1078,76 @@ class InstantStartTools:
             )
         return self._call(
             lambda client: client.delete_inference_deployment(clusterTag, name, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_create(
+        self,
+        clusterTag: ClusterTagParam,
+        endpoint: schemas.InferenceEndpointParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Deploy a model as a managed endpoint of the HyperPod inference operator (POST
+        /clusters/{clusterTag}/inference/endpoints): an InferenceEndpointConfig (or JumpStartModel) and a SageMaker
+        endpoint. Needs the inferenceOperator feature (409 FeatureNotEnabled names it). A 422 on instanceType lists
+        the cluster's types; a field the cluster's served API version does not know is a 422 naming it. Returns the
+        CREATE_INFERENCE_ENDPOINT operation (SUCCEEDED at DeploymentComplete). Write tool: needs --allow-write.
+        """
+        self._require_write("inference_endpoint_create")
+        return self._call(
+            lambda client: client.create_inference_endpoint(clusterTag, endpoint, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """The cluster's managed inference endpoints: kind, state, replicas, SageMaker endpoint name. Read-only."""
+        return self._call(lambda client: client.list_inference_endpoints(clusterTag))
+
+    def inference_endpoint_get(
+        self, clusterTag: ClusterTagParam, name: schemas.InferenceEndpointNameParam
+    ) -> CallToolResult:
+        """A managed endpoint: the operator's state, conditions and message, the SageMaker endpoint (ARNs, status),
+        the worker pods and their Kubernetes events (why a deployment is stuck). Read-only."""
+        return self._call(lambda client: client.get_inference_endpoint(clusterTag, name))
+
+    def inference_endpoint_invoke(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceEndpointNameParam,
+        body: schemas.InvokeBodyParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Call the model of a managed endpoint (SageMaker InvokeEndpoint, JSON: at most 1 MiB sent, the answer cut
+        at 256 KiB). Every call without a repeated idempotencyKey reaches the model and is billed. Write tool: needs
+        --allow-write."""
+        self._require_write("inference_endpoint_invoke")
+        return self._call(
+            lambda client: client.invoke_inference_endpoint(clusterTag, name, body, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceEndpointNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again, exactly as the user typed it to confirm deleting the endpoint; "
+                "the call is refused unless it equals clusterTag. Never fill it in without the user's confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete a managed endpoint (DELETE .../inference/endpoints/{name}); the operator removes the SageMaker
+        endpoint, config and model. Returns the DELETE_INFERENCE_ENDPOINT operation. Write tool: needs --allow-write.
+        """
+        self._require_write("inference_endpoint_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"inference_endpoint_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal "
+                f"clusterTag {clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting endpoint "
+                f"{name!r} by typing the cluster tag, then call again with confirmClusterTag set to what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_inference_endpoint(clusterTag, name, idempotency_key=idempotencyKey)
         )
 
     def inference_deployment_router(

@@ -1022,16 +1022,24 @@ class InstantStartClient:
         )
         return dict(out)
 
-    def invoke_inference_endpoint(self, cluster_tag: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def invoke_inference_endpoint(
+        self, cluster_tag: str, name: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """``POST .../inference/endpoints/{name}/invoke`` ``{"body": {...}}``: the model's answer.
 
         Returns:
             ``{"endpointName", "contentType", "invokedProductionVariant", "body", "text", "truncated"}``.
 
         Raises:
-            ApiError: 413 ``body`` above 1 MiB; 409/502 SageMaker's refusal verbatim.
+            ApiError: 413 ``body`` above 1 MiB; 409/502 SageMaker's refusal verbatim. The answer is cut at 256 KiB
+                (``truncated``); a repeated ``idempotency_key`` replays the first answer.
         """
-        out = self.request("POST", f"{self._endpoint_path(cluster_tag, name)}/invoke", body={"body": dict(body)})
+        out = self.request(
+            "POST",
+            f"{self._endpoint_path(cluster_tag, name)}/invoke",
+            body={"body": dict(body)},
+            headers=self._idempotency_headers(idempotency_key),
+        )
         return dict(out)
 
     # -- managed MLflow ---------------------------------------------------------------------------------

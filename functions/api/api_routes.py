@@ -1796,8 +1796,9 @@ def delete_inference_endpoint(
     operation_id="InvokeInferenceEndpoint",
     summary="Call the model: SageMaker Runtime InvokeEndpoint on the endpoint the operator registered",
     description="body is sent as application/json (at most 1 MiB serialised: 413 naming body). The answer is parsed "
-    "as JSON when it fits 1 MiB, else returned cut as text with truncated true. SageMaker's refusals come back "
-    "verbatim: 409 for its 4xx (e.g. the endpoint not InService), 502 for ModelError and its 5xx.",
+    "as JSON when it fits 256 KiB, else returned cut as text with truncated true. SageMaker's refusals come back "
+    "verbatim: 409 for its 4xx (e.g. the endpoint not InService), 502 for ModelError and its 5xx. With an "
+    "Idempotency-Key a repeated call replays the first answer instead of calling the model again.",
     responses={**_ok(InvokeEndpointView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
     tags=["inference"],
 )
@@ -1805,6 +1806,16 @@ def invoke_inference_endpoint(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
     name: InferenceEndpointName,
     request: InvokeEndpointRequest,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[InvokeEndpointView]:
-    """Invoke the endpoint (not idempotent: every call reaches the model)."""
-    return _json(inference_endpoints.invoke_endpoint(runtime(), cluster_tag, name, request))
+    """Invoke the endpoint; without an Idempotency-Key every call reaches the model."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(
+        router.context["idempotency"],
+        route=f"POST /clusters/{cluster_tag}/inference/endpoints/{name}/invoke",
+        key=idempotency_key,
+        body=request.to_api(),
+        call=lambda: inference_endpoints.invoke_endpoint(runtime(), cluster_tag, name, request).to_api(),
+    )
+    return _json(InvokeEndpointView.model_validate(answer))

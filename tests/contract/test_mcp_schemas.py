@@ -45,6 +45,9 @@ MODELS = "/clusters/{clusterTag}/models"
 DEPLOYMENTS = "/clusters/{clusterTag}/inference/deployments"
 DEPLOYMENT = "/clusters/{clusterTag}/inference/deployments/{name}"
 ROUTER = "/clusters/{clusterTag}/inference/deployments/{name}/router"
+ENDPOINTS = "/clusters/{clusterTag}/inference/endpoints"
+ENDPOINT = "/clusters/{clusterTag}/inference/endpoints/{name}"
+INVOKE = "/clusters/{clusterTag}/inference/endpoints/{name}/invoke"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
@@ -197,6 +200,18 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("inference_deployment_router", "clusterTag"): ("POST", ROUTER, "path", "clusterTag"),
     ("inference_deployment_router", "name"): ("POST", ROUTER, "path", "name"),
     ("inference_deployment_router", "idempotencyKey"): ("POST", ROUTER, "header", "Idempotency-Key"),
+    ("inference_endpoint_create", "clusterTag"): ("POST", ENDPOINTS, "path", "clusterTag"),
+    ("inference_endpoint_create", "idempotencyKey"): ("POST", ENDPOINTS, "header", "Idempotency-Key"),
+    ("inference_endpoint_list", "clusterTag"): ("GET", ENDPOINTS, "path", "clusterTag"),
+    ("inference_endpoint_get", "clusterTag"): ("GET", ENDPOINT, "path", "clusterTag"),
+    ("inference_endpoint_get", "name"): ("GET", ENDPOINT, "path", "name"),
+    ("inference_endpoint_invoke", "clusterTag"): ("POST", INVOKE, "path", "clusterTag"),
+    ("inference_endpoint_invoke", "name"): ("POST", INVOKE, "path", "name"),
+    ("inference_endpoint_invoke", "body"): ("POST", INVOKE, "body", "body"),
+    ("inference_endpoint_invoke", "idempotencyKey"): ("POST", INVOKE, "header", "Idempotency-Key"),
+    ("inference_endpoint_delete", "clusterTag"): ("DELETE", ENDPOINT, "path", "clusterTag"),
+    ("inference_endpoint_delete", "name"): ("DELETE", ENDPOINT, "path", "name"),
+    ("inference_endpoint_delete", "idempotencyKey"): ("DELETE", ENDPOINT, "header", "Idempotency-Key"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -220,6 +235,8 @@ MCP_ONLY = {
     ("inference_deployment_create", "deployment"): "the whole POST body (its schema is the API's, inlined)",
     ("inference_deployment_router", "router"): "the whole POST body (its schema is the API's, inlined)",
     ("inference_deployment_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("inference_endpoint_create", "endpoint"): "the whole POST body (its schema is the API's, inlined)",
+    ("inference_endpoint_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
 }
 
 

@@ -24,6 +24,7 @@ EKS = f"eks-cluster-{TAG}"
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 TOKEN = "hf_ManagedNeverEchoedToken987"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.32.0-lmi14.0.0-cu124"
+IEC = "inference.sagemaker.aws.amazon.com/v1"
 CRD = "inferenceendpointconfigs.inference.sagemaker.aws.amazon.com"
 ENDPOINT = {
     "name": "qwen-managed",
@@ -112,7 +113,7 @@ def test_the_endpoint_reaches_deployment_complete_with_its_sagemaker_endpoint_in
     assert view["sagemaker"]["endpointArn"].endswith(f":endpoint/instantstart-{TAG}-qwen-managed")
     assert ":model/" in view["sagemaker"]["modelArn"] and ":endpoint-config/" in view["sagemaker"]["configArn"]
     assert len(view["pods"]) == 1
-    obj = kube(sandbox).peek("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "qwen-managed")
+    obj = kube(sandbox).peek(IEC, "InferenceEndpointConfig", "qwen-managed")
     source = obj["spec"]["modelSourceConfig"]
     assert source["s3Storage"]["bucketName"].startswith(f"instantstart-{TAG}-")
     assert source["modelLocation"] == f"models/{MODEL}"
@@ -220,9 +221,7 @@ def test_delete_removes_the_sagemaker_side_and_a_recreate_gets_fresh_model_and_c
     op = seen(finished(api, api.delete_inference_endpoint(TAG, "qwen-managed")["operation"]))
 
     assert op["type"] == "DELETE_INFERENCE_ENDPOINT" and op["status"] == "SUCCEEDED", op
-    assert (
-        kube(sandbox).peek("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "qwen-managed") is None
-    )
+    assert kube(sandbox).peek(IEC, "InferenceEndpointConfig", "qwen-managed") is None
     gone = refusal(lambda: api.get_inference_endpoint(TAG, "qwen-managed"))
     assert gone.status == 404 and gone.code == "InferenceEndpointNotFound"
     invoke = refusal(lambda: api.invoke_inference_endpoint(TAG, "qwen-managed", {"prompt": "hi"}))
@@ -277,7 +276,7 @@ def test_a_stuck_deployment_shows_the_pod_event_and_fails_with_the_operator_mess
     assert any("ErrImagePull" in (e["message"] or "") or e["reason"] == "BackOff" for e in view["events"])
     op = seen(finished(api, accepted["operation"]))
     assert op["status"] == "FAILED" and op["error"]["code"] == "DeploymentFailed", op
-    obj = kube(sandbox).peek("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "hf-stuck")
+    obj = kube(sandbox).peek(IEC, "InferenceEndpointConfig", "hf-stuck")
     failed = next(c for c in obj["status"]["conditions"] if c["type"] == "DeploymentFailed")
     assert op["error"]["message"] == f"{failed['reason']}: {failed['message']}"
     assert "ErrImagePull" in op["error"]["message"]

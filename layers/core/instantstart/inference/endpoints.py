@@ -14,7 +14,7 @@ until it is gone (the operator's finalizer removes the SageMaker endpoint, confi
 ``DescribeEndpoint`` answers that the endpoint does not exist.
 
 ``POST .../invoke`` calls SageMaker Runtime ``InvokeEndpoint`` on the endpoint the operator registered, JSON only,
-bodies bounded by :data:`INVOKE_MAX_BYTES` both ways.
+the request bounded by :data:`INVOKE_MAX_BYTES`, the answer cut at :data:`INVOKE_MAX_RESPONSE_BYTES`.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from instantstart.models.common import ApiModel, OperationType
 from instantstart.models.inference import INFERENCE_NAMESPACE
 from instantstart.models.inference_endpoints import (
     INVOKE_MAX_BYTES,
+    INVOKE_MAX_RESPONSE_BYTES,
     CreateInferenceEndpointRequest,
     InferenceEndpointAccepted,
     InferenceEndpointList,
@@ -516,7 +517,7 @@ def _describe_status(rt: Runtime, name: str) -> str | None:
 # -- invoke ----------------------------------------------------------------------------------------------------------
 def invoke_endpoint(rt: Runtime, tag: str, name: str, request: InvokeEndpointRequest) -> InvokeEndpointView:
     """Send ``request.body`` (JSON) to the SageMaker endpoint of resource ``name`` (SageMaker Runtime
-    ``InvokeEndpoint``) and return the answer, cut at :data:`INVOKE_MAX_BYTES`.
+    ``InvokeEndpoint``) and return the answer, cut at :data:`INVOKE_MAX_RESPONSE_BYTES`.
 
     Raises:
         NotFound: ``ClusterNotFound``, ``InferenceEndpointNotFound`` (or the resource names no SageMaker endpoint).
@@ -549,9 +550,9 @@ def invoke_endpoint(rt: Runtime, tag: str, name: str, request: InvokeEndpointReq
         if 400 <= status < 500 and code != "ModelError":
             raise Conflict(message, code=code, details=detail) from exc
         raise BadGateway(message, code=code, details=detail) from exc
-    raw = answer["Body"].read(INVOKE_MAX_BYTES + 1)
-    truncated = len(raw) > INVOKE_MAX_BYTES
-    raw = raw[:INVOKE_MAX_BYTES]
+    raw = answer["Body"].read(INVOKE_MAX_RESPONSE_BYTES + 1)
+    truncated = len(raw) > INVOKE_MAX_RESPONSE_BYTES
+    raw = raw[:INVOKE_MAX_RESPONSE_BYTES]
     body: Any = None
     text: str | None = None
     if not truncated:

@@ -52,7 +52,10 @@ JUMPSTART_MODEL_RULE = "a JumpStart model id: letters, digits and single '-' (e.
 MAX_REPLICAS = 64
 TOKEN_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_TOKEN")
 INVOKE_MAX_BYTES = 1024 * 1024
-"""Largest JSON body ``POST .../invoke`` sends (and largest answer it returns whole), bytes."""
+"""Largest JSON body ``POST .../invoke`` sends, bytes."""
+INVOKE_MAX_RESPONSE_BYTES = 256 * 1024
+"""Largest answer ``POST .../invoke`` returns whole, bytes (a longer one is cut; an answer replayed for an
+``Idempotency-Key`` is stored in DynamoDB, whose items hold at most 400 KB)."""
 
 
 class ModelSourceType(StrEnum):
@@ -259,7 +262,9 @@ class CloudWatchTrigger(ApiModel):
     namespace: str = Field(min_length=1, max_length=255, description="Metric namespace.", examples=["AWS/SageMaker"])
     metric_name: str = Field(min_length=1, max_length=255, description="Metric.", examples=["Invocations"])
     target_value: float = Field(gt=0, description="Target value per worker.", examples=[10])
-    statistic: Literal["Average", "Sum", "Maximum", "Minimum", "SampleCount"] = Field(default="Average")
+    statistic: Literal["Average", "Sum", "Maximum", "Minimum", "SampleCount"] = Field(
+        default="Average", description="Statistic of the metric (metricStat)."
+    )
     dimensions: dict[str, str] = Field(default_factory=dict, max_length=10, description="Metric dimensions.")
 
 
@@ -296,7 +301,13 @@ class JumpStartSpec(ApiModel):
         examples=["deepseek-llm-r1-distill-qwen-1-5b"],
         json_schema_extra=pattern_rule(JUMPSTART_MODEL_RULE),
     )
-    model_version: str | None = Field(default=None, pattern=r"^\d{1,4}\.\d{1,4}\.\d{1,4}$", description="x.y.z.")
+    model_version: str | None = Field(
+        default=None,
+        pattern=r"^\d{1,4}\.\d{1,4}\.\d{1,4}$",
+        description="The model's version x.y.z (default: the newest).",
+        examples=["1.0.0"],
+        json_schema_extra=pattern_rule("a version x.y.z of 1-4 digits each (e.g. 1.0.0)"),
+    )
     accept_eula: bool = Field(default=False, description="Accept the model's EULA (some models need it).")
 
 
@@ -357,10 +368,24 @@ class SageMakerEndpointView(ApiModel):
 
     name: str = Field(description="Endpoint name.", examples=["instantstart-demo-qwen-managed"])
     state: str | None = Field(default=None, description="Creating, InService, Deleting, Failed (operator status).")
-    endpoint_arn: str | None = Field(default=None, description="Endpoint ARN.")
-    config_arn: str | None = Field(default=None, description="Endpoint config ARN.")
-    model_arn: str | None = Field(default=None, description="Model ARN.")
-    status: str | None = Field(default=None, description="EndpointStatus from SageMaker DescribeEndpoint (null: none).")
+    endpoint_arn: str | None = Field(
+        default=None,
+        description="Endpoint ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:endpoint/instantstart-demo-qwen-managed"],
+    )
+    config_arn: str | None = Field(
+        default=None,
+        description="Endpoint config ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:endpoint-config/instantstart-demo-qwen-managed-1a2b3c4d"],
+    )
+    model_arn: str | None = Field(
+        default=None,
+        description="Model ARN.",
+        examples=["arn:aws:sagemaker:us-west-2:123456789012:model/qwen-managed-1a2b3c4d"],
+    )
+    status: str | None = Field(
+        default=None, description="EndpointStatus from SageMaker DescribeEndpoint (null: none).", examples=["InService"]
+    )
 
 
 class PodEvent(ApiModel):
@@ -384,7 +409,9 @@ class InferenceEndpointSummary(ApiModel):
     state: str | None = Field(default=None, description="Operator state.", examples=["DeploymentComplete"])
     replicas: int | None = Field(default=None, description="spec.replicas.")
     ready_replicas: int | None = Field(default=None, description="status.replicas (ready pods).")
-    endpoint_name: str | None = Field(default=None, description="SageMaker endpoint name.")
+    endpoint_name: str | None = Field(
+        default=None, description="SageMaker endpoint name.", examples=["instantstart-demo-qwen-managed"]
+    )
 
 
 class InferenceEndpointList(ApiModel):
@@ -396,8 +423,12 @@ class InferenceEndpointList(ApiModel):
 class InferenceEndpointView(InferenceEndpointSummary):
     """Body of ``GET .../inference/endpoints/{name}``."""
 
-    api_version: str = Field(description="The served API version read.")
-    model_name: str | None = Field(default=None, description="spec.modelName (or the JumpStart model id).")
+    api_version: str = Field(
+        description="The served API version read.", examples=["inference.sagemaker.aws.amazon.com/v1"]
+    )
+    model_name: str | None = Field(
+        default=None, description="spec.modelName (or the JumpStart model id).", examples=["qwen-managed"]
+    )
     message: str | None = Field(default=None, description="The operator's message for the state, verbatim.")
     conditions: list[dict[str, Any]] = Field(description="The operator's conditions (type, status, reason, message).")
     sagemaker: SageMakerEndpointView | None = Field(default=None, description="The SageMaker endpoint.")
@@ -418,9 +449,11 @@ class InvokeEndpointRequest(ApiModel):
 class InvokeEndpointView(ApiModel):
     """Body of the 200 of ``POST .../invoke``."""
 
-    endpoint_name: str = Field(description="SageMaker endpoint invoked.")
-    content_type: str | None = Field(default=None, description="ContentType of the answer.")
+    endpoint_name: str = Field(description="SageMaker endpoint invoked.", examples=["instantstart-demo-qwen-managed"])
+    content_type: str | None = Field(
+        default=None, description="ContentType of the answer.", examples=["application/json"]
+    )
     invoked_production_variant: str | None = Field(default=None, description="The variant that answered.")
     body: Any = Field(default=None, description="The answer parsed as JSON (null when truncated or not JSON).")
     text: str | None = Field(default=None, description="The answer as text when it is not JSON or was truncated.")
-    truncated: bool = Field(description=f"The answer was longer than {INVOKE_MAX_BYTES} bytes and was cut.")
+    truncated: bool = Field(description=f"The answer was longer than {INVOKE_MAX_RESPONSE_BYTES} bytes and was cut.")
