@@ -141,6 +141,11 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "ScaleInferenceDeployment": "inference_deployment_scale",
     "DeleteInferenceDeployment": "inference_deployment_delete",
     "CreateInferenceRouter": "inference_deployment_router",
+    "CreateInferenceEndpoint": "inference_endpoint_create",
+    "ListInferenceEndpoints": "inference_endpoint_list",
+    "GetInferenceEndpoint": "inference_endpoint_get",
+    "DeleteInferenceEndpoint": "inference_endpoint_delete",
+    "InvokeInferenceEndpoint": "inference_endpoint_invoke",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -175,6 +180,9 @@ WRITE_TOOLS = frozenset(
         "inference_deployment_scale",
         "inference_deployment_delete",
         "inference_deployment_router",
+        "inference_endpoint_create",
+        "inference_endpoint_invoke",
+        "inference_endpoint_delete",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
