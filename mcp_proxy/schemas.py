@@ -1068,3 +1068,110 @@ MLFLOW_SCHEMA = output_schema(MlflowView)
 MLFLOW_UPDATE_SCHEMA = {k: v for k, v in OPERATION_SCHEMA.items() if k != "required"}
 
 MLFLOW_RUNS_SCHEMA = output_schema(MlflowRunList)
+
+# -- models and self-managed inference ---------------------------------------------------------------------------------
+from instantstart.models.inference import (  # noqa: E402
+    DEPLOYMENT_NAME_MAX,
+    DEPLOYMENT_NAME_PATTERN,
+    MAX_REPLICAS,
+    CreateInferenceDeploymentRequest,
+    CreateRouterRequest,
+    DownloadModelRequest,
+    InferenceDeploymentAccepted,
+    InferenceDeploymentList,
+    InferenceDeploymentView,
+    ModelDownloadAccepted,
+    ModelList,
+)
+
+MODEL_DOWNLOAD_ACCEPTED_SCHEMA = output_schema(ModelDownloadAccepted)
+MODELS_SCHEMA = output_schema(ModelList)
+INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA = output_schema(InferenceDeploymentAccepted)
+INFERENCE_DEPLOYMENTS_SCHEMA = output_schema(InferenceDeploymentList)
+INFERENCE_DEPLOYMENT_SCHEMA = output_schema(InferenceDeploymentView)
+
+ModelDownloadParam = Annotated[
+    dict[str, Any],
+    Field(
+        description='The download: {"source": "huggingface", "modelId": "Qwen/Qwen2.5-0.5B-Instruct", "revision": '
+        '"main", "destination": "s3" | "fsx", "hfTokenSecret": {"name", "key"}} - a gated model\'s token only as a '
+        "Kubernetes Secret reference, never the token. Read the instantstart-inference skill first.",
+        json_schema_extra=_inline_refs(DownloadModelRequest.model_json_schema(by_alias=True)),
+    ),
+]
+InferenceDeploymentParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The deployment: name, engine (vllm | sglang), modelPath (/s3/models/<modelId> from model_list), "
+        "servedModelName, instanceType (one of the cluster's groups), gpus (= tensor parallel size), maxModelLen, "
+        'replicas, port, image (pinned), service {"type": "ClusterIP" | "LoadBalancer", "exposure": "internal" | '
+        '"internet-facing"}, hfTokenSecret {name, key}. Read the instantstart-inference skill first.',
+        json_schema_extra=_inline_refs(CreateInferenceDeploymentRequest.model_json_schema(by_alias=True)),
+    ),
+]
+InferenceRouterParam = Annotated[
+    dict[str, Any],
+    Field(
+        description='The router: {"policy": "cache_aware", "replicas": 1, "autoscaling": {"minReplicas", '
+        '"maxReplicas", "prometheusServerAddress", "queueThreshold"}} (autoscaling needs KEDA on the cluster). '
+        "Every member has a default but autoscaling's maxReplicas and prometheusServerAddress: {} is a valid body.",
+        json_schema_extra=_inline_refs(CreateRouterRequest.model_json_schema(by_alias=True)),
+    ),
+]
+InferenceDeploymentNameParam = Annotated[
+    str,
+    advertised(
+        "Inference deployment name (required, no default), as returned by inference_deployment_list.",
+        {"pattern": DEPLOYMENT_NAME_PATTERN, "maxLength": DEPLOYMENT_NAME_MAX},
+    ),
+]
+InferenceReplicasParam = Annotated[
+    int,
+    advertised(
+        f"Pods wanted, 0-{MAX_REPLICAS} (required, no default). Scale-in removes idle pods first and is refused "
+        "(409 BoundPodsWouldBeRemoved) below the number of pods serving a bound model.",
+        {"minimum": 0, "maximum": MAX_REPLICAS},
+    ),
+]
+
+
+from instantstart.models.inference_endpoints import (  # noqa: E402
+    ENDPOINT_NAME_MAX,
+    ENDPOINT_NAME_PATTERN,
+    CreateInferenceEndpointRequest,
+    InferenceEndpointAccepted,
+    InferenceEndpointList,
+    InferenceEndpointView,
+    InvokeEndpointView,
+)
+
+INFERENCE_ENDPOINT_ACCEPTED_SCHEMA = output_schema(InferenceEndpointAccepted)
+INFERENCE_ENDPOINTS_SCHEMA = output_schema(InferenceEndpointList)
+INFERENCE_ENDPOINT_SCHEMA = output_schema(InferenceEndpointView)
+INVOKE_ENDPOINT_SCHEMA = output_schema(InvokeEndpointView)
+
+InferenceEndpointParam = Annotated[
+    dict[str, Any],
+    Field(
+        description="The managed endpoint: name, instanceType (one of the cluster's groups), replicas, modelSource "
+        '{"type": "s3", "modelLocation": "models/<modelId>"} (from model_list; or fsx/huggingface) with worker '
+        '{"image" (pinned), "port", "resources": {"gpus", "cpu", "memoryGib"}}, or jumpStart {"modelId"}; optional '
+        "kvCacheSpec, intelligentRoutingSpec, tls, autoscaling. Needs the inferenceOperator feature. Read the "
+        "instantstart-inference skill first.",
+        json_schema_extra=_inline_refs(CreateInferenceEndpointRequest.model_json_schema(by_alias=True)),
+    ),
+]
+InferenceEndpointNameParam = Annotated[
+    str,
+    advertised(
+        "Inference endpoint name (required, no default), as returned by inference_endpoint_list.",
+        {"pattern": ENDPOINT_NAME_PATTERN, "maxLength": ENDPOINT_NAME_MAX},
+    ),
+]
+InvokeBodyParam = Annotated[
+    dict[str, Any],
+    Field(
+        description='The JSON object sent to the model (at most 1 MiB serialised), e.g. {"prompt": "Hello", '
+        '"max_tokens": 32} or {"messages": [{"role": "user", "content": "Hello"}]}.'
+    ),
+]

@@ -141,6 +141,19 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "UpdateMlflow": "mlflow_connect",
     "DeleteMlflow": "mlflow_disconnect",
     "ListTrainingJobRuns": "mlflow_list_job_runs",
+    "DownloadModel": "model_download",
+    "ListModels": "model_list",
+    "CreateInferenceDeployment": "inference_deployment_create",
+    "ListInferenceDeployments": "inference_deployment_list",
+    "GetInferenceDeployment": "inference_deployment_get",
+    "ScaleInferenceDeployment": "inference_deployment_scale",
+    "DeleteInferenceDeployment": "inference_deployment_delete",
+    "CreateInferenceRouter": "inference_deployment_router",
+    "CreateInferenceEndpoint": "inference_endpoint_create",
+    "ListInferenceEndpoints": "inference_endpoint_list",
+    "GetInferenceEndpoint": "inference_endpoint_get",
+    "DeleteInferenceEndpoint": "inference_endpoint_delete",
+    "InvokeInferenceEndpoint": "inference_endpoint_invoke",
 }
 """OpenAPI ``operationId`` (``api_schema/openapi.json``) -> the tool that calls it. A test fails when an
 operation of the contract has no entry, so every new route gets its tool in the same change."""
@@ -170,6 +183,14 @@ WRITE_TOOLS = frozenset(
         "training_job_delete",
         "mlflow_connect",
         "mlflow_disconnect",
+        "model_download",
+        "inference_deployment_create",
+        "inference_deployment_scale",
+        "inference_deployment_delete",
+        "inference_deployment_router",
+        "inference_endpoint_create",
+        "inference_endpoint_invoke",
+        "inference_endpoint_delete",
     }
 )
 """Tools that change AWS resources: listed always, refused unless writes are enabled."""
@@ -255,6 +276,67 @@ def _without_nulls(value: Any) -> Any:
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
+    _write(
+        "model_download",
+        "Download a model into the cluster's storage",
+        schemas.MODEL_DOWNLOAD_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("model_list", "List the models in the cluster's storage", schemas.MODELS_SCHEMA),
+    _write(
+        "inference_deployment_create",
+        "Deploy a model with vLLM or SGLang",
+        schemas.INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("inference_deployment_list", "List inference deployments", schemas.INFERENCE_DEPLOYMENTS_SCHEMA),
+    _read("inference_deployment_get", "Get an inference deployment", schemas.INFERENCE_DEPLOYMENT_SCHEMA),
+    _write(
+        "inference_deployment_scale",
+        "Scale an inference deployment",
+        schemas.INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _write(
+        "inference_deployment_delete",
+        "Delete an inference deployment",
+        schemas.INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
+    _write(
+        "inference_deployment_router",
+        "Put the SGLang router in front of a deployment",
+        schemas.INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=True,
+    ),
+    _write(
+        "inference_endpoint_create",
+        "Deploy a model as a managed endpoint (HyperPod inference operator)",
+        schemas.INFERENCE_ENDPOINT_ACCEPTED_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _read("inference_endpoint_list", "List managed inference endpoints", schemas.INFERENCE_ENDPOINTS_SCHEMA),
+    _read("inference_endpoint_get", "Get a managed inference endpoint", schemas.INFERENCE_ENDPOINT_SCHEMA),
+    _write(
+        "inference_endpoint_invoke",
+        "Call a managed endpoint's model",
+        schemas.INVOKE_ENDPOINT_SCHEMA,
+        destructive=False,
+        idempotent=False,
+    ),
+    _write(
+        "inference_endpoint_delete",
+        "Delete a managed inference endpoint",
+        schemas.INFERENCE_ENDPOINT_ACCEPTED_SCHEMA,
+        destructive=True,
+        idempotent=True,
+    ),
     _read("cluster_list_all", "List all clusters", schemas.CLUSTER_LIST_SCHEMA),
     _write(
         "cluster_create", "Create a HyperPod cluster", schemas.OPERATION_SCHEMA, destructive=False, idempotent=False
@@ -936,6 +1018,183 @@ class InstantStartTools:
             lambda client: client.delete_training_job(
                 clusterTag, name, namespace=namespace, idempotency_key=idempotencyKey
             )
+        )
+
+    # -- models and self-managed inference ---------------------------------------------------------------
+    def model_download(
+        self,
+        clusterTag: ClusterTagParam,
+        download: schemas.ModelDownloadParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Download a Hugging Face model into the cluster's storage (POST /clusters/{clusterTag}/models) as a
+        Kubernetes Job. Returns the model's path for pods (modelPath) and its DOWNLOAD_MODEL operation: poll it with
+        operation_get (result.downloadedBytes/downloadedFiles show progress) until SUCCEEDED. A 409 FeatureNotEnabled
+        names fsx when the destination is fsx and the feature is off. Write tool: needs --allow-write.
+        """
+        self._require_write("model_download")
+        return self._call(lambda client: client.download_model(clusterTag, download, idempotency_key=idempotencyKey))
+
+    def model_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """The models in the cluster's bucket under models/ (read from S3): modelId, modelPath for
+        inference_deployment_create, size in bytes, files. Read-only."""
+        return self._call(lambda client: client.list_models(clusterTag))
+
+    def inference_deployment_create(
+        self,
+        clusterTag: ClusterTagParam,
+        deployment: schemas.InferenceDeploymentParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Deploy a stored model with vLLM or SGLang (POST /clusters/{clusterTag}/inference/deployments): a Deployment
+        and a Service (ClusterIP unless asked). Read the instantstart-inference skill first. A 422 on instanceType
+        lists the cluster's types (details[0].allowedValues). Returns the CREATE_INFERENCE_DEPLOYMENT operation; then
+        follow readiness with inference_deployment_get. Write tool: needs --allow-write.
+        """
+        self._require_write("inference_deployment_create")
+        return self._call(
+            lambda client: client.create_inference_deployment(clusterTag, deployment, idempotency_key=idempotencyKey)
+        )
+
+    def inference_deployment_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """The cluster's self-managed inference deployments: engine, model, status, replicas ready/desired.
+        Read-only."""
+        return self._call(lambda client: client.list_inference_deployments(clusterTag))
+
+    def inference_deployment_get(
+        self, clusterTag: ClusterTagParam, name: schemas.InferenceDeploymentNameParam
+    ) -> CallToolResult:
+        """An inference deployment: status, replicas, pods (node, phase, ready, bound model), its Service URL and
+        router. Read-only."""
+        return self._call(lambda client: client.get_inference_deployment(clusterTag, name))
+
+    def inference_deployment_scale(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceDeploymentNameParam,
+        replicas: schemas.InferenceReplicasParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Scale an inference deployment (PATCH .../inference/deployments/{name}); idle pods are removed before pods
+        serving a bound model. Returns the UPDATE_INFERENCE_DEPLOYMENT operation. Write tool: needs --allow-write.
+        """
+        self._require_write("inference_deployment_scale")
+        return self._call(
+            lambda client: client.scale_inference_deployment(clusterTag, name, replicas, idempotency_key=idempotencyKey)
+        )
+
+    def inference_deployment_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceDeploymentNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again, exactly as the user typed it to confirm deleting the deployment; "
+                "the call is refused unless it equals clusterTag. Never fill it in without the user's confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete an inference deployment, its Service and router (DELETE .../inference/deployments/{name});
+        destructive: the model stops serving. Returns the DELETE_INFERENCE_DEPLOYMENT operation. Write tool: needs
+        --allow-write.
+        """
+        self._require_write("inference_deployment_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"inference_deployment_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal "
+                f"clusterTag {clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting deployment "
+                f"{name!r} by typing the cluster tag, then call again with confirmClusterTag set to what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_inference_deployment(clusterTag, name, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_create(
+        self,
+        clusterTag: ClusterTagParam,
+        endpoint: schemas.InferenceEndpointParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Deploy a model as a managed endpoint of the HyperPod inference operator (POST
+        /clusters/{clusterTag}/inference/endpoints): an InferenceEndpointConfig (or JumpStartModel) and a SageMaker
+        endpoint. Needs the inferenceOperator feature (409 FeatureNotEnabled names it). A 422 on instanceType lists
+        the cluster's types; a field the cluster's served API version does not know is a 422 naming it. Returns the
+        CREATE_INFERENCE_ENDPOINT operation (SUCCEEDED at DeploymentComplete). Write tool: needs --allow-write.
+        """
+        self._require_write("inference_endpoint_create")
+        return self._call(
+            lambda client: client.create_inference_endpoint(clusterTag, endpoint, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_list(self, clusterTag: ClusterTagParam) -> CallToolResult:
+        """The cluster's managed inference endpoints: kind, state, replicas, SageMaker endpoint name. Read-only."""
+        return self._call(lambda client: client.list_inference_endpoints(clusterTag))
+
+    def inference_endpoint_get(
+        self, clusterTag: ClusterTagParam, name: schemas.InferenceEndpointNameParam
+    ) -> CallToolResult:
+        """A managed endpoint: the operator's state, conditions and message, the SageMaker endpoint (ARNs, status),
+        the worker pods and their Kubernetes events (why a deployment is stuck). Read-only."""
+        return self._call(lambda client: client.get_inference_endpoint(clusterTag, name))
+
+    def inference_endpoint_invoke(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceEndpointNameParam,
+        body: schemas.InvokeBodyParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Call the model of a managed endpoint (SageMaker InvokeEndpoint, JSON: at most 1 MiB sent, the answer cut
+        at 256 KiB). Every call without a repeated idempotencyKey reaches the model and is billed. Write tool: needs
+        --allow-write."""
+        self._require_write("inference_endpoint_invoke")
+        return self._call(
+            lambda client: client.invoke_inference_endpoint(clusterTag, name, body, idempotency_key=idempotencyKey)
+        )
+
+    def inference_endpoint_delete(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceEndpointNameParam,
+        confirmClusterTag: Annotated[
+            str,
+            Field(
+                description="The cluster tag again, exactly as the user typed it to confirm deleting the endpoint; "
+                "the call is refused unless it equals clusterTag. Never fill it in without the user's confirmation."
+            ),
+        ],
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Delete a managed endpoint (DELETE .../inference/endpoints/{name}); the operator removes the SageMaker
+        endpoint, config and model. Returns the DELETE_INFERENCE_ENDPOINT operation. Write tool: needs --allow-write.
+        """
+        self._require_write("inference_endpoint_delete")
+        if confirmClusterTag != clusterTag:
+            raise ToolError(
+                f"inference_endpoint_delete was refused: confirmClusterTag {confirmClusterTag!r} does not equal "
+                f"clusterTag {clusterTag!r}, so nothing was deleted. Ask the user to confirm deleting endpoint "
+                f"{name!r} by typing the cluster tag, then call again with confirmClusterTag set to what they typed."
+            )
+        return self._call(
+            lambda client: client.delete_inference_endpoint(clusterTag, name, idempotency_key=idempotencyKey)
+        )
+
+    def inference_deployment_router(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceDeploymentNameParam,
+        router: schemas.InferenceRouterParam,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Put the SGLang cache-aware router in front of an SGLang deployment (POST .../deployments/{name}/router),
+        optionally with a KEDA ScaledObject on the workers. 409 RouterNeedsSGLang for vLLM, 409 KedaNotInstalled when
+        KEDA is missing. Returns the CREATE_INFERENCE_ROUTER operation. Write tool: needs --allow-write.
+        """
+        self._require_write("inference_deployment_router")
+        return self._call(
+            lambda client: client.create_inference_router(clusterTag, name, router, idempotency_key=idempotencyKey)
         )
 
     def cluster_update_features(

@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar, cast
 
 import typer
@@ -2198,3 +2199,526 @@ def mlflow_runs(
         state.console.print(
             f"{run['runId']} {run.get('runName') or ''} {run.get('status')}: {metrics}; params {params}"
         )
+
+
+# ---------------------------------------------------------------- models and self-managed inference
+models_app = typer.Typer(
+    help="Models in the cluster's storage: download from Hugging Face (a Kubernetes Job), list what is stored.",
+    no_args_is_help=True,
+)
+app.add_typer(models_app, name="models")
+deployments_app = typer.Typer(
+    help="Self-managed inference (vLLM or SGLang Deployment + Service): create, list, get, scale, delete, router.",
+    no_args_is_help=True,
+)
+app.add_typer(deployments_app, name="deployments")
+
+DeploymentNameArgument = Annotated[str, typer.Argument(help="Deployment name, e.g. qwen-vllm.", show_default=False)]
+
+
+def _secret_ref(value: str | None, option: str) -> dict[str, str] | None:
+    """``NAME:KEY`` -> ``{"name", "key"}`` (a Secret reference; the token itself is never an option)."""
+    if value is None:
+        return None
+    name, sep, key = value.partition(":")
+    if not sep or not name or not key:
+        raise typer.BadParameter(f"{option} takes SECRET_NAME:KEY (e.g. hf-token:token), not {value!r}")
+    return {"name": name, "key": key}
+
+
+def _report_accepted(
+    state: CliState,
+    accepted: dict[str, Any],
+    what: str,
+    follow_hint: str,
+    as_json: bool,
+    *,
+    wait: bool,
+    poll_interval: float,
+    timeout: float | None,
+) -> None:
+    operation = cast(Operation, accepted["operation"])
+    if wait:
+        _follow(state, operation, as_json=state.wants_json(as_json), poll_interval=poll_interval, wait_timeout=timeout)
+        return
+    if state.wants_json(as_json):
+        _echo_json(accepted)
+        return
+    state.console.print(
+        f"{esc(operation.get('type'))} {esc(what)}: operation {esc(operation.get('operationId'))} "
+        f"{esc(operation.get('status'))}",
+        highlight=False,
+    )
+    state.console.print(follow_hint, markup=False, highlight=False)
+
+
+@models_app.command("download")
+@handle_errors
+def models_download(
+    ctx: typer.Context,
+    tag: TagArgument,
+    model_id: Annotated[str, typer.Argument(help="Hugging Face model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")],
+    revision: Annotated[str | None, typer.Option("--revision", help="Branch, tag or commit (default main).")] = None,
+    destination: Annotated[str, typer.Option("--destination", help="s3 (the cluster bucket) or fsx.")] = "s3",
+    hf_token_secret: Annotated[
+        str | None, typer.Option("--hf-token-secret", help="Gated models: SECRET_NAME:KEY of a Secret in default.")
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Download a model into the cluster's storage; the operation ends when the Job completed."""
+    state = _state(ctx)
+    body: dict[str, Any] = {"source": "huggingface", "modelId": model_id, "destination": destination}
+    if revision:
+        body["revision"] = revision
+    ref = _secret_ref(hf_token_secret, "--hf-token-secret")
+    if ref:
+        body["hfTokenSecret"] = ref
+    accepted = state.client().download_model(tag, body, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['modelId']} -> {accepted['location']} (Job {accepted['jobName']})",
+        f"Pods will see it at {accepted['modelPath']}; list stored models with: instantstart models list {tag}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+@models_app.command("list")
+@handle_errors
+def models_list(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """Models in the cluster's bucket (read from S3): path pods see, size, files."""
+    state = _state(ctx)
+    found = state.client().list_models(tag)
+    if state.wants_json(as_json):
+        _echo_json(found)
+        return
+    if not found["models"]:
+        state.console.print(f"no models in s3://{found.get('bucket')}/models/", highlight=False)
+        return
+    table = Table(title=f"models of {tag}")
+    for column in ("Model", "Path", "Size (bytes)", "Files", "Last modified"):
+        table.add_column(column)
+    for m in found["models"]:
+        table.add_row(m["modelId"], m["modelPath"], str(m["sizeBytes"]), str(m["files"]), str(m.get("lastModified")))
+    state.console.print(table)
+
+
+@deployments_app.command("create")
+@handle_errors
+def deployments_create(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: Annotated[str, typer.Option("--name", help="Deployment name (DNS-1035, e.g. qwen-vllm).")],
+    engine: Annotated[str, typer.Option("--engine", help="vllm or sglang.")],
+    model_path: Annotated[str, typer.Option("--model-path", help="Model directory, e.g. /s3/models/<modelId>.")],
+    served_model_name: Annotated[str, typer.Option("--served-model-name", help="Model name clients send.")],
+    instance_type: Annotated[str, typer.Option("--instance-type", help="One of the cluster's instance types.")],
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs per replica = tensor parallel size.")] = None,
+    replicas: Annotated[int | None, typer.Option("--replicas", help="Pods (default 1).")] = None,
+    max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="Most tokens of a sequence.")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port (default vllm 8000, sglang 30000).")] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Pinned engine image (default: the engine's).")] = None,
+    service_type: Annotated[
+        str | None, typer.Option("--service-type", help="ClusterIP (default) or LoadBalancer (an internal NLB).")
+    ] = None,
+    internet_facing: Annotated[
+        bool, typer.Option("--internet-facing", help="With LoadBalancer: reachable from the internet.")
+    ] = False,
+    hf_token_secret: Annotated[
+        str | None, typer.Option("--hf-token-secret", help="SECRET_NAME:KEY of a Secret with a Hugging Face token.")
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Deploy a model with vLLM or SGLang; follow readiness with `deployments get`."""
+    state = _state(ctx)
+    body: dict[str, Any] = {
+        "name": name,
+        "engine": engine,
+        "modelPath": model_path,
+        "servedModelName": served_model_name,
+        "instanceType": instance_type,
+    }
+    optional = {"gpus": gpus, "replicas": replicas, "maxModelLen": max_model_len, "port": port, "image": image}
+    body.update({k: v for k, v in optional.items() if v is not None})
+    if service_type or internet_facing:
+        body["service"] = {"type": service_type or "LoadBalancer"}
+        if internet_facing:
+            body["service"]["exposure"] = "internet-facing"
+    ref = _secret_ref(hf_token_secret, "--hf-token-secret")
+    if ref:
+        body["hfTokenSecret"] = ref
+    accepted = state.client().create_inference_deployment(tag, body, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['namespace']}/{accepted['name']} on {tag}",
+        f"Follow it with: instantstart deployments get {tag} {accepted['name']}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+@deployments_app.command("list")
+@handle_errors
+def deployments_list(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """The cluster's inference deployments: engine, status, replicas ready/desired."""
+    state = _state(ctx)
+    found = state.client().list_inference_deployments(tag)
+    if state.wants_json(as_json):
+        _echo_json(found)
+        return
+    if not found["deployments"]:
+        state.console.print("no inference deployments")
+        return
+    table = Table(title=f"inference deployments of {tag}")
+    for column in ("Name", "Engine", "Model", "Instance type", "GPUs", "Status", "Ready"):
+        table.add_column(column)
+    for d in found["deployments"]:
+        table.add_row(
+            d["name"],
+            str(d.get("engine") or "-"),
+            str(d.get("servedModelName") or "-"),
+            str(d.get("instanceType") or "-"),
+            str(d.get("gpus") or "-"),
+            d["status"],
+            f"{d['readyReplicas']}/{d['desiredReplicas']}",
+        )
+    state.console.print(table)
+
+
+@deployments_app.command("get")
+@handle_errors
+def deployments_get(
+    ctx: typer.Context, tag: TagArgument, name: DeploymentNameArgument, as_json: JsonOption = False
+) -> None:
+    """A deployment: status, replicas, Service URL, pods (node, phase, ready, bound model)."""
+    state = _state(ctx)
+    d = state.client().get_inference_deployment(tag, name)
+    if state.wants_json(as_json):
+        _echo_json(d)
+        return
+    console = state.console
+    console.print(
+        f"[bold]{esc(d['namespace'])}/{esc(d['name'])}[/] {esc(d.get('engine') or '-')} "
+        f"{esc(d.get('servedModelName') or '-')}: [bold]{esc(d['status'])}[/], "
+        f"{d['readyReplicas']}/{d['desiredReplicas']} ready",
+        highlight=False,
+    )
+    if d.get("service"):
+        console.print(f"Service: {d['service']['type']} {d['service']['url']}", markup=False, highlight=False)
+    if d.get("router"):
+        console.print(f"Router: {d['router']['url']}", markup=False, highlight=False)
+    pods = Table(title="pods")
+    for column in ("Pod", "Node", "Phase", "Ready", "Bound model"):
+        pods.add_column(column)
+    for pod in d["pods"]:
+        pods.add_row(
+            pod["name"],
+            str(pod.get("nodeName") or "-"),
+            str(pod.get("phase") or "-"),
+            "yes" if pod["ready"] else "no",
+            str(pod.get("boundModel") or "-"),
+        )
+    console.print(pods)
+
+
+@deployments_app.command("scale")
+@handle_errors
+def deployments_scale(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: DeploymentNameArgument,
+    replicas: Annotated[int, typer.Option("--replicas", help="Pods wanted (idle pods are removed first).")],
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Scale a deployment; a scale-in that would remove a pod serving a bound model is refused (exit 2)."""
+    state = _state(ctx)
+    accepted = state.client().scale_inference_deployment(tag, name, replicas, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['namespace']}/{accepted['name']} -> {replicas} replicas",
+        f"Follow it with: instantstart deployments get {tag} {name}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+@deployments_app.command("delete")
+@handle_errors
+def deployments_delete(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: DeploymentNameArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a deployment with its Service and router (asks you to type its name)."""
+    state = _state(ctx)
+    if not yes:
+        typed = typer.prompt(f"This deletes inference deployment '{name}' of '{tag}' and its Service. Type its name")
+        if typed.strip() != name:
+            state.err_console.print("Aborted: the name you typed does not match; nothing was deleted.")
+            raise typer.Exit(EXIT_OPERATION_FAILED)
+    accepted = state.client().delete_inference_deployment(tag, name, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['namespace']}/{accepted['name']}",
+        f"Check with: instantstart deployments list {tag}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+@deployments_app.command("router")
+@handle_errors
+def deployments_router(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: DeploymentNameArgument,
+    policy: Annotated[str | None, typer.Option("--policy", help="cache_aware (default), round_robin, ...")] = None,
+    min_replicas: Annotated[int | None, typer.Option("--min-replicas", help="KEDA: fewest workers.")] = None,
+    max_replicas: Annotated[
+        int | None, typer.Option("--max-replicas", help="KEDA: most workers (turns it on).")
+    ] = None,
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="KEDA: Prometheus URL scraping the workers.")
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Put the SGLang cache-aware router in front of an SGLang deployment; --max-replicas adds KEDA autoscaling."""
+    state = _state(ctx)
+    body: dict[str, Any] = {}
+    if policy:
+        body["policy"] = policy
+    if max_replicas is not None or prometheus is not None:
+        scaling: dict[str, Any] = {"maxReplicas": max_replicas, "prometheusServerAddress": prometheus}
+        if min_replicas is not None:
+            scaling["minReplicas"] = min_replicas
+        body["autoscaling"] = {k: v for k, v in scaling.items() if v is not None}
+    accepted = state.client().create_inference_router(tag, name, body, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"router of {accepted['namespace']}/{accepted['name']}",
+        f"Follow it with: instantstart deployments get {tag} {name}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+# ---------------------------------------------------------------- managed inference endpoints
+endpoints_app = typer.Typer(
+    help="Managed inference endpoints (the HyperPod inference operator, a SageMaker endpoint): create, list, get, "
+    "invoke, delete.",
+    no_args_is_help=True,
+)
+app.add_typer(endpoints_app, name="endpoints")
+
+EndpointNameArgument = Annotated[str, typer.Argument(help="Endpoint name, e.g. qwen-managed.", show_default=False)]
+
+
+@endpoints_app.command("create")
+@handle_errors
+def endpoints_create(
+    ctx: typer.Context,
+    tag: TagArgument,
+    body_file: Annotated[
+        Path | None,
+        typer.Option("--body", help="A JSON file with the whole request (modelSource, worker, kvCacheSpec, ...)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Endpoint name (without --body).")] = None,
+    instance_type: Annotated[str | None, typer.Option("--instance-type", help="e.g. ml.g6.4xlarge.")] = None,
+    s3_model: Annotated[
+        str | None, typer.Option("--s3-model", help="Model prefix in the cluster's bucket, e.g. models/Qwen/Qwen2.5.")
+    ] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Worker image with a pinned tag or digest.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs per worker.")] = None,
+    replicas: Annotated[int | None, typer.Option("--replicas", help="Workers.")] = None,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Deploy a model as a managed endpoint: --body FILE, or --name/--instance-type/--s3-model/--image."""
+    state = _state(ctx)
+    if body_file is not None:
+        body: dict[str, Any] = dict(json.loads(body_file.read_text()))
+    else:
+        missing = [o for o, v in (("--name", name), ("--instance-type", instance_type), ("--image", image)) if not v]
+        if missing or not s3_model:
+            raise typer.BadParameter(f"give --body FILE, or {', '.join(missing + ['--s3-model'] * (not s3_model))}")
+        body = {
+            "name": name,
+            "instanceType": instance_type,
+            "modelSource": {"type": "s3", "modelLocation": s3_model},
+            "worker": {"image": image, **({"resources": {"gpus": gpus}} if gpus is not None else {})},
+        }
+        if replicas is not None:
+            body["replicas"] = replicas
+    accepted = state.client().create_inference_endpoint(tag, body, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['kind']} {accepted['namespace']}/{accepted['name']} ({accepted['apiVersion']}) on {tag}",
+        f"Follow it with: instantstart endpoints get {tag} {accepted['name']}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )
+
+
+@endpoints_app.command("list")
+@handle_errors
+def endpoints_list(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
+    """The cluster's managed endpoints: kind, state, replicas, SageMaker endpoint."""
+    state = _state(ctx)
+    found = state.client().list_inference_endpoints(tag)
+    if state.wants_json(as_json):
+        _echo_json(found)
+        return
+    if not found["endpoints"]:
+        state.console.print("no managed inference endpoints")
+        return
+    table = Table(title=f"managed inference endpoints of {tag}")
+    for column in ("Name", "Kind", "Instance type", "State", "Ready", "SageMaker endpoint"):
+        table.add_column(column)
+    for e in found["endpoints"]:
+        table.add_row(
+            e["name"],
+            e["kind"],
+            str(e.get("instanceType") or "-"),
+            str(e.get("state") or "-"),
+            f"{e.get('readyReplicas') or 0}/{e.get('replicas') or 0}",
+            str(e.get("endpointName") or "-"),
+        )
+    state.console.print(table)
+
+
+@endpoints_app.command("get")
+@handle_errors
+def endpoints_get(
+    ctx: typer.Context, tag: TagArgument, name: EndpointNameArgument, as_json: JsonOption = False
+) -> None:
+    """An endpoint: state and message, conditions, SageMaker endpoint, worker pods' events."""
+    state = _state(ctx)
+    e = state.client().get_inference_endpoint(tag, name)
+    if state.wants_json(as_json):
+        _echo_json(e)
+        return
+    console = state.console
+    console.print(
+        f"[bold]{esc(e['namespace'])}/{esc(e['name'])}[/] {esc(e['kind'])} {esc(e['apiVersion'])}: "
+        f"[bold]{esc(e.get('state') or '-')}[/]" + (f" - {esc(e['message'])}" if e.get("message") else ""),
+        highlight=False,
+    )
+    sm = e.get("sagemaker")
+    if sm:
+        console.print(
+            f"SageMaker endpoint {sm['name']}: {sm.get('state') or '-'} ({sm.get('status') or 'not found'}) "
+            f"{sm.get('endpointArn') or ''}",
+            markup=False,
+            highlight=False,
+        )
+    for c in e["conditions"]:
+        console.print(f"  {c.get('type')}={c.get('status')} {c.get('reason') or ''}", markup=False, highlight=False)
+    for ev in e["events"]:
+        console.print(
+            f"  {ev['pod']}: {ev.get('type') or ''} {ev.get('reason') or ''} {ev.get('message') or ''}",
+            markup=False,
+            highlight=False,
+        )
+
+
+@endpoints_app.command("invoke")
+@handle_errors
+def endpoints_invoke(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: EndpointNameArgument,
+    body: Annotated[str, typer.Argument(help='The JSON object sent to the model, e.g. \'{"prompt": "Hello"}\'.')],
+    idempotency_key: IdempotencyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Call the model (SageMaker InvokeEndpoint; at most 1 MiB sent, the answer cut at 256 KiB)."""
+    state = _state(ctx)
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise typer.BadParameter(f"BODY is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise typer.BadParameter("BODY must be a JSON object")
+    answer = state.client().invoke_inference_endpoint(tag, name, payload, idempotency_key=idempotency_key)
+    if state.wants_json(as_json) or answer.get("body") is not None:
+        _echo_json(answer if state.wants_json(as_json) else answer["body"])
+        return
+    state.console.print(answer.get("text") or "", markup=False, highlight=False)
+
+
+@endpoints_app.command("delete")
+@handle_errors
+def endpoints_delete(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: EndpointNameArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete an endpoint; the operator removes its SageMaker endpoint, config and model (asks you to type its name)."""
+    state = _state(ctx)
+    if not yes:
+        typed = typer.prompt(
+            f"This deletes managed endpoint '{name}' of '{tag}' and its SageMaker endpoint. Type its name"
+        )
+        if typed.strip() != name:
+            state.err_console.print("Aborted: the name you typed does not match; nothing was deleted.")
+            raise typer.Exit(EXIT_OPERATION_FAILED)
+    accepted = state.client().delete_inference_endpoint(tag, name, idempotency_key=idempotency_key)
+    _report_accepted(
+        state,
+        accepted,
+        f"{accepted['kind']} {accepted['namespace']}/{accepted['name']}",
+        f"Check with: instantstart endpoints list {tag}",
+        as_json,
+        wait=wait,
+        poll_interval=poll_interval,
+        timeout=wait_timeout,
+    )

@@ -19,10 +19,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from pydantic.alias_generators import to_camel
 
 from instantstart.errors import (
+    BadGateway,
     Conflict,
     InstantStartError,
     InvalidRequest,
     NotFound,
+    PayloadTooLarge,
     UpstreamUnavailable,
     ValidationFailed,
 )
@@ -32,7 +34,9 @@ STATUS_BY_ERROR: dict[type[InstantStartError], int] = {
     InvalidRequest: 400,
     NotFound: 404,
     Conflict: 409,
+    PayloadTooLarge: 413,
     ValidationFailed: 422,
+    BadGateway: 502,
     UpstreamUnavailable: 503,
 }
 

@@ -39,6 +39,7 @@ SKILL_FILES = (
     "managed-features.md",
     "training-jobs.md",
     "mlflow.md",
+    "inference.md",
 )
 """The skills, rules first."""
 

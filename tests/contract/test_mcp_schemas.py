@@ -41,6 +41,13 @@ JOB = "/clusters/{clusterTag}/training-jobs/{name}"
 JOB_LOGS = "/clusters/{clusterTag}/training-jobs/{name}/logs"
 MLFLOW = "/clusters/{clusterTag}/mlflow"
 JOB_RUNS = "/clusters/{clusterTag}/training-jobs/{name}/runs"
+MODELS = "/clusters/{clusterTag}/models"
+DEPLOYMENTS = "/clusters/{clusterTag}/inference/deployments"
+DEPLOYMENT = "/clusters/{clusterTag}/inference/deployments/{name}"
+ROUTER = "/clusters/{clusterTag}/inference/deployments/{name}/router"
+ENDPOINTS = "/clusters/{clusterTag}/inference/endpoints"
+ENDPOINT = "/clusters/{clusterTag}/inference/endpoints/{name}"
+INVOKE = "/clusters/{clusterTag}/inference/endpoints/{name}/invoke"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
@@ -175,6 +182,36 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("training_job_delete", "name"): ("DELETE", JOB, "path", "name"),
     ("training_job_delete", "namespace"): ("DELETE", JOB, "query", "namespace"),
     ("training_job_delete", "idempotencyKey"): ("DELETE", JOB, "header", "Idempotency-Key"),
+    ("model_download", "clusterTag"): ("POST", MODELS, "path", "clusterTag"),
+    ("model_download", "idempotencyKey"): ("POST", MODELS, "header", "Idempotency-Key"),
+    ("model_list", "clusterTag"): ("GET", MODELS, "path", "clusterTag"),
+    ("inference_deployment_create", "clusterTag"): ("POST", DEPLOYMENTS, "path", "clusterTag"),
+    ("inference_deployment_create", "idempotencyKey"): ("POST", DEPLOYMENTS, "header", "Idempotency-Key"),
+    ("inference_deployment_list", "clusterTag"): ("GET", DEPLOYMENTS, "path", "clusterTag"),
+    ("inference_deployment_get", "clusterTag"): ("GET", DEPLOYMENT, "path", "clusterTag"),
+    ("inference_deployment_get", "name"): ("GET", DEPLOYMENT, "path", "name"),
+    ("inference_deployment_scale", "clusterTag"): ("PATCH", DEPLOYMENT, "path", "clusterTag"),
+    ("inference_deployment_scale", "name"): ("PATCH", DEPLOYMENT, "path", "name"),
+    ("inference_deployment_scale", "replicas"): ("PATCH", DEPLOYMENT, "body", "replicas"),
+    ("inference_deployment_scale", "idempotencyKey"): ("PATCH", DEPLOYMENT, "header", "Idempotency-Key"),
+    ("inference_deployment_delete", "clusterTag"): ("DELETE", DEPLOYMENT, "path", "clusterTag"),
+    ("inference_deployment_delete", "name"): ("DELETE", DEPLOYMENT, "path", "name"),
+    ("inference_deployment_delete", "idempotencyKey"): ("DELETE", DEPLOYMENT, "header", "Idempotency-Key"),
+    ("inference_deployment_router", "clusterTag"): ("POST", ROUTER, "path", "clusterTag"),
+    ("inference_deployment_router", "name"): ("POST", ROUTER, "path", "name"),
+    ("inference_deployment_router", "idempotencyKey"): ("POST", ROUTER, "header", "Idempotency-Key"),
+    ("inference_endpoint_create", "clusterTag"): ("POST", ENDPOINTS, "path", "clusterTag"),
+    ("inference_endpoint_create", "idempotencyKey"): ("POST", ENDPOINTS, "header", "Idempotency-Key"),
+    ("inference_endpoint_list", "clusterTag"): ("GET", ENDPOINTS, "path", "clusterTag"),
+    ("inference_endpoint_get", "clusterTag"): ("GET", ENDPOINT, "path", "clusterTag"),
+    ("inference_endpoint_get", "name"): ("GET", ENDPOINT, "path", "name"),
+    ("inference_endpoint_invoke", "clusterTag"): ("POST", INVOKE, "path", "clusterTag"),
+    ("inference_endpoint_invoke", "name"): ("POST", INVOKE, "path", "name"),
+    ("inference_endpoint_invoke", "body"): ("POST", INVOKE, "body", "body"),
+    ("inference_endpoint_invoke", "idempotencyKey"): ("POST", INVOKE, "header", "Idempotency-Key"),
+    ("inference_endpoint_delete", "clusterTag"): ("DELETE", ENDPOINT, "path", "clusterTag"),
+    ("inference_endpoint_delete", "name"): ("DELETE", ENDPOINT, "path", "name"),
+    ("inference_endpoint_delete", "idempotencyKey"): ("DELETE", ENDPOINT, "header", "Idempotency-Key"),
     ("catalog_list_instance_types", "availabilityZone"): (
         "GET",
         "/catalog/instance-types",
@@ -194,6 +231,12 @@ MCP_ONLY = {
     ("training_job_create", "job"): "the whole POST body, one shape per recipe (the API's oneOf, inlined)",
     ("training_job_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
     ("mlflow_connect", "create"): "the PUT body's create object (kind, size, mlflowVersion), sent as given",
+    ("model_download", "download"): "the whole POST body (its schema is the API's, inlined)",
+    ("inference_deployment_create", "deployment"): "the whole POST body (its schema is the API's, inlined)",
+    ("inference_deployment_router", "router"): "the whole POST body (its schema is the API's, inlined)",
+    ("inference_deployment_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
+    ("inference_endpoint_create", "endpoint"): "the whole POST body (its schema is the API's, inlined)",
+    ("inference_endpoint_delete", "confirmClusterTag"): "the user's typed confirmation, compared with clusterTag",
 }
 
 

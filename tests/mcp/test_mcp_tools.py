@@ -65,6 +65,19 @@ EXPECTED_TOOLS = {
     "mlflow_connect",
     "mlflow_disconnect",
     "mlflow_list_job_runs",
+    "model_download",
+    "model_list",
+    "inference_deployment_create",
+    "inference_deployment_list",
+    "inference_deployment_get",
+    "inference_deployment_scale",
+    "inference_deployment_delete",
+    "inference_deployment_router",
+    "inference_endpoint_create",
+    "inference_endpoint_list",
+    "inference_endpoint_get",
+    "inference_endpoint_invoke",
+    "inference_endpoint_delete",
 }
 
 

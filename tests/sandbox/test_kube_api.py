@@ -824,6 +824,24 @@ def test_deployment_gets_pods_status_scale_and_logs(
     assert apps.list_namespaced_replica_set("default").items == []
 
 
+def test_replicaset_scale_down_deletes_the_lowest_pod_deletion_cost_first(
+    core: client.CoreV1Api, apps: client.AppsV1Api, kube: KubeCluster
+) -> None:
+    kube.create(ready_node("node-1"))
+    apps.create_namespaced_deployment("default", deployment("web", 3))
+    pods = sorted(core.list_namespaced_pod("default", label_selector="app=web").items, key=lambda p: p.metadata.name)
+    costs = {pods[0].metadata.name: "1000", pods[1].metadata.name: "-1000", pods[2].metadata.name: "500"}
+    for name, cost in costs.items():
+        core.patch_namespaced_pod(
+            name, "default", {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": cost}}}
+        )
+
+    apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 1}})
+
+    left = [p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app=web").items]
+    assert left == [pods[0].metadata.name]
+
+
 def test_multi_container_pod_log_needs_a_container_name(core: client.CoreV1Api, kube: KubeCluster) -> None:
     kube.create(ready_node("node-1"))
     core.create_namespaced_pod(

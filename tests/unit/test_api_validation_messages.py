@@ -131,6 +131,77 @@ JOB_BODIES: dict[str, dict[str, Any]] = {
 """A valid ``POST /clusters/{clusterTag}/training-jobs`` body per recipe (the body is one shape per ``recipe``)."""
 SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/clusters/{clusterTag}/training-jobs"): JOB_BODIES["pytorch"],
+    ("POST", "/clusters/{clusterTag}/models"): {
+        "source": "huggingface",
+        "modelId": "Qwen/Qwen2.5-0.5B-Instruct",
+        "revision": "main",
+        "destination": "s3",
+        "hfTokenSecret": {"name": "hf-token", "key": "token"},
+    },
+    ("POST", "/clusters/{clusterTag}/inference/deployments"): {
+        "name": "qwen-vllm",
+        "engine": "vllm",
+        "modelPath": "/s3/models/Qwen/Qwen2.5-0.5B-Instruct",
+        "servedModelName": "qwen",
+        "instanceType": "ml.g6.4xlarge",
+        "gpus": 1,
+        "maxModelLen": 4096,
+        "replicas": 1,
+        "port": 8000,
+        "image": "vllm/vllm-openai:v0.8.5",
+        "service": {"type": "LoadBalancer", "exposure": "internal"},
+        "hfTokenSecret": {"name": "hf-token", "key": "token"},
+    },
+    ("PATCH", "/clusters/{clusterTag}/inference/deployments/{name}"): {"replicas": 2},
+    ("POST", "/clusters/{clusterTag}/inference/deployments/{name}/router"): {
+        "policy": "cache_aware",
+        "replicas": 1,
+        "autoscaling": {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "prometheusServerAddress": "http://prometheus.monitoring:9090",
+            "queueThreshold": 8,
+        },
+    },
+    ("POST", "/clusters/{clusterTag}/inference/endpoints"): {
+        "name": "qwen-managed",
+        "instanceType": "ml.g6.4xlarge",
+        "replicas": 1,
+        "modelSource": {
+            "type": "s3",
+            "bucket": "instantstart-demo-123456789012-us-west-2",
+            "region": "us-west-2",
+            "modelLocation": "models/Qwen/Qwen2.5-0.5B-Instruct",
+        },
+        "worker": {
+            "image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.32.0-lmi14.0.0-cu124",
+            "port": 8080,
+            "volumeMountPath": "/opt/ml/model",
+            "resources": {"gpus": 1, "cpu": 4, "memoryGib": 16},
+            "environment": [{"name": "OPTION_MAX_MODEL_LEN", "value": "4096"}],
+        },
+        "kvCacheSpec": {
+            "enableL1Cache": True,
+            "enableL2Cache": True,
+            "l2CacheBackend": "redis",
+            "l2CacheUrl": "redis://cache.internal:6379",
+        },
+        "intelligentRoutingSpec": {"strategy": "session", "sessionKey": "x-session-id"},
+        "tls": {"certificateOutputS3Uri": "s3://instantstart-demo-123456789012-us-west-2-tls/qwen-managed/"},
+        "autoscaling": {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "cloudWatch": {
+                "namespace": "AWS/SageMaker",
+                "metricName": "Invocations",
+                "targetValue": 10,
+                "statistic": "Average",
+                "dimensions": {"EndpointName": "instantstart-demo-qwen-managed"},
+            },
+        },
+        "maxDeployTimeSeconds": 3600,
+    },
+    ("POST", "/clusters/{clusterTag}/inference/endpoints/{name}/invoke"): {"body": {"prompt": "Hello"}},
     # every field at once, so each can be broken (one target is a rule of the whole body, checked after the fields)
     ("PUT", "/clusters/{clusterTag}/mlflow"): {
         "trackingServerArn": "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/team",
@@ -380,10 +451,10 @@ def send(handler: ModuleType, case: Case) -> Answer:
         assert body is not None
         *parents, last = case.location
         target: Any = body
-        for part in parents:
-            target = target[part]
+        for part in parents:  # an optional object the sample leaves out (e.g. one of two alternatives) is added
+            target = target.setdefault(part, {}) if isinstance(target, dict) else target[part]
         if case.value is MISSING:
-            del target[last]
+            target.pop(last, None)
         else:
             target[last] = case.value
         return call(handler, api_event(case.method, case.path.format(**VALID_PATH_VALUES), body=body))

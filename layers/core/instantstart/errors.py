@@ -94,3 +94,15 @@ def aws_error(code: str, message: str, *, name: str | None = None) -> StageFaile
         cls = type(name, (StageFailed,), {"__module__": __name__})
         _AWS_ERROR_TYPES[name] = cls
     return cls(code, message)
+
+
+class PayloadTooLarge(InstantStartError):
+    """A body above the route's bound: HTTP 413, details name the field and the bound."""
+
+    code = "PayloadTooLarge"
+
+
+class BadGateway(InstantStartError):
+    """An AWS service behind the route failed the call (e.g. the model's own error): HTTP 502, message verbatim."""
+
+    code = "BadGateway"

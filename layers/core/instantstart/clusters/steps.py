@@ -22,6 +22,8 @@ from instantstart.clusters.stages import dependencies, stage_steps
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
 from instantstart.features import service as features
+from instantstart.inference import endpoints as inference_endpoints
+from instantstart.inference import service as inference
 from instantstart.mlflow import service as mlflow
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
@@ -123,6 +125,8 @@ CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {
     **hyperpod_operations.CHANGES,
     **features.CHANGES,
     **training.CHANGES,
+    **inference.CHANGES,
+    **inference_endpoints.CHANGES,
     **mlflow.CHANGES,
 }
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""

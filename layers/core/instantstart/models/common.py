@@ -89,11 +89,19 @@ class OperationType(StrEnum):
     CREATE_TRAINING_JOB = "CREATE_TRAINING_JOB"
     DELETE_TRAINING_JOB = "DELETE_TRAINING_JOB"
     UPDATE_MLFLOW = "UPDATE_MLFLOW"
+    DOWNLOAD_MODEL = "DOWNLOAD_MODEL"
+    CREATE_INFERENCE_DEPLOYMENT = "CREATE_INFERENCE_DEPLOYMENT"
+    UPDATE_INFERENCE_DEPLOYMENT = "UPDATE_INFERENCE_DEPLOYMENT"
+    DELETE_INFERENCE_DEPLOYMENT = "DELETE_INFERENCE_DEPLOYMENT"
+    CREATE_INFERENCE_ROUTER = "CREATE_INFERENCE_ROUTER"
+    CREATE_INFERENCE_ENDPOINT = "CREATE_INFERENCE_ENDPOINT"
+    DELETE_INFERENCE_ENDPOINT = "DELETE_INFERENCE_ENDPOINT"
 
     @property
     def day2(self) -> bool:
         """True for a day-2 change of a running cluster (the update workflow): an instance group, autoscaling,
-        features, nodes, its software, a deep health check, a training job or the MLflow connection; False for a
+        features, nodes, its software, a deep health check, a training job, the MLflow connection, a model download or
+        an inference deployment; False for a
         create, retry or delete of the cluster."""
         return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 

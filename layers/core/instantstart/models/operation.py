@@ -62,6 +62,8 @@ class OperationProgress(BaseModel):
         default=None, description="DELETE_CLUSTER_NODES: each group's TargetCount before the call."
     )
     lowered: list[str] | None = Field(default=None, description="DELETE_CLUSTER_NODES: groups whose target we lowered.")
+    downloaded_bytes: int | None = Field(default=None, description="DOWNLOAD_MODEL: bytes under the model's prefix.")
+    downloaded_files: int | None = Field(default=None, description="DOWNLOAD_MODEL: objects under the model's prefix.")
 
     def merged(self, update: OperationProgress) -> OperationProgress:
         """This progress with the fields set on ``update`` replaced."""
@@ -95,6 +97,16 @@ class ChangeResult(ApiModel):
         description="START_CLUSTER_HEALTH_CHECK: the DeepHealthCheck HyperPod operation it started (GET "
         "/clusters/{clusterTag}/hyperpod-operations/{operationId}); null until SageMaker lists it.",
         examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
+    )
+    downloaded_bytes: int | None = Field(
+        default=None,
+        description="DOWNLOAD_MODEL to s3: bytes under the model's prefix at the last check (S3 ListObjectsV2).",
+        examples=[988097824],
+    )
+    downloaded_files: int | None = Field(
+        default=None,
+        description="DOWNLOAD_MODEL to s3: objects under the model's prefix at the last check.",
+        examples=[10],
     )
     observed: str | None = Field(
         default=None,

@@ -171,7 +171,7 @@ def _ensure_namespace(dyn: Any, namespace: str) -> bool:
     return True
 
 
-def _dry_run(dyn: Any, obj: dict[str, Any]) -> None:
+def dry_run(dyn: Any, obj: dict[str, Any]) -> None:
     """Server-side apply with ``dryRun=All``: the API server validates ``obj`` against its schema (the CRD's
     openAPIV3Schema for a custom resource) and stores nothing."""
     from instantstart.kube.client import FIELD_MANAGER
@@ -241,7 +241,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
             )
         return StepResult(status=f"{built.kind} {namespace}/{request.name} already applied")
     for obj in (*built.extra, built.job):
-        _dry_run(dyn, obj)
+        dry_run(dyn, obj)
     for obj in (*built.extra, built.job):
         kube.apply(dyn, obj)
     note = f"namespace {namespace} created; " if created_ns else ""
@@ -305,7 +305,7 @@ CHANGES = {
 
 
 # -- reads through the API's view entry -------------------------------------------------------------------------------
-def _read(rt: Runtime, tag: str, read: Any) -> Any:
+def read_kubernetes(rt: Runtime, tag: str, read: Any) -> Any:
     """Run ``read(dyn)`` against the cluster's Kubernetes API as the API role, within the read budget.
 
     Raises:
@@ -377,7 +377,7 @@ def find_job(rt: Runtime, tag: str, name: str, namespace: str) -> dict[str, Any]
         NotFound: ``TrainingJobNotFound`` naming the job and its namespace.
         UpstreamUnavailable: Kubernetes could not be read in time.
     """
-    job = _read(rt, tag, lambda dyn: _get_job(dyn, name, namespace))
+    job = read_kubernetes(rt, tag, lambda dyn: _get_job(dyn, name, namespace))
     if job is None:
         raise _not_found(tag, name, namespace)
     return dict(job)
@@ -505,7 +505,7 @@ def list_training_jobs(
     def read(dyn: Any) -> list[dict[str, Any]]:
         return [job for api_version, kind in JOB_KINDS for job in _list_kind(dyn, api_version, kind, namespace)]
 
-    jobs: list[dict[str, Any]] = _read(rt, tag, read)
+    jobs: list[dict[str, Any]] = read_kubernetes(rt, tag, read)
     jobs.sort(key=lambda j: (_created(j) or "", (j.get("metadata") or {}).get("name", "")), reverse=True)
     offset = start.consumed
     page = jobs[offset : offset + max_results]
@@ -622,7 +622,7 @@ def get_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Traini
         job = _get_job(dyn, name, namespace)
         return job, (_pods(dyn, job) if job else [])
 
-    job, pods = _read(rt, tag, read)
+    job, pods = read_kubernetes(rt, tag, read)
     if job is None:
         raise _not_found(tag, name, namespace)
     summary = _summary(job, datetime.now(UTC))
@@ -705,7 +705,7 @@ def training_job_logs(
         text = k8s.CoreV1Api(dyn.client).read_namespaced_pod_log(chosen, namespace, **kwargs)
         return chosen, str(text or "")
 
-    chosen, text = _read(rt, tag, read)
+    chosen, text = read_kubernetes(rt, tag, read)
     truncated = len(text.encode()) > max_bytes
     if truncated:
         text = text.encode()[-max_bytes:].decode(errors="ignore")

@@ -196,9 +196,56 @@ _NAME_63 = {"type": "string", "maxLength": 63, "pattern": "^[a-zA-Z0-9](-*[a-zA-
 _ML_INSTANCE = {"type": "string", "pattern": "^ml\\..*"}
 
 
-def _inference_endpoint_spec(require_instance_type: bool) -> dict[str, Any]:
+_KV_CACHE_SPEC = _obj(
+    {
+        "properties": {
+            "enableL1Cache": {"type": "boolean", "default": True},
+            "enableL2Cache": {"type": "boolean", "default": False},
+            "cacheConfigFile": {"type": "string"},
+            "l2CacheSpec": _obj(
+                {
+                    "properties": {
+                        "l2CacheBackend": {"type": "string", "pattern": "(?i)redis|tieredstorage"},
+                        "l2CacheLocalUrl": {"type": "string"},
+                    }
+                }
+            ),
+        }
+    }
+)
+_ROUTING_SPEC = _obj(
+    {
+        "properties": {
+            "enabled": {"type": "boolean", "default": False},
+            "routingStrategy": {
+                "type": "string",
+                "enum": ["prefixaware", "kvaware", "session", "roundrobin"],
+                "default": "prefixaware",
+            },
+            "autoScalingSpec": _obj(),
+        }
+    }
+)
+_AUTOSCALING_SPEC = _obj(
+    {
+        "properties": {
+            "minReplicaCount": {"type": "integer", "minimum": 0, "default": 1},
+            "maxReplicaCount": {"type": "integer", "minimum": 0, "default": 5},
+            "pollingInterval": {"type": "integer", "minimum": 0},
+            "cooldownPeriod": {"type": "integer", "minimum": 0},
+            "cloudWatchTrigger": _obj(),
+            "prometheusTrigger": _obj(),
+        }
+    }
+)
+_TLS_CONFIG = _obj({"properties": {"tlsCertificateOutputS3Uri": {"type": "string", "pattern": "^s3://([^/]+)/?(.*)$"}}})
+_V1_ONLY = {"kvCacheSpec": _KV_CACHE_SPEC, "intelligentRoutingSpec": _ROUTING_SPEC, "maxDeployTimeInSeconds": _INT}
+"""Fields the v1 schema declares and v1alpha1 does not (the operator's v1 added caching, routing and a deadline)."""
+
+
+def _inference_endpoint_spec(require_instance_type: bool, v1: bool = True) -> dict[str, Any]:
     """InferenceEndpointConfig ``spec``: the fields and rules a caller meets first (the sandbox's own
-    reduced schema; unknown fields are kept)."""
+    reduced schema; unknown fields are kept). ``v1``: with the fields only v1 declares (:data:`_V1_ONLY`)."""
     required = ["modelName", "modelSourceConfig", "worker"]
     if require_instance_type:
         required.insert(0, "instanceType")
@@ -223,6 +270,8 @@ def _inference_endpoint_spec(require_instance_type: bool) -> dict[str, Any]:
                     "modelLocation": {"type": "string"},
                     "s3Storage": _obj({"required": ["bucketName", "region"]}),
                     "fsxStorage": _obj({"required": ["fileSystemId"]}),
+                    "huggingFaceModel": _obj({"required": ["modelId"]}),
+                    "prefetchEnabled": {"type": "boolean", "default": False},
                 },
             },
             "worker": _obj(
@@ -233,12 +282,13 @@ def _inference_endpoint_spec(require_instance_type: bool) -> dict[str, Any]:
                         "modelInvocationPort": _obj({"required": ["containerPort"]}),
                         "modelVolumeMount": _obj({"required": ["name"]}),
                         "resources": _obj(),
+                        "environmentVariables": {"type": "array", "items": _obj()},
                     },
                 }
             ),
-            "tlsConfig": _obj(
-                {"properties": {"tlsCertificateOutputS3Uri": {"type": "string", "pattern": "^s3://([^/]+)/?(.*)$"}}}
-            ),
+            "tlsConfig": _TLS_CONFIG,
+            "autoScalingSpec": _AUTOSCALING_SPEC,
+            **(_V1_ONLY if v1 else {}),
         },
     }
 
@@ -262,6 +312,9 @@ _JUMPSTART_SPEC: dict[str, Any] = {
         "server": _obj({"required": ["instanceType"], "properties": {"instanceType": _ML_INSTANCE}}),
         "replicas": {"type": "integer", "default": 1, "minimum": 0},
         "sageMakerEndpoint": _obj({"properties": {"name": {"type": "string", "maxLength": 63}}}),
+        "tlsConfig": _TLS_CONFIG,
+        "autoScalingSpec": _AUTOSCALING_SPEC,
+        **_V1_ONLY,
     },
 }
 
@@ -647,7 +700,7 @@ CATALOG: dict[str, AddonSpec] = {
                     "inferenceendpointconfigs",
                     ("v1", "v1alpha1"),
                     spec_schema=_inference_endpoint_spec(require_instance_type=False),
-                    version_schemas={"v1alpha1": _inference_endpoint_spec(require_instance_type=True)},
+                    version_schemas={"v1alpha1": _inference_endpoint_spec(require_instance_type=True, v1=False)},
                     scale=True,
                     status_schema=_INFERENCE_STATUS,
                 ),

@@ -202,6 +202,19 @@ def _nonzero(status: Obj, *keys: str) -> Obj:
     return status
 
 
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _deletion_cost(pod: dict[str, Any]) -> int:
+    """The pod's ``controller.kubernetes.io/pod-deletion-cost`` (an int32; missing or invalid: 0)."""
+    raw = (pod["metadata"].get("annotations") or {}).get(POD_DELETION_COST)
+    try:
+        return int(str(raw)) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
 class SimulatedControllers:
     """The controllers of one cluster; created by :meth:`KubeApiServer.add_cluster`.
 
@@ -825,10 +838,14 @@ class SimulatedControllers:
         for _ in range(want - len(pods)):
             pods.append(self._new_pod(rs, rs["spec"]["template"], generate_name=f"{name}-"))
         if len(pods) > want:
+            # Kubernetes' order of deletion (ActivePodsWithRanks): unscheduled, then Pending before Running, not
+            # ready before ready, then the lower controller.kubernetes.io/pod-deletion-cost first.
             pods.sort(
                 key=lambda p: (
                     bool(p["spec"].get("nodeName")),
+                    _PHASE_RANK.get(str((p.get("status") or {}).get("phase") or "Pending"), 0),
                     _pod_ready(p),
+                    _deletion_cost(p),
                     p["metadata"]["creationTimestamp"],
                 )
             )

@@ -1,0 +1,231 @@
+"""Given a READY cluster in the sandbox, when a user downloads a model and serves it with vLLM through the HTTP API,
+then the download is a Kubernetes Job following the storage convention that its operation waits for, the deployment
+comes up with ready replicas, scales, refuses scale-in that would remove a pod serving a bound model, is deleted with
+its Service, each refusal names the field and its allowed values, and no answer ever carries a token."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox.runner import Sandbox
+from tests.integration.conftest import GROUP, finished, ready_cluster
+
+TAG = "serve"
+EKS = f"eks-cluster-{TAG}"
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+TOKEN = "hf_NeverEchoedTokenValue123"
+DEPLOYMENT = {
+    "name": "qwen-vllm",
+    "engine": "vllm",
+    "modelPath": f"/s3/models/{MODEL}",
+    "servedModelName": "qwen2.5-0.5b",
+    "instanceType": "ml.g6.4xlarge",
+    "gpus": 1,
+    "maxModelLen": 4096,
+    "replicas": 2,
+    "hfTokenSecret": {"name": "hf-token", "key": "token"},
+}
+
+
+def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not ok(value) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        value = read()
+    return value
+
+
+def refusal(call: Callable[[], Any]) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        call()
+    return refused.value
+
+
+def kube(sandbox: Sandbox) -> Any:
+    return sandbox.kube.cluster(EKS)
+
+
+@pytest.fixture(scope="module")
+def cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
+    """The ``serve`` cluster, READY, with three ml.g6.4xlarge nodes (one GPU each)."""
+    return ready_cluster(api, TAG, [{**GROUP, "instanceCount": 3}])
+
+
+@pytest.fixture(scope="module")
+def deployed(cluster: Any, api: InstantStartClient) -> dict[str, Any]:
+    """``qwen-vllm`` applied by its operation."""
+    accepted = api.create_inference_deployment(TAG, DEPLOYMENT)
+    op = finished(api, accepted["operation"])
+    assert op["status"] == "SUCCEEDED", op
+    return dict(accepted)
+
+
+def test_model_download_is_a_job_with_the_storage_convention_and_the_operation_waits_for_it(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    accepted = api.download_model(TAG, {"source": "huggingface", "modelId": MODEL, "destination": "s3"})
+
+    bucket = f"s3://{accepted['location'].removeprefix('s3://').split('/')[0]}"
+    assert accepted["modelPath"] == f"/s3/models/{MODEL}"
+    assert accepted["location"] == f"{bucket}/models/{MODEL}/"
+    job = eventually(
+        lambda: kube(sandbox).peek("batch/v1", "Job", accepted["jobName"], "default"), lambda j: j is not None
+    )
+    template = job["spec"]["template"]
+    assert template["metadata"]["labels"]["instantstart.io/model-download"] == "Qwen-Qwen2.5-0.5B-Instruct"
+    env = {e["name"]: e.get("value") for e in template["spec"]["initContainers"][0]["env"]}
+    assert env["HF_MODEL_ID"] == MODEL and env["HF_REVISION"] == "main"
+    assert env["DESTINATION"] == accepted["location"]
+    op = finished(api, accepted["operation"])
+    assert op["type"] == "DOWNLOAD_MODEL" and op["status"] == "SUCCEEDED", op
+    completed = kube(sandbox).peek("batch/v1", "Job", accepted["jobName"], "default")
+    assert any(c["type"] == "Complete" and c["status"] == "True" for c in completed["status"]["conditions"])
+    assert op["result"]["downloadedFiles"] > 0 and op["result"]["downloadedBytes"] > 0
+    listed = api.list_models(TAG)
+    assert listed["bucket"] == bucket.removeprefix("s3://")
+    (model,) = [m for m in listed["models"] if m["modelId"] == MODEL]
+    assert model["files"] == op["result"]["downloadedFiles"]
+    assert model["sizeBytes"] == op["result"]["downloadedBytes"]
+
+
+def test_fsx_destination_without_the_fsx_feature_is_409_naming_it(cluster: Any, api: InstantStartClient) -> None:
+    refused = refusal(
+        lambda: api.download_model(TAG, {"source": "huggingface", "modelId": MODEL, "destination": "fsx"})
+    )
+
+    assert refused.status == 409 and refused.code == "FeatureNotEnabled"
+    assert refused.details[0]["field"] == "fsx"
+
+
+def test_vllm_deployment_reaches_its_ready_replicas_on_the_requested_type(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    view = eventually(
+        lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: d["status"] == "Ready", timeout=120
+    )
+
+    assert (view["readyReplicas"], view["desiredReplicas"]) == (2, 2)
+    assert view["engine"] == "vllm" and view["gpus"] == 1 and view["instanceType"] == "ml.g6.4xlarge"
+    assert view["service"]["type"] == "ClusterIP" and view["service"]["url"] == "http://qwen-vllm.default.svc:8000"
+    assert len(view["pods"]) == 2 and all(p["ready"] and p["nodeName"] for p in view["pods"])
+    assert view["hfTokenSecretName"] == "hf-token"
+    dep = kube(sandbox).peek("apps/v1", "Deployment", "qwen-vllm", "default")
+    engine = dep["spec"]["template"]["spec"]["containers"][0]
+    assert engine["command"][engine["command"].index("--tensor-parallel-size") + 1] == "1"
+    token_env = next(e for e in engine["env"] if e["name"] == "HF_TOKEN")
+    assert "value" not in token_env and token_env["valueFrom"]["secretKeyRef"] == {
+        "name": "hf-token",
+        "key": "token",
+        "optional": False,
+    }
+    listed = api.list_inference_deployments(TAG)["deployments"]
+    assert [(d["name"], d["status"]) for d in listed] == [("qwen-vllm", "Ready")]
+
+
+def test_scale_out_then_in_through_patch_removes_an_idle_pod_not_the_bound_one(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    op = finished(api, api.scale_inference_deployment(TAG, "qwen-vllm", 3)["operation"])
+    assert op["type"] == "UPDATE_INFERENCE_DEPLOYMENT" and op["status"] == "SUCCEEDED", op
+    up = eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: d["readyReplicas"] == 3)
+    assert up["desiredReplicas"] == 3 and up["status"] == "Ready"
+    # The oldest pod serves a bound model: the one the sandbox's ReplicaSet would remove first without the cost.
+    bound = min(
+        kube(sandbox).peek_list("v1", "Pod", "default", "instantstart.io/inference-deployment=qwen-vllm"),
+        key=lambda p: p["metadata"]["creationTimestamp"],
+    )["metadata"]["name"]
+    kube(sandbox).patch(
+        "v1", "Pod", bound, "default", {"metadata": {"annotations": {"instantstart.io/bound-model": "qwen"}}}
+    )
+
+    op = finished(api, api.scale_inference_deployment(TAG, "qwen-vllm", 2)["operation"])
+    assert op["status"] == "SUCCEEDED", op
+    down = eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: len(d["pods"]) == 2)
+    assert (down["readyReplicas"], down["desiredReplicas"]) == (2, 2)
+    costs = {p["name"]: p["deletionCost"] for p in down["pods"]}
+    assert bound in costs and costs[bound] == 1000, costs
+    assert [c for n, c in costs.items() if n != bound] == [-1000]
+
+
+def test_scale_in_below_the_pods_serving_a_bound_model_is_409(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    pods = eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm")["pods"], lambda p: len(p) == 2)
+    for p in pods:
+        kube(sandbox).patch(
+            "v1", "Pod", p["name"], "default", {"metadata": {"annotations": {"instantstart.io/bound-model": "qwen"}}}
+        )
+
+    refused = refusal(lambda: api.scale_inference_deployment(TAG, "qwen-vllm", 1))
+
+    assert refused.status == 409 and refused.code == "BoundPodsWouldBeRemoved"
+    assert refused.details[0]["field"] == "replicas" and refused.details[0]["minimum"] == 2
+    assert sorted(refused.details[0]["boundPods"]) == sorted(p["name"] for p in pods)
+    view = api.get_inference_deployment(TAG, "qwen-vllm")
+    assert view["desiredReplicas"] == 2 and {p["boundModel"] for p in view["pods"]} == {"qwen"}
+
+
+def test_an_instance_type_not_in_the_cluster_is_422_listing_the_groups_types(
+    cluster: Any, api: InstantStartClient
+) -> None:
+    refused = refusal(
+        lambda: api.create_inference_deployment(TAG, {**DEPLOYMENT, "name": "big", "instanceType": "ml.p5.48xlarge"})
+    )
+
+    assert refused.status == 422
+    assert refused.details[0]["field"] == "instanceType"
+    assert refused.details[0]["allowedValues"] == ["ml.g6.4xlarge"]
+
+
+def test_a_bad_engine_is_422_naming_engine_and_its_values(cluster: Any, api: InstantStartClient) -> None:
+    refused = refusal(lambda: api.create_inference_deployment(TAG, {**DEPLOYMENT, "name": "bad", "engine": "tgi"}))
+
+    assert refused.status == 422
+    assert refused.details[0]["field"] == "engine"
+    assert "vllm" in str(refused) and "sglang" in str(refused)
+
+
+def test_more_gpus_than_the_type_has_is_422_naming_gpus(cluster: Any, api: InstantStartClient) -> None:
+    refused = refusal(lambda: api.create_inference_deployment(TAG, {**DEPLOYMENT, "name": "wide", "gpus": 4}))
+
+    assert refused.status == 422 and refused.details[0]["field"] == "gpus"
+    assert (refused.details[0]["requested"], refused.details[0]["available"]) == (4, 1)
+
+
+def test_a_token_value_is_refused_and_never_echoed(cluster: Any, api: InstantStartClient) -> None:
+    refused = refusal(lambda: api.create_inference_deployment(TAG, {**DEPLOYMENT, "name": "leak", "hfToken": TOKEN}))
+    assert refused.status == 422 and refused.details[0]["field"] == "hfToken"
+    download = refusal(lambda: api.download_model(TAG, {"source": "huggingface", "modelId": MODEL, "token": TOKEN}))
+    assert download.status == 422
+
+    for answer in (refused.body, download.body):
+        assert TOKEN not in json.dumps(answer)
+
+
+def test_the_sglang_router_is_refused_for_vllm_workers(deployed: Any, api: InstantStartClient) -> None:
+    refused = refusal(lambda: api.create_inference_router(TAG, "qwen-vllm", {}))
+
+    assert refused.status == 409 and refused.code == "RouterNeedsSGLang"
+    assert refused.details[0]["allowedValues"] == ["sglang"]
+
+
+def test_delete_removes_the_deployment_and_its_service(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    op = finished(api, api.delete_inference_deployment(TAG, "qwen-vllm")["operation"])
+
+    assert op["type"] == "DELETE_INFERENCE_DEPLOYMENT" and op["status"] == "SUCCEEDED", op
+    assert kube(sandbox).peek("apps/v1", "Deployment", "qwen-vllm", "default") is None
+    assert kube(sandbox).peek("v1", "Service", "qwen-vllm", "default") is None
+    assert api.list_inference_deployments(TAG)["deployments"] == []
+    gone = refusal(lambda: api.get_inference_deployment(TAG, "qwen-vllm"))
+    assert gone.status == 404 and gone.code == "InferenceDeploymentNotFound"
+    for o in api.list_cluster_operations(TAG)["operations"]:
+        assert TOKEN not in json.dumps(o)
