@@ -332,7 +332,12 @@ def _network_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
         "Create EKS Cluster": task("create_eks_cluster", "Check NAT Gateway", catch_to=fail),
     }
     states |= wait_loop(
-        "NAT Gateway", "check_nat_gateway", "natGateway", "Ensure Compute Subnet", stage=StageName.NETWORK, catch_to=fail
+        "NAT Gateway",
+        "check_nat_gateway",
+        "natGateway",
+        "Ensure Compute Subnet",
+        stage=StageName.NETWORK,
+        catch_to=fail,
     )
     states["Ensure Compute Subnet"] = task("ensure_compute_subnet", "Check EKS Cluster", catch_to=fail)
     states |= wait_loop("EKS Cluster", "check_eks_cluster", "eksCluster", after, stage=StageName.NETWORK, catch_to=fail)
