@@ -30,7 +30,7 @@ def test_given_a_running_create_when_its_execution_is_stopped_then_the_operation
     assert operation["error"]["code"] == "ExecutionAborted"
     cluster = wait_for(api, "stopped", terminal)
     assert cluster["status"] == "FAILED"
-    assert not any(s["status"] == "RUNNING" for s in cluster["stages"])
+    assert not any(s["status"] == "RUNNING" for s in cluster["stages"]), cluster["stages"]
     cancelled = [s for s in cluster["stages"] if s["status"] == "CANCELLED"]
     # the stages that were running (network, and storage beside it from the start) were stopped
     assert cancelled and {s["name"] for s in cancelled} <= {"network", "storage"}

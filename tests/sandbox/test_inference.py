@@ -13,6 +13,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -217,8 +218,11 @@ def test_endpoint_config_moves_through_states_and_registers_a_sagemaker_endpoint
     assert "status" not in get(custom, "tiny")
     assert client.AppsV1Api(core.api_client).list_namespaced_deployment("default").items == []
 
-    install_operator(kube)
-    states = watched_states(custom, "tiny", "DeploymentComplete")
+    with ThreadPoolExecutor(1) as pool:  # the watch opens before the operator can write its first state
+        watching = pool.submit(watched_states, custom, "tiny", "DeploymentComplete")
+        time.sleep(0.2)
+        install_operator(kube)
+        states = watching.result()
     assert states == ["DeploymentPending", "DeploymentInProgress", "DeploymentComplete"]
 
     obj = get(custom, "tiny")
