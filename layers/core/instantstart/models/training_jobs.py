@@ -144,12 +144,13 @@ class LogPattern(ApiModel):
 class RunPolicy(ApiModel):
     """Recovery budget of the job (HyperPodPyTorchJob ``runPolicy``); every field has a default.
 
-    ``cleanPodPolicy`` takes the HyperPod training operator's values ``All``, ``OnlyComplete`` or ``None``: the
-    Amazon SageMaker HyperPod documentation of the operator's ``runPolicy``
-    (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-usage.html, whose example sets ``All``)
-    and the HyperPod CLI's model of the CRD (default ``All``). Kubeflow's ``Running`` belongs to the Kubeflow
-    training operator's ``PyTorchJob``, not to this CRD: the operator's schema refuses it at the server-side dry
-    run, so the API refuses it first (422 listing the three)."""
+    ``cleanPodPolicy`` takes the HyperPod training operator's values ``All``, ``OnlyComplete`` or ``None``. Sources:
+    the operator's job spec in the SageMaker HyperPod documentation
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-usage.html; its example sets ``All``)
+    and the SageMaker HyperPod CLI's model of the ``HyperPodPyTorchJob`` CRD (``runPolicy.cleanPodPolicy``, a
+    string defaulting to ``All``; the model does not list the enum). Kubeflow's ``Running`` belongs to the Kubeflow
+    training operator's ``PyTorchJob``, which no HyperPod source names for this CRD: the harsher reading is that the
+    operator's schema refuses it at the server-side dry run, so the API refuses it first (422 listing the three)."""
 
     job_max_retry_count: int = Field(
         strict=True, default=3, ge=0, le=100, description="Job retries before it is Failed.", examples=[3]
