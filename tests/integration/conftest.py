@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from instantstart_client.api import InstantStartClient
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
 
 GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
 
@@ -53,3 +56,20 @@ def finished(api: InstantStartClient, op: Any, timeout: float = 240) -> dict[str
         time.sleep(0.5)
         current = dict(api.get_operation(op["operationId"]))
     return current
+
+
+def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
+    """``read()`` polled every 0.3 s until ``ok`` holds for its value or ``timeout`` s pass; the last value."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not ok(value) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        value = read()
+    return value
+
+
+def refusal(call: Callable[[], Any]) -> ApiError:
+    """The ApiError ``call`` raises (the test fails when it raises none)."""
+    with pytest.raises(ApiError) as refused:
+        call()
+    return refused.value

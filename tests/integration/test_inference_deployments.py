@@ -6,15 +6,13 @@ its Service, each refusal names the field and its allowed values, and no answer 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, finished, ready_cluster
+from tests.integration.conftest import GROUP, eventually, finished, ready_cluster, refusal
 
 TAG = "serve"
 EKS = f"eks-cluster-{TAG}"
@@ -31,21 +29,6 @@ DEPLOYMENT = {
     "replicas": 2,
     "hfTokenSecret": {"name": "hf-token", "key": "token"},
 }
-
-
-def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value) and time.monotonic() < deadline:
-        time.sleep(0.3)
-        value = read()
-    return value
-
-
-def refusal(call: Callable[[], Any]) -> ApiError:
-    with pytest.raises(ApiError) as refused:
-        call()
-    return refused.value
 
 
 def kube(sandbox: Sandbox) -> Any:

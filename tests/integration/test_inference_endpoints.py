@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, finished, ready_cluster
+from tests.integration import conftest
+from tests.integration.conftest import GROUP, eventually, finished, ready_cluster
 
 TAG = "managed"
 EKS = f"eks-cluster-{TAG}"
@@ -37,20 +37,11 @@ SEEN: list[Any] = []
 """Every answer the tests received (the token must be in none)."""
 
 
-def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value) and time.monotonic() < deadline:
-        time.sleep(0.3)
-        value = read()
-    return value
-
-
 def refusal(call: Callable[[], Any]) -> ApiError:
-    with pytest.raises(ApiError) as refused:
-        call()
-    SEEN.append(refused.value.body)
-    return refused.value
+    """The shared refusal, its body kept in SEEN."""
+    refused = conftest.refusal(call)
+    SEEN.append(refused.body)
+    return refused
 
 
 def seen(answer: Any) -> Any:

@@ -4,15 +4,13 @@ the logs of rank 0 and of a named pod are readable, and each refusal names the f
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, terminal
+from tests.integration.conftest import GROUP, eventually, refusal, terminal
 
 TAG = "trainer"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu-py311"
@@ -27,15 +25,6 @@ JOB = {
     # the sandbox operator's run-time knob (simulated seconds): long enough to see Running between polls
     "env": {"SANDBOX_TRAINING_SECONDS": "1200"},
 }
-
-
-def eventually(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value) and time.monotonic() < deadline:
-        time.sleep(0.3)
-        value = read()
-    return value
 
 
 def finished(api: InstantStartClient, op: Any, timeout: float = 300) -> dict[str, Any]:
@@ -58,12 +47,6 @@ def operator(cluster: Any, api: InstantStartClient) -> dict[str, Any]:
     op = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": True}}))
     assert op["status"] == "SUCCEEDED", op
     return cluster
-
-
-def refusal(call: Callable[[], Any]) -> ApiError:
-    with pytest.raises(ApiError) as refused:
-        call()
-    return refused.value
 
 
 def test_given_the_training_operator_off_then_409_names_the_feature_and_how_to_turn_it_on(
