@@ -22,7 +22,7 @@ from instantstart.models.cluster import INSTANCE_TYPE_PATTERN, INSTANCE_TYPE_RUL
 from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
 from instantstart.models.operation import OperationView
-from instantstart.models.training_jobs import IMAGE_PATTERN, IMAGE_RULE, _refuse_unpinned
+from instantstart.models.training_jobs import IMAGE_PATTERN, IMAGE_RULE, refuse_unpinned
 
 INFERENCE_NAMESPACE = "default"
 """Namespace of model downloads and inference deployments: the storage claims (s3-claim, fsx-claim) live there."""
@@ -242,7 +242,7 @@ class CreateInferenceDeploymentRequest(ApiModel):
     @field_validator("image")
     @classmethod
     def _pinned(cls, image: str | None) -> str | None:
-        return _refuse_unpinned(image) if image is not None else None
+        return refuse_unpinned(image) if image is not None else None
 
 
 class ScaleInferenceDeploymentRequest(ApiModel):

@@ -20,7 +20,7 @@ from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
 from instantstart.models.inference import HF_MODEL_ID_PATTERN, HF_MODEL_ID_RULE, SecretKeyRef
 from instantstart.models.operation import OperationView
-from instantstart.models.training_jobs import IMAGE_PATTERN, IMAGE_RULE, _refuse_unpinned
+from instantstart.models.training_jobs import IMAGE_PATTERN, IMAGE_RULE, refuse_unpinned
 
 ENDPOINT_NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 ENDPOINT_NAME_MAX = 25
@@ -189,7 +189,7 @@ class Worker(ApiModel):
     @field_validator("image")
     @classmethod
     def _pinned(cls, image: str) -> str:
-        return _refuse_unpinned(image)
+        return refuse_unpinned(image)
 
 
 class L2CacheBackend(StrEnum):

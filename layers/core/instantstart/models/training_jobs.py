@@ -173,7 +173,13 @@ class RunPolicy(ApiModel):
     )
 
 
-def _refuse_unpinned(image: str) -> str:
+def refuse_unpinned(image: str) -> str:
+    """``image`` unchanged when it names a version tag or a digest (the one image rule of training jobs and of
+    inference deployments and endpoints).
+
+    Raises:
+        ValueError: no tag, or the tag ``latest`` (pydantic turns it into the field's 422).
+    """
     last = image.rsplit("/", 1)[-1]
     if "@sha256:" in image:
         return image
@@ -245,7 +251,7 @@ class _JobBase(ApiModel):
     @field_validator("image")
     @classmethod
     def _pinned(cls, image: str) -> str:
-        return _refuse_unpinned(image)
+        return refuse_unpinned(image)
 
     @model_validator(mode="after")
     def _priority_needs_team(self) -> _JobBase:
