@@ -429,7 +429,9 @@ class SimulatedControllers:
         )
         self._events[key] = created["metadata"]["name"]
 
-    def _set_status(self, obj: Obj, status: Obj, manager: str = _KCM) -> None:
+    def set_status(self, obj: Obj, status: Obj, manager: str = _KCM) -> None:
+        """Write ``status`` on ``obj`` through its status subresource as ``manager`` (no write when unchanged);
+        the one status writer of every sandbox controller (built-in kinds, training and inference operators)."""
         if obj.get("status") == status:
             return
         meta = obj["metadata"]
@@ -508,7 +510,7 @@ class SimulatedControllers:
         )
         if status != pod.get("status"):
             self.event(pod, "FailedScheduling", message, "default-scheduler", warning=True)
-        self._set_status(pod, status, "kube-scheduler")
+        self.set_status(pod, status, "kube-scheduler")
 
     def schedule_pod(self, ns: str, name: str) -> None:
         """Bind a pending pod to a fitting node, or mark it Unschedulable with the reason."""
@@ -556,7 +558,7 @@ class SimulatedControllers:
                 c.pop("reason")
                 c.pop("message")
         self.event(pod, "Scheduled", f"Successfully assigned {ns}/{name} to {node}", "default-scheduler")
-        self._set_status(pod, status, "kube-scheduler")
+        self.set_status(pod, status, "kube-scheduler")
 
     def _pod_ip(self) -> str:
         self._next_ip += 1
@@ -644,7 +646,7 @@ class SimulatedControllers:
         for c in spec.get("containers") or []:
             self.event(pod, "Pulled", f'Container image "{c.get("image", "")}" already present on machine', "kubelet")
             self.event(pod, "Started", f"Started container {c['name']}", "kubelet")
-        self._set_status(pod, status, "kubelet")
+        self.set_status(pod, status, "kubelet")
 
     @staticmethod
     def _not_ready(status: Obj, now: str) -> None:
@@ -680,7 +682,7 @@ class SimulatedControllers:
                     c.update({"status": "True", "lastTransitionTime": now})
         else:
             self._not_ready(status, now)
-        self._set_status(pod, status, "kubelet")
+        self.set_status(pod, status, "kubelet")
 
     def _pull_failed(self, pod: Obj, status: Obj, now: str) -> bool:
         """Apply :attr:`image_pull_checks`: a failing pull keeps the pod Pending (ErrImagePull, then
@@ -738,7 +740,7 @@ class SimulatedControllers:
             if not c["reason"]:
                 c.pop("reason")
                 c.pop("message")
-        self._set_status(pod, new, "kubelet")
+        self.set_status(pod, new, "kubelet")
         return True
 
     def finish_pod(self, ns: str, name: str) -> None:
@@ -776,7 +778,7 @@ class SimulatedControllers:
                 c.update({"status": "False", "reason": reason, "lastTransitionTime": now})
                 if c["type"] == "PodReadyToStartContainers":
                     c.pop("reason", None)
-        self._set_status(pod, status, "kubelet")
+        self.set_status(pod, status, "kubelet")
 
     # -- workload controllers -----------------------------------------------------------------
     def _owned(self, kind: str, api_version: str, owner: Obj) -> list[Obj]:
@@ -865,7 +867,7 @@ class SimulatedControllers:
             "readyReplicas",
             "availableReplicas",
         )
-        self._set_status(rs, status)
+        self.set_status(rs, status)
 
     def reconcile_deployment(self, ns: str, name: str) -> None:
         """Roll the pod template out through a ReplicaSet per template; report status and conditions."""
@@ -981,7 +983,7 @@ class SimulatedControllers:
             "availableReplicas",
             "unavailableReplicas",
         )
-        self._set_status(dep, status)
+        self.set_status(dep, status)
 
     @staticmethod
     def _max_unavailable(spec: Obj, want: int) -> int:
@@ -1071,7 +1073,7 @@ class SimulatedControllers:
             "currentReplicas",
             "updatedReplicas",
         )
-        self._set_status(sts, status)
+        self.set_status(sts, status)
 
     def reconcile_daemonset(self, ns: str, name: str) -> None:
         """One pod per eligible Ready node (selector, affinity, taints); status counts."""
@@ -1122,7 +1124,7 @@ class SimulatedControllers:
             "numberUnavailable",
             "updatedNumberScheduled",
         )
-        self._set_status(ds, status)
+        self.set_status(ds, status)
 
     def reconcile_job(self, ns: str, name: str) -> None:
         """Run pods until ``completions`` succeed (Complete) or ``backoffLimit`` is exceeded (Failed)."""
@@ -1221,7 +1223,7 @@ class SimulatedControllers:
                 c["lastProbeTime"] = c["lastTransitionTime"]
         if old.get("completionTime") and "completionTime" in status:
             status["completionTime"] = old["completionTime"]
-        self._set_status(job, _nonzero(status, "active", "succeeded", "failed"))
+        self.set_status(job, _nonzero(status, "active", "succeeded", "failed"))
 
     # -- volumes ------------------------------------------------------------------------------
     def _storage_class(self, pvc: Obj) -> Obj | None:
@@ -1284,7 +1286,7 @@ class SimulatedControllers:
                 {"spec": {"claimRef": claim_ref}},
                 field_manager=_KCM,
             )
-        self._set_status(pv, {**(pv.get("status") or {}), "phase": "Bound"})
+        self.set_status(pv, {**(pv.get("status") or {}), "phase": "Bound"})
         anns = {"pv.kubernetes.io/bind-completed": "yes"}
         if chosen_by_controller:
             anns["pv.kubernetes.io/bound-by-controller"] = "yes"
@@ -1294,7 +1296,7 @@ class SimulatedControllers:
         pvc = self.cluster.patch(
             "v1", "PersistentVolumeClaim", meta["name"], meta["namespace"], patch, field_manager=_KCM
         )
-        self._set_status(
+        self.set_status(
             pvc,
             {
                 "phase": "Bound",
@@ -1389,4 +1391,4 @@ class SimulatedControllers:
                 if pv["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
                     self.cluster.delete("v1", "PersistentVolume", pv["metadata"]["name"], missing_ok=True)
                 else:
-                    self._set_status(pv, {**(pv.get("status") or {}), "phase": "Released"})
+                    self.set_status(pv, {**(pv.get("status") or {}), "phase": "Released"})

@@ -587,21 +587,6 @@ class InferenceControllers:
         self._once(kind, ns, name, self._reconcile)
 
     # -- the custom resources ---------------------------------------------------------------------------
-    def _write_status(self, obj: Obj, status: Obj) -> None:
-        if obj.get("status") == status:
-            return
-        m = obj["metadata"]
-        self.cluster.patch(
-            obj["apiVersion"],
-            obj["kind"],
-            m["name"],
-            m["namespace"],
-            [{"op": "add", "path": "/status", "value": status}],
-            "json",
-            OPERATOR_DEPLOYMENT,
-            "status",
-        )
-
     def _set_state(self, status: Obj, state: str, reason: str, message: str, generation: int) -> None:
         now = self.cluster.timestamp()
         old = {c["type"]: c for c in status.get("conditions") or []}
@@ -757,7 +742,7 @@ class InferenceControllers:
         now_epoch = self.cluster.now()
         if not status.get("state"):
             self._set_state(status, "DeploymentPending", "DeploymentPending", f"{kind} {name} accepted", generation)
-            self._write_status(obj, status)
+            self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
             return
         dep = self._ensure_workload(obj, want)
         dstat = dep.get("status") or {}
@@ -800,7 +785,7 @@ class InferenceControllers:
         state = status["state"]
         key = (kind, ns, name, meta["uid"])
         if state == "DeploymentFailed" and self._failed_generation.get(key) == generation:
-            self._write_status(obj, status)
+            self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
             return
         if not ready:
             started = self._in_progress_since.setdefault(key, now_epoch)
@@ -820,7 +805,7 @@ class InferenceControllers:
                     max(0.0, want.max_seconds - (now_epoch - started)),
                     lambda n, p: self.reconcile(kind, n, p),
                 )
-            self._write_status(obj, status)
+            self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
             return
         self._in_progress_since.pop(key, None)
         self._failed_generation.pop(key, None)
@@ -832,7 +817,7 @@ class InferenceControllers:
             self._set_state(
                 status, "DeploymentComplete", "DeploymentComplete", f"{want.replicas} replicas available", generation
             )
-            self._write_status(obj, status)
+            self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
             return
         registration = self._registration(obj, want)
         rstate = (registration.get("status") or {}).get("state")
@@ -863,7 +848,7 @@ class InferenceControllers:
             message = f"{want.replicas} replicas available; creating SageMaker endpoint {want.endpoint_name}"
             self._set_registration_condition(status, False, "EndpointCreating", message, generation)
             self._set_state(status, "DeploymentInProgress", "EndpointCreating", message, generation)
-        self._write_status(obj, status)
+        self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
 
     def _pod_problem(self, want: _Wanted) -> str | None:
         """The latest Warning event of the worker pods ("reason: message"), or None."""
@@ -959,7 +944,7 @@ class InferenceControllers:
                 self.controllers.schedule(
                     "inference-endpoint", ns, name, ENDPOINT_SECONDS, lambda n, p: self._endpoint_in_service(n, p, uid)
                 )
-        self._write_status(reg, status)
+        self.controllers.set_status(reg, status, OPERATOR_DEPLOYMENT)
 
     def _endpoint_in_service(self, ns: str, name: str, uid: str) -> None:
         reg = self.cluster.peek(API_VERSION, REGISTRATION_KIND, name, ns)
@@ -979,7 +964,7 @@ class InferenceControllers:
         status["conditions"] = [
             _condition("CreationCompleted", True, "EndpointInService", f"endpoint {endpoint} is InService", now, 1)
         ]
-        self._write_status(reg, status)
+        self.controllers.set_status(reg, status, OPERATOR_DEPLOYMENT)
 
     def _delete(self, obj: Obj) -> None:
         meta = obj["metadata"]
@@ -998,7 +983,7 @@ class InferenceControllers:
                     side.set_endpoint_status(endpoint, "Deleting")
                     status["state"] = "DeletionInProgress"
                     status.setdefault("endpoints", {}).setdefault("sagemaker", {})["state"] = "Deleting"
-                    self._write_status(obj, status)
+                    self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
                     self.controllers.event(
                         obj, "EndpointDeleting", f"Deleting SageMaker endpoint {endpoint}", OPERATOR_DEPLOYMENT
                     )
@@ -1021,7 +1006,7 @@ class InferenceControllers:
             status["endpoints"]["sagemaker"]["state"] = "Deleted"
         self._set_state(status, "DeletionComplete", "DeletionComplete", f"{kind} {name} deleted", generation)
         status["state"] = "DeletionComplete"
-        self._write_status(obj, status)
+        self.controllers.set_status(obj, status, OPERATOR_DEPLOYMENT)
         self.cluster.patch(
             API_VERSION,
             kind,

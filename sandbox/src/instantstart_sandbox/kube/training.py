@@ -265,21 +265,6 @@ class TrainingControllers:
             "blockOwnerDeletion": True,
         }
 
-    def _set_status(self, obj: Obj, status: Obj, manager: str) -> None:
-        if obj.get("status") == status:
-            return
-        m = obj["metadata"]
-        self.cluster.patch(
-            obj["apiVersion"],
-            obj["kind"],
-            m["name"],
-            m["namespace"],
-            [{"op": "add", "path": "/status", "value": status}],
-            "json",
-            manager,
-            "status",
-        )
-
     # -- HyperPodPyTorchJob -----------------------------------------------------------------------
     @staticmethod
     def _ranks(job: Obj) -> list[tuple[int, str, Obj]]:
@@ -428,7 +413,7 @@ class TrainingControllers:
             and all(ph in ("Running", "Succeeded") for ph in phases)
         ):
             self._transition(status, "Running", "JobRunning", f"all {len(ranks)} pods are running", now)
-        self._set_status(job, status, OPERATOR_DEPLOYMENT)
+        self.controllers.set_status(job, status, OPERATOR_DEPLOYMENT)
         if _state(status) in _TERMINAL:
             self._soon("hppj", ns, name, self.reconcile_job)
 
@@ -476,7 +461,7 @@ class TrainingControllers:
             message = f"restart budget exhausted after {total} restarts: {what}"
             self._transition(status, "Failed", FAILED_REASON, message, now)
             status["completionTime"] = now
-            self._set_status(job, status, OPERATOR_DEPLOYMENT)
+            self.controllers.set_status(job, status, OPERATOR_DEPLOYMENT)
             self.controllers.event(job, FAILED_REASON, message, OPERATOR_DEPLOYMENT, warning=True)
             self._soon("hppj", job["metadata"]["namespace"], name, self.reconcile_job)
             return
@@ -492,7 +477,7 @@ class TrainingControllers:
             redo = {r for r, _, _ in ranks}
         message = f"{kind} {status['restartCount']}: {what}"
         self._transition(status, "Restarting", kind, message, now)
-        self._set_status(job, status, OPERATOR_DEPLOYMENT)
+        self.controllers.set_status(job, status, OPERATOR_DEPLOYMENT)
         self.controllers.event(job, kind, message, OPERATOR_DEPLOYMENT, warning=True)
         ns = job["metadata"]["namespace"]
         for rank, replica, template in ranks:
@@ -536,7 +521,7 @@ class TrainingControllers:
             if c.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
                 c.update({"status": "True", "lastTransitionTime": now})
                 c.pop("reason", None)
-        self._set_status(pod, status, "kubelet")
+        self.controllers.set_status(pod, status, "kubelet")
         for c in (pod.get("spec") or {}).get("containers") or []:
             self.controllers.event(pod, "Started", f"Started container {c['name']}", "kubelet")
 
@@ -730,11 +715,11 @@ class TrainingControllers:
                 ),
             }
             rc_status = {k: v for k, v in rc_status.items() if v != ""}
-            self._set_status(owner, rc_status, KUBERAY_DEPLOYMENT)
+            self.controllers.set_status(owner, rc_status, KUBERAY_DEPLOYMENT)
         if running and status["jobDeploymentStatus"] == "Initializing":
             status.update({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
             self._start_ray_run(job, pods[f"{cluster_name}-head"])
-        self._set_status(job, status, KUBERAY_DEPLOYMENT)
+        self.controllers.set_status(job, status, KUBERAY_DEPLOYMENT)
 
     def _start_ray_run(self, job: Obj, head: Obj) -> None:
         uid = job["metadata"]["uid"]
@@ -765,5 +750,5 @@ class TrainingControllers:
         status.update(
             {"jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete", "endTime": rfc3339(self.cluster.now())}
         )
-        self._set_status(job, status, KUBERAY_DEPLOYMENT)
+        self.controllers.set_status(job, status, KUBERAY_DEPLOYMENT)
         self._soon("rayjob", ns, name, self.reconcile_rayjob)
