@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -1135,6 +1135,7 @@ InferenceReplicasParam = Annotated[
 ]
 
 
+from instantstart.models.inference import InvokeDeploymentView  # noqa: E402
 from instantstart.models.inference_endpoints import (  # noqa: E402
     ENDPOINT_NAME_MAX,
     ENDPOINT_NAME_PATTERN,
@@ -1149,6 +1150,15 @@ INFERENCE_ENDPOINT_ACCEPTED_SCHEMA = output_schema(InferenceEndpointAccepted)
 INFERENCE_ENDPOINTS_SCHEMA = output_schema(InferenceEndpointList)
 INFERENCE_ENDPOINT_SCHEMA = output_schema(InferenceEndpointView)
 INVOKE_ENDPOINT_SCHEMA = output_schema(InvokeEndpointView)
+INVOKE_DEPLOYMENT_SCHEMA = output_schema(InvokeDeploymentView)
+InvokeRouteParam = Annotated[
+    Literal["v1/completions", "v1/chat/completions"],
+    Field(description="The engine route: v1/completions (default; body has prompt) or v1/chat/completions (messages)."),
+]
+InvokeViaParam = Annotated[
+    Literal["router", "service"] | None,
+    Field(description="router (the SGLang router's Service) or service (the workers'); default: the router if any."),
+]
 
 InferenceEndpointParam = Annotated[
     dict[str, Any],

@@ -149,6 +149,7 @@ OPERATION_TOOLS: Mapping[str, str] = {
     "ScaleInferenceDeployment": "inference_deployment_scale",
     "DeleteInferenceDeployment": "inference_deployment_delete",
     "CreateInferenceRouter": "inference_deployment_router",
+    "InvokeInferenceDeployment": "inference_deployment_invoke",
     "CreateInferenceEndpoint": "inference_endpoint_create",
     "ListInferenceEndpoints": "inference_endpoint_list",
     "GetInferenceEndpoint": "inference_endpoint_get",
@@ -188,6 +189,7 @@ WRITE_TOOLS = frozenset(
         "inference_deployment_scale",
         "inference_deployment_delete",
         "inference_deployment_router",
+        "inference_deployment_invoke",
         "inference_endpoint_create",
         "inference_endpoint_invoke",
         "inference_endpoint_delete",
@@ -313,6 +315,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         schemas.INFERENCE_DEPLOYMENT_ACCEPTED_SCHEMA,
         destructive=False,
         idempotent=True,
+    ),
+    _write(
+        "inference_deployment_invoke",
+        "Call a self-managed deployment's model",
+        schemas.INVOKE_DEPLOYMENT_SCHEMA,
+        destructive=False,
+        idempotent=False,
     ),
     _write(
         "inference_endpoint_create",
@@ -1195,6 +1204,28 @@ class InstantStartTools:
         self._require_write("inference_deployment_router")
         return self._call(
             lambda client: client.create_inference_router(clusterTag, name, router, idempotency_key=idempotencyKey)
+        )
+
+    def inference_deployment_invoke(
+        self,
+        clusterTag: ClusterTagParam,
+        name: schemas.InferenceDeploymentNameParam,
+        body: schemas.InvokeBodyParam,
+        route: schemas.InvokeRouteParam = "v1/completions",
+        via: schemas.InvokeViaParam = None,
+        idempotencyKey: IdempotencyKeyParam = None,
+    ) -> CallToolResult:
+        """Call the model of a self-managed vLLM/SGLang deployment: its OpenAI-compatible route (v1/completions by
+        default, v1/chat/completions with messages) through the Kubernetes service proxy, via its SGLang router when
+        it has one. body.model defaults to the served model name; at most 1 MiB sent, the answer cut at 256 KiB.
+        409 InferenceDeploymentNotReady while no replica is ready (check inference_deployment_get), 502 ModelError
+        with the engine's own error. Every call without a repeated idempotencyKey reaches the engine. Write tool:
+        needs --allow-write."""
+        self._require_write("inference_deployment_invoke")
+        return self._call(
+            lambda client: client.invoke_inference_deployment(
+                clusterTag, name, body, route=route, via=via, idempotency_key=idempotencyKey
+            )
         )
 
     def cluster_update_features(

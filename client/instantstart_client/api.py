@@ -1039,6 +1039,43 @@ class InstantStartClient:
         )
         return dict(out)
 
+    def invoke_inference_deployment(
+        self,
+        cluster_tag: str,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        route: str | None = None,
+        via: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """``POST .../inference/deployments/{name}/invoke``: the engine's answer through the Kubernetes service proxy.
+
+        Args:
+            body: the JSON sent to the engine (``model`` defaults to the served model name).
+            route: ``v1/completions`` (default) or ``v1/chat/completions``.
+            via: ``router`` or ``service`` (default: the router when there is one).
+
+        Returns:
+            ``{"service", "port", "route", "contentType", "body", "text", "truncated"}``.
+
+        Raises:
+            ApiError: 413 ``body`` above 1 MiB; 409 ``InferenceDeploymentNotReady``; 502 ``ModelError`` (the
+                engine's error verbatim); 503 Kubernetes refused the proxy or the engine did not answer in time.
+        """
+        payload: dict[str, Any] = {"body": dict(body)}
+        if route is not None:
+            payload["route"] = route
+        if via is not None:
+            payload["via"] = via
+        out = self.request(
+            "POST",
+            f"{self._deployment_path(cluster_tag, name)}/invoke",
+            body=payload,
+            headers=self._idempotency_headers(idempotency_key),
+        )
+        return dict(out)
+
     # -- managed inference endpoints (the HyperPod inference operator) --------------------------------------------
     def _endpoint_path(self, cluster_tag: str, name: str | None = None) -> str:
         base = f"/clusters/{self._segment(cluster_tag)}/inference/endpoints"

@@ -2208,7 +2208,8 @@ models_app = typer.Typer(
 )
 app.add_typer(models_app, name="models")
 deployments_app = typer.Typer(
-    help="Self-managed inference (vLLM or SGLang Deployment + Service): create, list, get, scale, delete, router.",
+    help="Self-managed inference (vLLM or SGLang Deployment + Service): create, list, get, scale, invoke, delete, "
+    "router.",
     no_args_is_help=True,
 )
 app.add_typer(deployments_app, name="deployments")
@@ -2461,6 +2462,45 @@ def deployments_scale(
         poll_interval=poll_interval,
         timeout=wait_timeout,
     )
+
+
+@deployments_app.command("invoke")
+@handle_errors
+def deployments_invoke(
+    ctx: typer.Context,
+    tag: TagArgument,
+    name: DeploymentNameArgument,
+    body: Annotated[str, typer.Argument(help='The JSON object sent to the engine, e.g. \'{"prompt": "Hello"}\'.')],
+    chat: Annotated[
+        bool, typer.Option("--chat", help="Call v1/chat/completions (messages) instead of v1/completions (prompt).")
+    ] = False,
+    via: Annotated[
+        str | None,
+        typer.Option("--via", help="router or service (default: the router when the deployment has one)."),
+    ] = None,
+    idempotency_key: IdempotencyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Call the engine (OpenAI-compatible route, through the Kubernetes service proxy; at most 1 MiB sent)."""
+    state = _state(ctx)
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise typer.BadParameter(f"BODY is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise typer.BadParameter("BODY must be a JSON object")
+    answer = state.client().invoke_inference_deployment(
+        tag,
+        name,
+        payload,
+        route="v1/chat/completions" if chat else None,
+        via=via,
+        idempotency_key=idempotency_key,
+    )
+    if state.wants_json(as_json) or answer.get("body") is not None:
+        _echo_json(answer if state.wants_json(as_json) else answer["body"])
+        return
+    state.console.print(answer.get("text") or "", markup=False, highlight=False)
 
 
 @deployments_app.command("delete")

@@ -25,6 +25,7 @@ from instantstart.clusters import (
 from instantstart.clusters.catalog import AvailabilityZone
 from instantstart.features import service as features
 from instantstart.inference import endpoints as inference_endpoints
+from instantstart.inference import invoke as inference_invoke
 from instantstart.inference import service as inference
 from instantstart.mlflow import runs as mlflow_runs
 from instantstart.mlflow import service as mlflow
@@ -76,6 +77,8 @@ from instantstart.models.inference import (
     InferenceDeploymentAccepted,
     InferenceDeploymentList,
     InferenceDeploymentView,
+    InvokeDeploymentRequest,
+    InvokeDeploymentView,
     ModelDownloadAccepted,
     ModelList,
     ScaleInferenceDeploymentRequest,
@@ -1691,6 +1694,39 @@ def create_inference_router(
         InferenceDeploymentAccepted,
         lambda: inference.create_router(runtime(), cluster_tag, name, request).to_api(),
     )
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/deployments/<name>/invoke",
+    operation_id="InvokeInferenceDeployment",
+    summary="Call a self-managed model: the engine's OpenAI-compatible route through the Kubernetes service proxy",
+    description="body is sent as application/json to route (v1/completions or v1/chat/completions) of the "
+    "deployment's Service, or of its SGLang router when it has one (via chooses); body.model defaults to the served "
+    "model name. At most 1 MiB serialised (413 naming body); the answer is parsed as JSON when it fits 256 KiB, else "
+    "returned cut as text with truncated true. 409 InferenceDeploymentNotReady when no replica is ready, 502 "
+    "ModelError with the engine's status and message when it answers an error, 503 when Kubernetes refuses the "
+    "proxy or the engine does not answer within 20 s. With an Idempotency-Key a repeated call replays the first "
+    "answer instead of calling the model again.",
+    responses={**_ok(InvokeDeploymentView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
+    tags=["inference"],
+)
+def invoke_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceDeploymentName,
+    request: InvokeDeploymentRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InvokeDeploymentView]:
+    """Invoke the deployment; without an Idempotency-Key every call reaches the engine."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(
+        router.context["idempotency"],
+        route=f"POST /clusters/{cluster_tag}/inference/deployments/{name}/invoke",
+        key=idempotency_key,
+        body=request.to_api(),
+        call=lambda: inference_invoke.invoke_deployment(runtime(), cluster_tag, name, request).to_api(),
+    )
+    return _json(InvokeDeploymentView.model_validate(answer))
 
 
 # -- managed inference endpoints (the HyperPod inference operator) ---------------------------------------------------

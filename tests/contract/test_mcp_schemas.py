@@ -48,6 +48,7 @@ ROUTER = "/clusters/{clusterTag}/inference/deployments/{name}/router"
 ENDPOINTS = "/clusters/{clusterTag}/inference/endpoints"
 ENDPOINT = "/clusters/{clusterTag}/inference/endpoints/{name}"
 INVOKE = "/clusters/{clusterTag}/inference/endpoints/{name}/invoke"
+DEPLOYMENT_INVOKE = "/clusters/{clusterTag}/inference/deployments/{name}/invoke"
 
 API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("mlflow_get", "clusterTag"): ("GET", MLFLOW, "path", "clusterTag"),
@@ -209,6 +210,12 @@ API_FIELD_OF: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("inference_endpoint_invoke", "name"): ("POST", INVOKE, "path", "name"),
     ("inference_endpoint_invoke", "body"): ("POST", INVOKE, "body", "body"),
     ("inference_endpoint_invoke", "idempotencyKey"): ("POST", INVOKE, "header", "Idempotency-Key"),
+    ("inference_deployment_invoke", "clusterTag"): ("POST", DEPLOYMENT_INVOKE, "path", "clusterTag"),
+    ("inference_deployment_invoke", "name"): ("POST", DEPLOYMENT_INVOKE, "path", "name"),
+    ("inference_deployment_invoke", "body"): ("POST", DEPLOYMENT_INVOKE, "body", "body"),
+    ("inference_deployment_invoke", "route"): ("POST", DEPLOYMENT_INVOKE, "body", "route"),
+    ("inference_deployment_invoke", "via"): ("POST", DEPLOYMENT_INVOKE, "body", "via"),
+    ("inference_deployment_invoke", "idempotencyKey"): ("POST", DEPLOYMENT_INVOKE, "header", "Idempotency-Key"),
     ("inference_endpoint_delete", "clusterTag"): ("DELETE", ENDPOINT, "path", "clusterTag"),
     ("inference_endpoint_delete", "name"): ("DELETE", ENDPOINT, "path", "name"),
     ("inference_endpoint_delete", "idempotencyKey"): ("DELETE", ENDPOINT, "header", "Idempotency-Key"),

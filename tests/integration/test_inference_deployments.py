@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import boto3
 import pytest
 
 from instantstart_client.api import InstantStartClient
@@ -110,6 +111,68 @@ def test_vllm_deployment_reaches_its_ready_replicas_on_the_requested_type(
     }
     listed = api.list_inference_deployments(TAG)["deployments"]
     assert [(d["name"], d["status"]) for d in listed] == [("qwen-vllm", "Ready")]
+
+
+def test_invoke_reaches_a_ready_pod_through_the_service_proxy_the_api_role_is_bound_to(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: d["readyReplicas"] == 2, timeout=120)
+    pods = {p["name"] for p in api.get_inference_deployment(TAG, "qwen-vllm")["pods"]}
+
+    answer = api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "Hello there", "max_tokens": 32})
+    chat = api.invoke_inference_deployment(
+        TAG, "qwen-vllm", {"messages": [{"role": "user", "content": "Hi"}]}, route="v1/chat/completions"
+    )
+
+    assert (answer["service"], answer["port"], answer["route"]) == ("qwen-vllm", 8000, "v1/completions")
+    body = answer["body"]
+    assert body["object"] == "text_completion" and body["model"] == "qwen2.5-0.5b" and not answer["truncated"]
+    assert any(f"from {pod} " in body["choices"][0]["text"] for pod in pods), (body, pods)
+    assert chat["body"]["object"] == "chat.completion"
+    assert chat["body"]["choices"][0]["message"]["role"] == "assistant"
+    # what AWS and Kubernetes hold for it: the API role's entry lists the group the Role binding names
+    api_role = sandbox.deployment.environment["API_ROLE_ARN"] if sandbox.deployment else ""
+    entry = boto3.client("eks", region_name=sandbox.region).describe_access_entry(
+        clusterName=EKS, principalArn=api_role
+    )["accessEntry"]
+    assert entry["kubernetesGroups"] == ["instantstart-api"]
+    binding = kube(sandbox).peek("rbac.authorization.k8s.io/v1", "RoleBinding", "instantstart-api-invoke", "default")
+    role = kube(sandbox).peek("rbac.authorization.k8s.io/v1", "Role", "instantstart-api-invoke", "default")
+    assert binding["subjects"][0]["name"] == "instantstart-api"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["create", "get"]}]
+
+
+def test_invoke_refusals_name_what_is_wrong(deployed: Any, api: InstantStartClient, sandbox: Sandbox) -> None:
+    eventually(lambda: api.get_inference_deployment(TAG, "qwen-vllm"), lambda d: d["readyReplicas"] == 2, timeout=120)
+
+    wrong_model = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "x", "model": "gpt"}))
+    no_router = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "x"}, via="router"))
+    too_big = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "x" * (1024 * 1024)}))
+    bad_route = refusal(
+        lambda: api.request(
+            "POST", f"/clusters/{TAG}/inference/deployments/qwen-vllm/invoke", body={"body": {}, "route": "v1/embed"}
+        )
+    )
+    binding = kube(sandbox).peek("rbac.authorization.k8s.io/v1", "RoleBinding", "instantstart-api-invoke", "default")
+    kube(sandbox).delete("rbac.authorization.k8s.io/v1", "RoleBinding", "instantstart-api-invoke", "default")
+    try:
+        forbidden = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "x"}))
+    finally:
+        meta = {k: binding["metadata"][k] for k in ("name", "namespace", "labels")}
+        kube(sandbox).create(
+            {**{k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")}, "metadata": meta}
+        )
+
+    assert wrong_model.status == 502 and wrong_model.code == "ModelError"
+    assert wrong_model.message == "The model `gpt` does not exist."
+    assert wrong_model.details[0]["engineStatus"] == 404
+    assert no_router.status == 404 and no_router.code == "InferenceRouterNotFound"
+    assert no_router.details[0]["field"] == "via"
+    assert too_big.status == 413 and too_big.details[0]["field"] == "body"
+    assert bad_route.status == 422 and bad_route.details[0]["field"] == "route"
+    assert "v1/chat/completions" in json.dumps(bad_route.details[0])
+    assert forbidden.status == 503 and 'cannot create resource "services/proxy"' in forbidden.message
+    assert api.invoke_inference_deployment(TAG, "qwen-vllm", {"prompt": "x"})["body"]["model"] == "qwen2.5-0.5b"
 
 
 def test_scale_out_then_in_through_patch_removes_an_idle_pod_not_the_bound_one(

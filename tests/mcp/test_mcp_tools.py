@@ -73,6 +73,7 @@ EXPECTED_TOOLS = {
     "inference_deployment_scale",
     "inference_deployment_delete",
     "inference_deployment_router",
+    "inference_deployment_invoke",
     "inference_endpoint_create",
     "inference_endpoint_list",
     "inference_endpoint_get",

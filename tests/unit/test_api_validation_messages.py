@@ -202,6 +202,7 @@ SAMPLE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "maxDeployTimeSeconds": 3600,
     },
     ("POST", "/clusters/{clusterTag}/inference/endpoints/{name}/invoke"): {"body": {"prompt": "Hello"}},
+    ("POST", "/clusters/{clusterTag}/inference/deployments/{name}/invoke"): {"body": {"prompt": "Hello"}},
     # every field at once, so each can be broken (one target is a rule of the whole body, checked after the fields)
     ("PUT", "/clusters/{clusterTag}/mlflow"): {
         "trackingServerArn": "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/team",

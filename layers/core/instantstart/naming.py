@@ -13,6 +13,9 @@ MANAGED_KEY = "instantstart:managed"
 ROLE_KEY = "instantstart:role"
 INSTANCE_GROUP_KEY = "instantstart:instance-group"
 """Tag of a dedicated compute subnet: the instance group it was created for."""
+API_KUBERNETES_GROUP = "instantstart-api"
+"""The Kubernetes group of the API function's access entry (its ``kubernetesGroups``): RBAC bindings in the cluster
+grant it what EKS's view policy lacks (``services/proxy`` in the inference namespace, to invoke a model server)."""
 
 
 def eks_cluster_name(tag: str) -> str:

@@ -37,6 +37,7 @@ from instantstart.models.inference import (
     Engine,
     SecretKeyRef,
 )
+from instantstart.naming import API_KUBERNETES_GROUP
 
 ENGINE_IMAGES = {
     Engine.VLLM: "vllm/vllm-openai:v0.8.5",
@@ -494,3 +495,27 @@ def build_router(
             }
         )
     return tuple(objects)
+
+
+# -- calling the Services from the API -------------------------------------------------------------------------------
+INVOKE_ROLE = "instantstart-api-invoke"
+
+
+def invoke_access() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Role ``instantstart-api-invoke`` (``services/proxy``: create, get, in the inference namespace) and its
+    RoleBinding to the API function's Kubernetes group (:data:`instantstart.naming.API_KUBERNETES_GROUP`)."""
+    meta = {"name": INVOKE_ROLE, "namespace": INFERENCE_NAMESPACE, "labels": {LABEL_MANAGED: MANAGED_BY}}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": dict(meta),
+        "rules": [{"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["create", "get"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": dict(meta),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": INVOKE_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": API_KUBERNETES_GROUP}],
+    }
+    return role, binding

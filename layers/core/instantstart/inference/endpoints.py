@@ -19,7 +19,6 @@ the request bounded by :data:`INVOKE_MAX_BYTES`, the answer cut at :data:`INVOKE
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -33,12 +32,11 @@ from instantstart.features.catalog import tls_bucket_name
 from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import endpoint_builders as eb
 from instantstart.inference import rules
+from instantstart.inference.invoke import read_answer, request_payload
 from instantstart.inference.service import cluster_bucket
 from instantstart.models.common import ApiModel, OperationType
-from instantstart.models.inference import INFERENCE_NAMESPACE
+from instantstart.models.inference import INFERENCE_NAMESPACE, INVOKE_MAX_RESPONSE_BYTES
 from instantstart.models.inference_endpoints import (
-    INVOKE_MAX_BYTES,
-    INVOKE_MAX_RESPONSE_BYTES,
     CreateInferenceEndpointRequest,
     InferenceEndpointAccepted,
     InferenceEndpointList,
@@ -526,12 +524,7 @@ def invoke_endpoint(rt: Runtime, tag: str, name: str, request: InvokeEndpointReq
         BadGateway: the model failed (``ModelError``) or SageMaker answered 5xx: its code and message verbatim.
         UpstreamUnavailable: Kubernetes could not be read in time.
     """
-    payload = json.dumps(request.body, separators=(",", ":")).encode()
-    if len(payload) > INVOKE_MAX_BYTES:
-        raise PayloadTooLarge(
-            f"body is {len(payload)} bytes serialised; at most {INVOKE_MAX_BYTES} bytes are sent to an endpoint",
-            details=[{"field": "body", "message": "too large", "size": len(payload), "maximum": INVOKE_MAX_BYTES}],
-        )
+    payload = request_payload(request.body)
     records.live_cluster(rt, tag)
     found = read_kubernetes(rt, tag, lambda dyn: _find(dyn, name))
     endpoint = _sagemaker_name(found[2]) if found is not None else None
@@ -550,18 +543,7 @@ def invoke_endpoint(rt: Runtime, tag: str, name: str, request: InvokeEndpointReq
         if 400 <= status < 500 and code != "ModelError":
             raise Conflict(message, code=code, details=detail) from exc
         raise BadGateway(message, code=code, details=detail) from exc
-    raw = answer["Body"].read(INVOKE_MAX_RESPONSE_BYTES + 1)
-    truncated = len(raw) > INVOKE_MAX_RESPONSE_BYTES
-    raw = raw[:INVOKE_MAX_RESPONSE_BYTES]
-    body: Any = None
-    text: str | None = None
-    if not truncated:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            text = raw.decode("utf-8", errors="replace")
-    else:
-        text = raw.decode("utf-8", errors="replace")
+    body, text, truncated = read_answer(answer["Body"].read(INVOKE_MAX_RESPONSE_BYTES + 1))
     return InvokeEndpointView(
         endpoint_name=endpoint,
         content_type=answer.get("ContentType"),

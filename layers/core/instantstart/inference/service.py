@@ -116,7 +116,8 @@ def _list(dyn: Any, api_version: str, kind: str, selector: str | None = None) ->
     return kube.list_objects(dyn, api_version, kind, INFERENCE_NAMESPACE, selector, timeout=KUBERNETES_READ_SECONDS)
 
 
-def _get(dyn: Any, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
+def get_object(dyn: Any, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
+    """Object ``name`` of ``kind`` in the inference namespace (Kubernetes GET, read timeout), None when absent."""
     from kubernetes.dynamic.exceptions import NotFoundError
 
     resource = dyn.resources.get(api_version=api_version, kind=kind)
@@ -129,7 +130,7 @@ def _get(dyn: Any, api_version: str, kind: str, name: str) -> dict[str, Any] | N
 
 
 def _require_fsx_claim(rt: Runtime, tag: str, field: str) -> None:
-    found = read_kubernetes(rt, tag, lambda dyn: _get(dyn, "v1", "PersistentVolumeClaim", builders.FSX_CLAIM))
+    found = read_kubernetes(rt, tag, lambda dyn: get_object(dyn, "v1", "PersistentVolumeClaim", builders.FSX_CLAIM))
     if found is None:
         raise rules.fsx_not_enabled(tag, field)
 
@@ -344,7 +345,7 @@ def create_deployment(rt: Runtime, tag: str, request: CreateInferenceDeploymentR
     rules.check_gpus(request.gpus, request.instance_type, facts.gpus)
     if builders.model_claim(request.model_path) == builders.FSX_CLAIM:
         _require_fsx_claim(rt, tag, "modelPath")
-    existing = read_kubernetes(rt, tag, lambda dyn: _get(dyn, "apps/v1", "Deployment", request.name))
+    existing = read_kubernetes(rt, tag, lambda dyn: get_object(dyn, "apps/v1", "Deployment", request.name))
     if existing is not None:
         raise Conflict(
             f"Deployment {INFERENCE_NAMESPACE}/{request.name} already exists on cluster '{tag}'; pick another name or "
@@ -357,7 +358,8 @@ def create_deployment(rt: Runtime, tag: str, request: CreateInferenceDeploymentR
     return InferenceDeploymentAccepted(name=request.name, namespace=INFERENCE_NAMESPACE, operation=op)
 
 
-def _not_found(tag: str, name: str) -> NotFound:
+def deployment_not_found(tag: str, name: str) -> NotFound:
+    """The 404 ``InferenceDeploymentNotFound`` naming ``name``."""
     return NotFound(
         f"inference deployment {INFERENCE_NAMESPACE}/{name} does not exist on cluster '{tag}'",
         code="InferenceDeploymentNotFound",
@@ -365,7 +367,8 @@ def _not_found(tag: str, name: str) -> NotFound:
     )
 
 
-def _ours(deployment: dict[str, Any] | None) -> bool:
+def made_here(deployment: dict[str, Any] | None) -> bool:
+    """Whether ``deployment`` is the worker Deployment of an inference deployment made through this API (labels)."""
     labels = ((deployment or {}).get("metadata") or {}).get("labels") or {}
     return labels.get(builders.LABEL_ROLE) == "worker" and builders.LABEL_DEPLOYMENT in labels
 
@@ -376,12 +379,12 @@ def _pods_of(dyn: Any, name: str) -> list[dict[str, Any]]:
 
 def _find(rt: Runtime, tag: str, name: str, *, pods: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     def read(dyn: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        found = _get(dyn, "apps/v1", "Deployment", name)
+        found = get_object(dyn, "apps/v1", "Deployment", name)
         return found, (_pods_of(dyn, name) if found is not None and pods else [])
 
     deployment, found_pods = read_kubernetes(rt, tag, read)
-    if not _ours(deployment):
-        raise _not_found(tag, name)
+    if not made_here(deployment):
+        raise deployment_not_found(tag, name)
     return dict(deployment), list(found_pods)
 
 
@@ -442,7 +445,7 @@ def create_router(rt: Runtime, tag: str, name: str, request: CreateRouterRequest
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
     deployment, _ = _find(rt, tag, name)
-    spec = _spec(deployment)
+    spec = stored_spec(deployment)
     rules.check_router_engine(name, spec.get("engine"))
     if request.autoscaling is not None and not read_kubernetes(
         rt, tag, lambda dyn: _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND)
@@ -455,6 +458,19 @@ def create_router(rt: Runtime, tag: str, name: str, request: CreateRouterRequest
 
 
 # -- deployments: the changes ----------------------------------------------------------------------------------------
+def grant_invoke(rt: Runtime, tag: str, dyn: Any) -> None:
+    """Let the API function call the deployments' Services (``POST .../invoke``): its access entry lists
+    :data:`instantstart.naming.API_KUBERNETES_GROUP` (EKS ``DescribeAccessEntry``/``UpdateAccessEntry`` when
+    missing) and the Role/RoleBinding of :func:`builders.invoke_access` are applied (server-side apply, idempotent).
+    """
+    from instantstart.clusters.stages import access
+    from instantstart.kube import client as kube
+
+    access.ensure_api_kubernetes_group(rt, tag)
+    for obj in builders.invoke_access():
+        kube.apply(dyn, obj)
+
+
 def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     """Dry-run, then apply the Deployment and Service; a Deployment of that name not made by this operation is never
     overwritten.
@@ -467,6 +483,7 @@ def apply_create(rt: Runtime, p: StepPayload) -> StepResult:
     op, change = changes.operation_change(rt, p, CreateDeploymentChange)
     request = change.request
     dyn = _admin(rt, p.cluster_tag)
+    grant_invoke(rt, p.cluster_tag, dyn)
     built = builders.build_deployment(request, memory_mib=change.memory_mib, operation_id=op.operation_id)
     existing = kube.get(dyn, "apps/v1", "Deployment", request.name, INFERENCE_NAMESPACE)
     if existing is not None:
@@ -660,7 +677,8 @@ CHANGES = {
 
 
 # -- reads -----------------------------------------------------------------------------------------------------------
-def _spec(deployment: dict[str, Any]) -> dict[str, Any]:
+def stored_spec(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The request a deployment was made from (its spec annotation, camelCase), ``{}`` when unreadable."""
     raw = ((deployment.get("metadata") or {}).get("annotations") or {}).get(builders.ANNOTATION_SPEC)
     try:
         return dict(json.loads(raw)) if raw else {}
@@ -688,7 +706,7 @@ def deployment_status(deployment: dict[str, Any]) -> DeploymentStatus:
 
 def _summary(deployment: dict[str, Any]) -> InferenceDeploymentSummary:
     meta = deployment.get("metadata") or {}
-    spec = _spec(deployment)
+    spec = stored_spec(deployment)
     return InferenceDeploymentSummary(
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace") or INFERENCE_NAMESPACE),
@@ -765,28 +783,28 @@ def get_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentView:
     records.live_cluster(rt, tag)
 
     def read(dyn: Any) -> dict[str, Any]:
-        deployment = _get(dyn, "apps/v1", "Deployment", name)
-        if not _ours(deployment):
+        deployment = get_object(dyn, "apps/v1", "Deployment", name)
+        if not made_here(deployment):
             return {}
         scaled = (
-            _get(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name)
+            get_object(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name)
             if _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND)
             else None
         )
         return {
             "deployment": deployment,
             "pods": _pods_of(dyn, name),
-            "service": _get(dyn, "v1", "Service", name),
-            "router": _get(dyn, "v1", "Service", builders.router_name(name)),
+            "service": get_object(dyn, "v1", "Service", name),
+            "router": get_object(dyn, "v1", "Service", builders.router_name(name)),
             "scaled": scaled,
         }
 
     found = read_kubernetes(rt, tag, read)
     if not found:
-        raise _not_found(tag, name)
+        raise deployment_not_found(tag, name)
     deployment = found["deployment"]
     summary = _summary(deployment)
-    spec = _spec(deployment)
+    spec = stored_spec(deployment)
     scaled = found["scaled"]
     autoscaling: dict[str, int | str] | None = None
     if scaled:

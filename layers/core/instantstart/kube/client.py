@@ -131,3 +131,43 @@ def delete(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace
     except NotFoundError:
         return False
     return True
+
+
+def service_proxy_post(
+    dyn: DynamicClient,
+    namespace: str,
+    service: str,
+    port: int,
+    path: str,
+    body: dict[str, Any],
+    *,
+    max_bytes: int,
+    timeout: float,
+) -> tuple[int, str | None, bytes]:
+    """POST ``body`` (sent as JSON) to ``path`` of Service ``service`` on ``port`` through the service proxy
+    (``POST /api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/{path}``, the ``services/proxy``
+    subresource: https://kubernetes.io/docs/tasks/access-application-cluster/access-cluster-services/).
+
+    Returns ``(HTTP status, Content-Type, at most max_bytes + 1 bytes of the answer)``: the pod's answer, or the API
+    server's own ``Status`` (403 without RBAC for ``services/proxy``, 503 ``no endpoints available``). ``path`` and
+    the names are URL-quoted (never a template string). ``timeout``: seconds for the whole call.
+
+    Raises:
+        urllib3.exceptions.HTTPError: no connection or no answer in time.
+    """
+    from urllib.parse import quote
+
+    api: Any = dyn.client
+    method, url, headers, payload, post = api.param_serialize(
+        "POST",
+        "/api/v1/namespaces/{namespace}/services/{name}/proxy/" + quote(path.lstrip("/"), safe="/"),
+        path_params={"namespace": namespace, "name": f"{service}:{port}"},
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, headers, payload, post, _request_timeout=timeout).response
+    try:
+        return int(response.status), response.headers.get("Content-Type"), response.read(max_bytes + 1)
+    finally:
+        response.release_conn()

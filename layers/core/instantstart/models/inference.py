@@ -14,7 +14,7 @@ reads the Secret and never echoes a value.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -49,6 +49,11 @@ SERVED_MODEL_NAME_RULE = "the model name clients send: letters, digits, '.', '_'
 PROMETHEUS_URL_PATTERN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$"
 PROMETHEUS_URL_RULE = "an http(s) URL of a Prometheus query API (e.g. http://prometheus.monitoring:9090)"
 
+INVOKE_MAX_BYTES = 1024 * 1024
+"""Largest JSON body ``POST .../invoke`` sends, bytes."""
+INVOKE_MAX_RESPONSE_BYTES = 256 * 1024
+"""Largest answer ``POST .../invoke`` returns whole, bytes (a longer one is cut; an answer replayed for an
+``Idempotency-Key`` is stored in DynamoDB, whose items hold at most 400 KB)."""
 MAX_REPLICAS = 64
 MAX_GPUS = 16
 MAX_MODEL_LEN = 1048576
@@ -368,3 +373,43 @@ class InferenceDeploymentView(InferenceDeploymentSummary):
     )
     pods: list[InferencePod] = Field(description="The deployment's pods.")
     conditions: list[dict[str, str]] = Field(description="The Deployment's conditions (type, status, reason, message).")
+
+
+class InvokeRoute(StrEnum):
+    """The OpenAI-compatible routes of vLLM and SGLang that ``POST .../invoke`` calls."""
+
+    COMPLETIONS = "v1/completions"
+    CHAT_COMPLETIONS = "v1/chat/completions"
+
+
+class InvokeDeploymentRequest(ApiModel):
+    """Body of ``POST .../inference/deployments/{name}/invoke``: the JSON payload sent to the engine."""
+
+    body: dict[str, Any] = Field(
+        description=f"The JSON object sent to the engine (at most {INVOKE_MAX_BYTES} bytes serialised); ``model`` "
+        "defaults to the deployment's served model name.",
+        examples=[{"prompt": "Hello", "max_tokens": 16}],
+    )
+    route: InvokeRoute = Field(
+        default=InvokeRoute.COMPLETIONS,
+        description="The engine's OpenAI-compatible route: v1/completions (prompt) or v1/chat/completions (messages).",
+        examples=["v1/completions"],
+    )
+    via: Literal["router", "service"] | None = Field(
+        default=None,
+        description="router: the SGLang router's Service; service: the workers' Service; null: the router when the "
+        "deployment has one, else the service.",
+        examples=["service"],
+    )
+
+
+class InvokeDeploymentView(ApiModel):
+    """Body of the 200 of ``POST .../inference/deployments/{name}/invoke``."""
+
+    service: str = Field(description="The Service the call went through.", examples=["qwen-vllm"])
+    port: int = Field(description="Its port.", examples=[8000])
+    route: InvokeRoute = Field(description="The engine route called.", examples=["v1/completions"])
+    content_type: str | None = Field(default=None, description="Content-Type of the answer.")
+    body: Any = Field(default=None, description="The answer parsed as JSON (null when truncated or not JSON).")
+    text: str | None = Field(default=None, description="The answer as text when it is not JSON or was truncated.")
+    truncated: bool = Field(description=f"The answer was longer than {INVOKE_MAX_RESPONSE_BYTES} bytes and was cut.")

@@ -18,7 +18,13 @@ from pydantic import Field, field_validator, model_validator
 from instantstart.models.cluster import INSTANCE_TYPE_PATTERN, INSTANCE_TYPE_RULE
 from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
-from instantstart.models.inference import HF_MODEL_ID_PATTERN, HF_MODEL_ID_RULE, SecretKeyRef
+from instantstart.models.inference import (
+    HF_MODEL_ID_PATTERN,
+    HF_MODEL_ID_RULE,
+    INVOKE_MAX_BYTES,
+    INVOKE_MAX_RESPONSE_BYTES,
+    SecretKeyRef,
+)
 from instantstart.models.operation import OperationView
 from instantstart.models.training_jobs import IMAGE_PATTERN, IMAGE_RULE, refuse_unpinned
 
@@ -51,11 +57,6 @@ JUMPSTART_MODEL_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 JUMPSTART_MODEL_RULE = "a JumpStart model id: letters, digits and single '-' (e.g. deepseek-llm-r1-distill-qwen-1-5b)"
 MAX_REPLICAS = 64
 TOKEN_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_TOKEN")
-INVOKE_MAX_BYTES = 1024 * 1024
-"""Largest JSON body ``POST .../invoke`` sends, bytes."""
-INVOKE_MAX_RESPONSE_BYTES = 256 * 1024
-"""Largest answer ``POST .../invoke`` returns whole, bytes (a longer one is cut; an answer replayed for an
-``Idempotency-Key`` is stored in DynamoDB, whose items hold at most 400 KB)."""
 
 
 class ModelSourceType(StrEnum):

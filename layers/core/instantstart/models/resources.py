@@ -55,6 +55,8 @@ class AccessResources(StageResources):
     api_principal_arn: str | None = None
     """The API function's role, given a read-only entry (``api_access_policy_arn``) for GET .../features."""
     api_access_policy_arn: str | None = None
+    api_kubernetes_groups: list[str] | None = None
+    """The API entry's ``kubernetesGroups`` (RBAC in the cluster binds them, e.g. to invoke a model server)."""
     kubernetes_version: str | None = None
     namespaces: int | None = None
 

@@ -1057,6 +1057,12 @@ class EksEmulator:
                 answer = 403, f'forbidden: User "{entry.principal_arn}" cannot {verb.get(method, "get")} path "{path}"'
         return answer
 
+    def kubernetes_groups(self, cluster: str) -> set[str]:
+        """The ``kubernetesGroups`` of every access entry of ``cluster`` (the sandbox's Kubernetes API server binds
+        them to RBAC subjects of kind Group)."""
+        with self._lock:
+            return {g for (c, _), e in self._access.items() if c == cluster for g in e.kubernetes_groups}
+
     def _require_api_auth(self, name: str) -> None:
         meta = self._require_active(name)
         if meta.access_config.get("authenticationMode") not in ("API", "API_AND_CONFIG_MAP"):

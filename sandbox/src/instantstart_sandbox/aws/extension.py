@@ -124,6 +124,8 @@ class AwsExtension:
         self.eks = EksEmulator(clock, kube, region, account_id, self.emit, self.faults)
         if hasattr(kube, "access_gate"):
             kube.access_gate = self.eks.kubernetes_access  # 401/403 while access entries propagate
+        if hasattr(kube, "entry_groups"):
+            kube.entry_groups = self.eks.kubernetes_groups  # the RBAC groups of the service proxy
         self.hyperpod = HyperPodEmulator(
             clock,
             kube,

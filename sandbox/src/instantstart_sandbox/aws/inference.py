@@ -21,7 +21,6 @@ Test hooks (``AwsExtension.inference``): ``stall``/``unstall``, ``fail_image_pul
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import uuid
@@ -31,6 +30,7 @@ from typing import Any
 
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
+from instantstart_sandbox.completions import completion
 
 MAX_INVOKE_BYTES = 6 * 1024 * 1024
 """InvokeEndpoint's payload limit (6 MB)."""
@@ -41,50 +41,6 @@ class _Endpoint:
     cluster: str
     model_name: str
     config_name: str
-
-
-def completion(endpoint: str, model: str, body: bytes) -> dict[str, Any]:
-    """The deterministic answer to a JSON invocation ``body`` of ``endpoint`` serving ``model``.
-
-    The prompt is ``prompt`` (string or list of strings), ``inputs`` (TGI/LMI style) or the concatenated
-    ``messages[].content`` (chat), else the whole body. Shape: ``{"id": "cmpl-<12 hex>", "object":
-    "text_completion", "model", "choices": [{"index": 0, "text", "finish_reason": "length"}], "usage":
-    {"prompt_tokens", "completion_tokens", "total_tokens"}}``; ``text`` names the prompt's SHA-256 prefix (12 hex)
-    and its length in characters; tokens are counted as whitespace-separated words (``max_tokens`` caps the
-    completion, default 16).
-    """
-    payload = json.loads(body)
-    prompt: str
-    if isinstance(payload, dict) and isinstance(payload.get("prompt"), (str, list)):
-        raw = payload["prompt"]
-        prompt = raw if isinstance(raw, str) else "\n".join(str(p) for p in raw)
-    elif isinstance(payload, dict) and isinstance(payload.get("inputs"), str):
-        prompt = payload["inputs"]
-    elif isinstance(payload, dict) and isinstance(payload.get("messages"), list):
-        prompt = "\n".join(str((m or {}).get("content", "")) for m in payload["messages"] if isinstance(m, dict))
-    else:
-        prompt = body.decode("utf-8", "replace")
-    digest = hashlib.sha256(prompt.encode()).hexdigest()
-    words = f"sandbox completion from {endpoint} for prompt sha256 {digest[:12]} of {len(prompt)} characters".split()
-    limit = payload.get("max_tokens") if isinstance(payload, dict) else None
-    if not isinstance(limit, int) or limit <= 0:
-        limit = (payload.get("parameters") or {}).get("max_new_tokens") if isinstance(payload, dict) else None
-    if not isinstance(limit, int) or limit <= 0:
-        limit = 16
-    text = " ".join(words[:limit])
-    completion_tokens = min(limit, len(words))
-    prompt_tokens = len(prompt.split())
-    return {
-        "id": f"cmpl-{hashlib.sha256((endpoint + digest).encode()).hexdigest()[:12]}",
-        "object": "text_completion",
-        "model": model,
-        "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
 
 
 class SageMakerInference:

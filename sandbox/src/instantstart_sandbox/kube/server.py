@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from instantstart_sandbox.kube import certs
+from instantstart_sandbox.kube import certs, proxy
 from instantstart_sandbox.kube.controllers import SimulatedControllers
 from instantstart_sandbox.kube.errors import KubeError, bad_request
 from instantstart_sandbox.kube.inference import InferenceControllers, SageMakerSide
@@ -63,6 +63,9 @@ class KubeApiServer:
         self.access_gate: AccessGate | None = None
         """``(cluster, method, path) -> (status, message) | None``, asked after a token is accepted:
         a status (401/403) answers the request instead (the EKS emulator's access-entry propagation)."""
+        self.entry_groups: Callable[[str], set[str]] | None = None
+        """``cluster -> the kubernetesGroups of its access entries`` (the EKS emulator's), for the RBAC check of the
+        service proxy (:mod:`instantstart_sandbox.kube.proxy`); None: no EKS, no check."""
         self.clock = clock
         self._clusters: dict[str, KubeCluster] = {}
         self._controllers: dict[str, SimulatedControllers] = {}
@@ -468,6 +471,14 @@ class _Handler(BaseHTTPRequestHandler):
             candidate = reg.by_path(group, version, tail[2])
             if candidate is not None and candidate.namespaced:
                 namespace, tail = tail[1], tail[2:]
+        if not group and namespace is not None and len(tail) >= 3 and tail[0] == "services" and tail[2] == "proxy":
+            api = self.server.api
+            entry_groups = api.entry_groups(cluster.name) if api.entry_groups is not None else None
+            status, ctype, payload = proxy.service_proxy(
+                cluster, entry_groups, namespace, tail[1], method, "/".join(tail[3:]), body
+            )
+            self._send(status, payload, ctype)
+            return
         if not tail or len(tail) > 3:
             raise KubeError(404, "the server could not find the requested resource", "NotFound")
         rt = reg.by_path(group, version, tail[0])

@@ -15,7 +15,7 @@ from instantstart.clusters.stages.common import GONE, Step
 from instantstart.models.common import StageName
 from instantstart.models.resources import AccessResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import owned_by, ownership_tags
+from instantstart.naming import API_KUBERNETES_GROUP, owned_by, ownership_tags
 from instantstart.runtime import Runtime
 
 STAGE = StageName.ACCESS
@@ -27,22 +27,55 @@ such as CustomResourceDefinitions, ClusterRoles or PersistentVolumes, nor Secret
 ``unknown`` (AmazonEKSAdminViewPolicy would read them, Secrets included; the narrower policy is kept)."""
 
 
-def _ensure_entry(eks: Any, cluster: str, principal: str, policy: str, tag: str) -> None:
-    """Access entry for ``principal`` (with the cluster's ownership tags; one that exists is kept) and ``policy``
-    at cluster scope (EKS ``CreateAccessEntry``, ``AssociateAccessPolicy``: both idempotent here)."""
+def _ensure_entry(
+    eks: Any, cluster: str, principal: str, policy: str, tag: str, groups: list[str] | None = None
+) -> None:
+    """Access entry for ``principal`` (with the cluster's ownership tags and ``groups`` as its ``kubernetesGroups``;
+    one that exists is kept, see :func:`ensure_kubernetes_groups`) and ``policy`` at cluster scope (EKS
+    ``CreateAccessEntry``, ``AssociateAccessPolicy``: both idempotent here)."""
     try:
-        eks.create_access_entry(clusterName=cluster, principalArn=principal, tags=ownership_tags(tag))
+        eks.create_access_entry(
+            clusterName=cluster, principalArn=principal, tags=ownership_tags(tag), kubernetesGroups=groups or []
+        )
     except ClientError as exc:
         if error_code(exc) != "ResourceInUseException":
             raise
+        if groups:
+            ensure_kubernetes_groups(eks, cluster, principal, groups)
     eks.associate_access_policy(
         clusterName=cluster, principalArn=principal, policyArn=policy, accessScope={"type": "cluster"}
     )
 
 
+def ensure_kubernetes_groups(eks: Any, cluster: str, principal: str, groups: list[str]) -> list[str]:
+    """Add ``groups`` to the ``kubernetesGroups`` of ``principal``'s access entry when one is missing (EKS
+    ``DescribeAccessEntry``, then ``UpdateAccessEntry`` with the union; the entry's other groups are kept).
+    Returns the entry's groups.
+
+    Raises:
+        botocore.exceptions.ClientError: ``ResourceNotFoundException`` (no entry), ``AccessDeniedException``.
+    """
+    entry = eks.describe_access_entry(clusterName=cluster, principalArn=principal)["accessEntry"]
+    have = list(entry.get("kubernetesGroups") or [])
+    missing = [g for g in groups if g not in have]
+    if missing:
+        have = [*have, *missing]
+        eks.update_access_entry(clusterName=cluster, principalArn=principal, kubernetesGroups=have)
+    return have
+
+
+def ensure_api_kubernetes_group(rt: Runtime, tag: str) -> None:
+    """The API function's access entry lists :data:`API_KUBERNETES_GROUP` (for clusters whose access stage ran
+    before the group existed; no API role configured: nothing to do). See :func:`ensure_kubernetes_groups`."""
+    api_principal = rt.settings.API_ROLE_ARN
+    if api_principal and api_principal != rt.settings.CONTROL_PLANE_ROLE_ARN:
+        ensure_kubernetes_groups(rt.client("eks"), records.eks_name(rt, tag), api_principal, [API_KUBERNETES_GROUP])
+
+
 def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
     """Access entry + cluster-admin access policy for the control plane's role, and a read-only entry
-    (:data:`EKS_VIEW_POLICY`) for the API function's role when ``API_ROLE_ARN`` is set (EKS access entries API).
+    (:data:`EKS_VIEW_POLICY`, Kubernetes group :data:`API_KUBERNETES_GROUP`) for the API function's role when
+    ``API_ROLE_ARN`` is set (EKS access entries API).
 
     Calls ``CreateAccessEntry`` and ``AssociateAccessPolicy``
     (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html).
@@ -53,7 +86,7 @@ def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
     _ensure_entry(eks, name, principal, EKS_ADMIN_POLICY, p.cluster_tag)
     api_principal = rt.settings.API_ROLE_ARN
     if api_principal and api_principal != principal:
-        _ensure_entry(eks, name, api_principal, EKS_VIEW_POLICY, p.cluster_tag)
+        _ensure_entry(eks, name, api_principal, EKS_VIEW_POLICY, p.cluster_tag, [API_KUBERNETES_GROUP])
     records.update_stage_resources(
         rt,
         tag=p.cluster_tag,
@@ -64,6 +97,7 @@ def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
             access_policy_arn=EKS_ADMIN_POLICY,
             api_principal_arn=api_principal or None,
             api_access_policy_arn=EKS_VIEW_POLICY if api_principal else None,
+            api_kubernetes_groups=[API_KUBERNETES_GROUP] if api_principal else None,
         ),
     )
     return StepResult(status=principal)
