@@ -275,3 +275,85 @@ def test_delete_removes_the_deployment_and_its_service(
     assert gone.status == 404 and gone.code == "InferenceDeploymentNotFound"
     for o in api.list_cluster_operations(TAG)["operations"]:
         assert TOKEN not in json.dumps(o)
+
+
+SGLANG = {**DEPLOYMENT, "name": "qwen-sglang", "engine": "sglang", "replicas": 2}
+SCALED_OBJECT_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "scaledobjects.keda.sh"},
+    "spec": {
+        "group": "keda.sh",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "scaledobjects",
+            "singular": "scaledobject",
+            "kind": "ScaledObject",
+            "listKind": "ScaledObjectList",
+        },
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                "subresources": {"status": {}},
+            }
+        ],
+    },
+}
+AUTOSCALING = {
+    "minReplicas": 1,
+    "maxReplicas": 3,
+    "prometheusServerAddress": "http://prometheus.monitoring:9090",
+    "queueThreshold": 4,
+}
+
+
+def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_forwards_to_a_worker(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    op = finished(api, api.create_inference_deployment(TAG, SGLANG)["operation"])
+    assert op["status"] == "SUCCEEDED", op
+    image = kube(sandbox).peek("apps/v1", "Deployment", "qwen-sglang", "default")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["image"]
+    sandbox.aws.extension.inference.fail_image_pull(EKS, image)
+    try:
+        not_ready = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": "hi"}))
+    finally:
+        sandbox.aws.extension.inference.allow_image_pull(EKS, image)
+    ready = eventually(
+        lambda: api.get_inference_deployment(TAG, "qwen-sglang"), lambda d: d["readyReplicas"] == 2, timeout=180
+    )
+    workers = {p["name"] for p in ready["pods"]}
+    direct = api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": "hi"})
+
+    keda_missing = refusal(lambda: api.create_inference_router(TAG, "qwen-sglang", {"autoscaling": AUTOSCALING}))
+    kube(sandbox).create(SCALED_OBJECT_CRD)
+    op = finished(api, api.create_inference_router(TAG, "qwen-sglang", {"autoscaling": AUTOSCALING})["operation"])
+    view = eventually(
+        lambda: api.get_inference_deployment(TAG, "qwen-sglang"), lambda d: d["router"] is not None, timeout=60
+    )
+    eventually(
+        lambda: kube(sandbox).peek("apps/v1", "Deployment", "qwen-sglang-router", "default"),
+        lambda d: (d.get("status") or {}).get("readyReplicas") == 1,
+        timeout=180,
+    )
+    prompts = [f"prompt {i}" for i in range(6)]
+    routed = [api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": p}) for p in prompts]
+
+    assert not_ready.status == 409 and not_ready.code == "InferenceDeploymentNotReady"
+    assert not_ready.details[0]["readyReplicas"] == 0
+    assert direct["service"] == "qwen-sglang" and direct["body"]["model"] == "qwen2.5-0.5b"
+    assert keda_missing.status == 409 and keda_missing.code == "KedaNotInstalled"
+    assert op["type"] == "CREATE_INFERENCE_ROUTER" and op["status"] == "SUCCEEDED", op
+    assert view["router"]["url"] == "http://qwen-sglang-router.default.svc:30000"
+    assert view["autoscaling"] == {"minReplicas": 1, "maxReplicas": 3}
+    scaled = kube(sandbox).peek("keda.sh/v1alpha1", "ScaledObject", "qwen-sglang", "default")
+    assert scaled["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen-sglang"}
+    assert scaled["spec"]["triggers"][0]["metadata"]["threshold"] == "4"
+    assert {r["service"] for r in routed} == {"qwen-sglang-router"}
+    answered_by = {w for r in routed for w in workers if f"from {w} " in r["body"]["choices"][0]["text"]}
+    assert answered_by and answered_by <= workers, (routed, workers)
+    assert len(answered_by) == 2, "the router spreads distinct prompts over both workers"
