@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
@@ -283,3 +284,34 @@ def test_a_stuck_deployment_shows_the_pod_event_and_fails_with_the_operator_mess
     assert TOKEN not in json.dumps(SEEN)
     assert TOKEN not in caplog.text
     assert TOKEN not in Path(sandbox.engine_log_path).read_text(errors="replace")
+
+
+def test_a_jumpstart_model_is_a_jumpstart_model_resource_that_deploys_answers_and_deletes_its_sagemaker_side(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    body = {
+        "name": "ds-jumpstart",
+        "instanceType": "ml.g6.4xlarge",
+        "replicas": 1,
+        "jumpStart": {"modelId": "deepseek-llm-r1-distill-qwen-1-5b", "modelVersion": "2.0.0"},
+    }
+
+    accepted = seen(api.create_inference_endpoint(TAG, body))
+    op = seen(finished(api, accepted["operation"]))
+    view = seen(api.get_inference_endpoint(TAG, "ds-jumpstart"))
+    answer = seen(api.invoke_inference_endpoint(TAG, "ds-jumpstart", {"inputs": "Hello", "parameters": {}}))
+    resource = kube(sandbox).peek(accepted["apiVersion"], "JumpStartModel", "ds-jumpstart")
+    deleted = seen(finished(api, api.delete_inference_endpoint(TAG, "ds-jumpstart")["operation"]))
+
+    assert accepted["kind"] == "JumpStartModel" and op["status"] == "SUCCEEDED", op
+    assert resource["spec"]["model"]["modelId"] == "deepseek-llm-r1-distill-qwen-1-5b"
+    assert resource["spec"]["model"]["modelVersion"] == "2.0.0"
+    assert view["kind"] == "JumpStartModel" and view["state"] == "DeploymentComplete"
+    assert view["sagemaker"]["status"] == "InService"
+    endpoint = f"instantstart-{TAG}-ds-jumpstart"
+    assert view["sagemaker"]["name"] == accepted["endpointName"] == answer["endpointName"] == endpoint
+    assert answer["body"]["choices"][0]["text"].startswith(f"sandbox completion from {endpoint} ")
+    assert deleted["status"] == "SUCCEEDED", deleted
+    assert kube(sandbox).peek(accepted["apiVersion"], "JumpStartModel", "ds-jumpstart") is None
+    sagemaker = boto3.client("sagemaker", region_name=sandbox.region)
+    assert endpoint not in [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]]
