@@ -10,8 +10,10 @@ from typing import Any
 
 import boto3
 import pytest
+from typer.testing import CliRunner, Result
 
 from instantstart_client.api import InstantStartClient
+from instantstart_client.cli import app
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, eventually, finished, ready_cluster, refusal
 
@@ -357,3 +359,43 @@ def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_for
     answered_by = {w for r in routed for w in workers if f"from {w} " in r["body"]["choices"][0]["text"]}
     assert answered_by and answered_by <= workers, (routed, workers)
     assert len(answered_by) == 2, "the router spreads distinct prompts over both workers"
+
+
+def cli(*args: str) -> Result:
+    """The ``instantstart`` CLI in process against the sandbox API (its URL and credentials are in the environment)."""
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_the_cli_lists_shows_invokes_and_deletes_a_deployment_with_its_router(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    eventually(lambda: api.get_inference_deployment(TAG, "qwen-sglang"), lambda d: d["readyReplicas"] == 2)
+
+    models = cli("models", "list", TAG)
+    listed = cli("deployments", "list", TAG)
+    shown = cli("deployments", "get", TAG, "qwen-sglang")
+    invoked = cli("deployments", "invoke", TAG, "qwen-sglang", '{"prompt": "from the cli"}', "--via", "service")
+    chat = cli(
+        "deployments", "invoke", TAG, "qwen-sglang", '{"messages": [{"role": "user", "content": "hi"}]}', "--chat"
+    )
+    not_json = cli("deployments", "invoke", TAG, "qwen-sglang", "prompt please")
+    fsx = cli("models", "download", TAG, MODEL, "--destination", "fsx")
+    deleted = cli("deployments", "delete", TAG, "qwen-sglang", "--yes", "--wait", "--poll-interval", "0.5")
+
+    assert models.exit_code == 0 and f"/s3/models/{MODEL}" in models.output, models.output
+    assert listed.exit_code == 0 and "qwen-sglang" in listed.output and "Ready" in listed.output, listed.output
+    assert shown.exit_code == 0 and "http://qwen-sglang-router.default.svc:30000" in shown.output, shown.output
+    assert invoked.exit_code == 0, invoked.output
+    answer = json.loads(invoked.stdout)
+    assert answer["object"] == "text_completion" and answer["model"] == "qwen2.5-0.5b"
+    assert chat.exit_code == 0 and json.loads(chat.stdout)["object"] == "chat.completion", chat.output
+    assert not_json.exit_code == 2 and "BODY is not JSON" in not_json.output
+    assert fsx.exit_code == 2 and "fsx" in fsx.output, fsx.output
+    assert deleted.exit_code == 0, deleted.output
+    for api_version, kind, name in (
+        ("apps/v1", "Deployment", "qwen-sglang"),
+        ("apps/v1", "Deployment", "qwen-sglang-router"),
+        ("v1", "Service", "qwen-sglang-router"),
+        ("keda.sh/v1alpha1", "ScaledObject", "qwen-sglang"),
+    ):
+        assert kube(sandbox).peek(api_version, kind, name, "default") is None, (kind, name)

@@ -14,8 +14,10 @@ from typing import Any
 
 import boto3
 import pytest
+from typer.testing import CliRunner, Result
 
 from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_client.cli import app
 from instantstart_sandbox.runner import Sandbox
 from tests.integration import conftest
 from tests.integration.conftest import GROUP, eventually, finished, ready_cluster
@@ -315,3 +317,32 @@ def test_a_jumpstart_model_is_a_jumpstart_model_resource_that_deploys_answers_an
     assert kube(sandbox).peek(accepted["apiVersion"], "JumpStartModel", "ds-jumpstart") is None
     sagemaker = boto3.client("sagemaker", region_name=sandbox.region)
     assert endpoint not in [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]]
+
+
+def cli(*args: str) -> Result:
+    """The ``instantstart`` CLI in process against the sandbox API (its URL and credentials are in the environment)."""
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_the_cli_creates_lists_shows_invokes_and_deletes_a_managed_endpoint(
+    deployed: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    flags = ["--instance-type", "ml.g6.4xlarge", "--s3-model", f"models/{MODEL}", "--image", IMAGE, "--gpus", "1"]
+
+    refused = cli("endpoints", "create", TAG, "--name", "cli-ep", *flags[:1], "ml.p5.48xlarge", *flags[2:])
+    created = cli("endpoints", "create", TAG, "--name", "cli-ep", *flags, "--wait", "--poll-interval", "0.5")
+    listed = cli("endpoints", "list", TAG)
+    shown = cli("endpoints", "get", TAG, "cli-ep", "--json")
+    invoked = cli("endpoints", "invoke", TAG, "cli-ep", '{"prompt": "from the cli", "max_tokens": 4}')
+    deleted = cli("endpoints", "delete", TAG, "cli-ep", "--yes", "--wait", "--poll-interval", "0.5")
+
+    assert refused.exit_code == 2 and "instanceType" in refused.output and "ml.g6.4xlarge" in refused.output
+    assert created.exit_code == 0, created.output
+    assert listed.exit_code == 0 and "cli-ep" in listed.output and "DeploymentComplete" in listed.output
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["sagemaker"]["status"] == "InService"
+    assert invoked.exit_code == 0, invoked.output
+    assert json.loads(invoked.stdout)["choices"][0]["text"] == f"sandbox completion from instantstart-{TAG}-cli-ep"
+    assert deleted.exit_code == 0, deleted.output
+    assert kube(sandbox).peek(IEC, "InferenceEndpointConfig", "cli-ep") is None
+    gone = boto3.client("sagemaker", region_name=sandbox.region).list_endpoints()["Endpoints"]
+    assert f"instantstart-{TAG}-cli-ep" not in [e["EndpointName"] for e in gone]
