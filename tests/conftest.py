@@ -24,7 +24,10 @@ def sandbox() -> Iterator[Any]:
     sb = Sandbox(time_scale=TIME_SCALE).start()
     os.environ.update(sb.client_environment())
     yield sb
+    report = sb.audit_iam()
     sb.stop()
+    print(f"\n{report.summary()}")
+    assert not report.missing, report.summary()
 
 
 @pytest.fixture(scope="session")

@@ -360,17 +360,28 @@ def test_delete_removes_the_sagemaker_side_and_a_recreate_gets_new_resources(
 
 
 def test_invoke_endpoint_answers_deterministically_and_refuses_unknown_endpoints(
-    kube: KubeCluster, custom: client.CustomObjectsApi, aws: Callable[[str], Any]
+    sandbox: tuple[AwsSandboxServer, KubeApiServer],
+    name: str,
+    kube: KubeCluster,
+    custom: client.CustomObjectsApi,
+    aws: Callable[[str], Any],
 ) -> None:
     install_operator(kube)
     node(kube, "g5-a")
     endpoint = f"ep-{uuid.uuid4().hex[:8]}"
     runtime = aws("sagemaker-runtime")
-    custom.create_namespaced_custom_object(GROUP, VERSION, "default", IEC, endpoint_config("chat", endpoint))
-    wait_for(lambda: (get(custom, "chat").get("status") or {}).get("endpoints"))
+    # an endpoint the operator created that is still Creating (made directly: the operator's own Creating
+    # window is 60 simulated seconds, too short to hit reliably on a loaded machine)
+    side = sandbox[0].extension.sagemaker_inference
+    side.create_model(name, f"{endpoint}-m", VLLM, {})
+    side.create_endpoint_config(f"{endpoint}-c", f"{endpoint}-m", G5, 1)
+    side.create_endpoint(name, f"{endpoint}-creating", f"{endpoint}-c", "tiny-llama")
     with pytest.raises(ClientError) as creating:
-        runtime.invoke_endpoint(EndpointName=endpoint, Body=b'{"prompt": "hi"}', ContentType="application/json")
+        runtime.invoke_endpoint(
+            EndpointName=f"{endpoint}-creating", Body=b'{"prompt": "hi"}', ContentType="application/json"
+        )
     assert creating.value.response["Error"]["Code"] == "ValidationError"
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", IEC, endpoint_config("chat", endpoint))
     wait_for(lambda: state(custom, "chat") == "DeploymentComplete")
 
     def invoke(body: dict[str, Any]) -> dict[str, Any]:

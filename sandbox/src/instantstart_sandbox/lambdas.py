@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from instantstart_sandbox import iam_audit
+
 logger = logging.getLogger(__name__)
 
 
@@ -120,7 +122,7 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     errored = False
     try:
         handler = _load_handler(code)
-        with _function_lock(name):
+        with _function_lock(name), iam_audit.acting_as(name):
             context._started = time.monotonic()
             result = handler(event, context)
         payload = json.dumps(result, default=str)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from instantstart_sandbox import lambdas, moto_fixes, moto_speedups, stepfunctions
+from instantstart_sandbox import iam_audit, lambdas, moto_fixes, moto_speedups, stepfunctions
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.deploy import Deployer, Deployment
 from instantstart_sandbox.httpapi import HttpApiServer
@@ -159,6 +159,7 @@ class Sandbox:
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
+        iam_audit.install()
         lambdas.use_clock(self.clock.now)
         moto_fixes.install()
         moto_speedups.install()
@@ -175,6 +176,14 @@ class Sandbox:
         self.http.start()
         logging.getLogger(__name__).info("sandbox API at %s", self.http.url)
         return self
+
+    def audit_iam(self) -> iam_audit.AuditReport:
+        """Every AWS call the deployed functions made so far, judged against their roles in the template: the
+        actions a role lacks (:func:`instantstart_sandbox.iam_audit.audit`)."""
+        assert self.aws is not None and self.deployment is not None, "start() first"
+        functions = {name: lid for lid, name in self.deployment.physical.items() if name in lambdas.REGISTRY}
+        counts = dict(self.aws.extension.calls.by_caller)
+        return iam_audit.audit(counts, self.template_path, self.region, functions)
 
     def stop(self) -> None:
         """Stop the servers and the clock."""

@@ -34,6 +34,8 @@ class AwsCall:
     operation: str
     region: str
     time: float
+    caller: str | None = None
+    """The deployed function whose handler made the call (:mod:`instantstart_sandbox.iam_audit`), if known."""
 
     @property
     def write(self) -> bool:
@@ -51,11 +53,15 @@ class CallRecorder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: deque[AwsCall] = deque(maxlen=MAX_CALLS)
+        self.by_caller: Counter[tuple[str | None, str, str]] = Counter()
+        """``(caller, service, operation)`` -> calls since the recorder was made (:meth:`reset` keeps it): what the
+        IAM audit judges."""
 
     def record(self, call: AwsCall) -> None:
         """Append ``call`` (called by the extension for each signed request)."""
         with self._lock:
             self._calls.append(call)
+            self.by_caller[(call.caller, call.service, call.operation)] += 1
 
     def reset(self) -> None:
         """Forget every call recorded so far."""

@@ -332,7 +332,8 @@ class AwsExtension:
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
                 return app(environ, start_response)
-            self.calls.record(AwsCall(service, operation, region, self.clock.now()))
+            caller = environ.get("HTTP_X_SANDBOX_FUNCTION")
+            self.calls.record(AwsCall(service, operation, region, self.clock.now(), caller))
             if service == "dynamodb":
                 # DynamoDB's conditional writes and transactions are atomic; moto's check, then write. The
                 # server is threaded, so DynamoDB requests take turns (a condition cannot go stale mid-write).

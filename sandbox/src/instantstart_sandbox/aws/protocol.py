@@ -107,7 +107,7 @@ class ServiceModels:
         self._session = botocore.session.get_session()
         self._lock = threading.Lock()
         self._models: dict[str, ServiceModel | None] = {}
-        self._routes: dict[str, list[tuple[str, re.Pattern[str], list[str], int, str]]] = {}
+        self._routes: dict[str, list[tuple[str, re.Pattern[str], list[str], list[str], int, str]]] = {}
 
     def service_model(self, name: str) -> ServiceModel | None:
         """The botocore model of ``name`` (service name or signing name), or None when unknown."""
@@ -125,8 +125,9 @@ class ServiceModels:
         model = self.service_model(name)
         return model.service_name if model is not None else name
 
-    def rest_routes(self, model: ServiceModel) -> list[tuple[str, re.Pattern[str], list[str], int, str]]:
-        """Compiled (method, path regex, required query keys, specificity, operation) per operation."""
+    def rest_routes(self, model: ServiceModel) -> list[tuple[str, re.Pattern[str], list[str], list[str], int, str]]:
+        """Compiled (method, path regex, required query keys, required headers as WSGI keys, specificity, operation)
+        per operation (``CopyObject`` is ``PutObject``'s route plus its required ``x-amz-copy-source`` header)."""
         with self._lock:
             routes = self._routes.get(model.service_name)
             if routes is None:
@@ -150,7 +151,19 @@ class ServiceModels:
                     if not pattern.endswith("/"):
                         pattern += "/?"
                     required = [q.split("=")[0] for q in query.split("&") if q]
-                    routes.append((http.get("method", "POST"), re.compile(f"^{pattern}$"), required, literal, op_name))
+                    shape = model.operation_model(op_name).input_shape
+                    headers = (
+                        [
+                            "HTTP_" + str(member.serialization.get("name", name)).upper().replace("-", "_")
+                            for name, member in shape.members.items()
+                            if member.serialization.get("location") == "header" and name in shape.required_members
+                        ]
+                        if shape is not None
+                        else []
+                    )
+                    routes.append(
+                        (http.get("method", "POST"), re.compile(f"^{pattern}$"), required, headers, literal, op_name)
+                    )
                 self._routes[model.service_name] = routes
             return routes
 
@@ -222,12 +235,12 @@ def resolve_operation(models: ServiceModels, service: str, environ: WSGIEnviron,
         path, query = raw_path_and_query(environ)
         query_keys = set(parse_qs(query, keep_blank_values=True))
         best: tuple[int, str] | None = None
-        for op_method, regex, required, literal, op_name in models.rest_routes(model):
+        for op_method, regex, required, headers, literal, op_name in models.rest_routes(model):
             if op_method != method or not regex.match(path):
                 continue
-            if not all(key in query_keys for key in required):
+            if not all(key in query_keys for key in required) or not all(h in environ for h in headers):
                 continue
-            score = literal * 10 + len(required)
+            score = literal * 10 + len(required) + len(headers)
             if best is None or score > best[0]:
                 best = (score, op_name)
         return best[1] if best else None
@@ -273,7 +286,7 @@ def parse_params(req: AwsRequest) -> dict[str, Any]:
     path, query = raw_path_and_query(req.environ)
     query_fields = parse_qs(query, keep_blank_values=True)
     labels: dict[str, str] = {}
-    for op_method, regex, _, _, op_name in MODELS.rest_routes(req.model.service_model):
+    for op_method, regex, _, _, _, op_name in MODELS.rest_routes(req.model.service_model):
         if op_name == req.operation and op_method == req.environ.get("REQUEST_METHOD", "GET").upper():
             match = regex.match(path)
             if match:

@@ -1,0 +1,201 @@
+"""Which function made each AWS call, and whether its role in the template allows it.
+
+The sandbox does not evaluate IAM (moto accepts any signed request), so a role missing an action only shows in a
+real account. This module closes that gap for every call a sandbox run makes:
+
+- :func:`acting_as` marks the thread running a deployed function's handler (the in-process Lambda invoker uses it);
+  :func:`install` makes every botocore request of the process carry that function's name in the
+  :data:`CALLER_HEADER` header (added after signing; AWS would never see it). Calls from threads the handler starts
+  itself carry no name and are not judged (:attr:`AuditReport.unattributed` counts them).
+- The AWS server records the header on each :class:`~instantstart_sandbox.aws.calls.AwsCall` (``caller``).
+- :func:`audit` maps each ``(service, operation)`` to its IAM action (:func:`iam_actions`) and asks whether an
+  ``Allow`` statement of the caller's role in the SAM-transformed template names it (wildcards as IAM matches them).
+  Resources and conditions are not evaluated: the check finds missing actions, not over-broad ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CALLER_HEADER = "X-Sandbox-Function"
+_CALLER: ContextVar[str | None] = ContextVar("sandbox_function", default=None)
+
+IAM_PREFIX = {
+    "stepfunctions": "states",
+    "sagemaker-runtime": "sagemaker",
+    "service-quotas": "servicequotas",
+}
+"""botocore service name -> IAM service prefix, where they differ."""
+
+ACTIONS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("s3", "ListObjectsV2"): (("s3:ListBucket",),),
+    ("s3", "ListObjects"): (("s3:ListBucket",),),
+    ("s3", "HeadBucket"): (("s3:ListBucket",),),
+    ("s3", "HeadObject"): (("s3:GetObject",),),
+    ("s3", "CopyObject"): (("s3:PutObject",), ("s3:GetObject",)),
+    ("s3", "DeleteObjects"): (("s3:DeleteObject",),),
+    ("s3", "ListObjectVersions"): (("s3:ListBucketVersions",),),
+    ("s3", "PutPublicAccessBlock"): (("s3:PutBucketPublicAccessBlock",),),
+    ("s3", "GetPublicAccessBlock"): (("s3:GetBucketPublicAccessBlock",),),
+    ("s3", "DeletePublicAccessBlock"): (("s3:PutBucketPublicAccessBlock",),),
+    ("s3", "PutBucketEncryption"): (("s3:PutEncryptionConfiguration",),),
+    ("s3", "GetBucketEncryption"): (("s3:GetEncryptionConfiguration",),),
+    ("s3", "PutBucketLifecycleConfiguration"): (("s3:PutLifecycleConfiguration",),),
+    ("s3", "GetBucketLifecycleConfiguration"): (("s3:GetLifecycleConfiguration",),),
+    ("lambda", "Invoke"): (("lambda:InvokeFunction",),),
+    ("sagemaker-runtime", "InvokeEndpoint"): (("sagemaker:InvokeEndpoint",),),
+    ("dynamodb", "TransactWriteItems"): (
+        ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"),
+    ),
+    ("dynamodb", "TransactGetItems"): (("dynamodb:GetItem",),),
+    ("sts", "GetCallerIdentity"): (),
+}
+"""``(service, operation)`` -> what authorises it when the IAM action's name differs: every requirement must be
+granted, and a requirement is a choice (any one of its actions: which a transaction needs depends on its items);
+``()`` needs no permission. Source: the Service Authorization Reference's "API operations" tables."""
+
+
+def iam_actions(service: str, operation: str) -> tuple[tuple[str, ...], ...]:
+    """The IAM requirements of ``operation`` of botocore ``service`` (see :data:`ACTIONS`)."""
+    if (service, operation) in ACTIONS:
+        return ACTIONS[(service, operation)]
+    return ((f"{IAM_PREFIX.get(service, service)}:{operation}",),)
+
+
+def current_function() -> str | None:
+    """The deployed function whose handler runs in this thread (None outside a handler)."""
+    return _CALLER.get()
+
+
+@contextlib.contextmanager
+def acting_as(function_name: str) -> Iterator[None]:
+    """Mark the AWS calls of the code run inside as made by ``function_name``."""
+    token = _CALLER.set(function_name)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+_installed = False
+
+
+def install() -> None:
+    """Make every botocore request of this process carry :data:`CALLER_HEADER` while a handler runs (idempotent;
+    the header is added after signing)."""
+    global _installed
+    if _installed:
+        return
+    from botocore import endpoint
+
+    cls: Any = endpoint.Endpoint
+    original = cls._send
+
+    def _send(self: Any, request: Any) -> Any:
+        caller = _CALLER.get()
+        if caller is not None:
+            request.headers[CALLER_HEADER] = caller
+        return original(self, request)
+
+    cls._send = _send
+    _installed = True
+
+
+@dataclass
+class AuditReport:
+    """What :func:`audit` found."""
+
+    checked: int = 0
+    """Calls judged (made inside a handler of a deployed function)."""
+    unattributed: int = 0
+    """Calls made outside any handler thread (the sandbox's own, or threads a handler started)."""
+    allowed: set[tuple[str, str]] = field(default_factory=set)
+    """``(function, IAM action)`` pairs seen and allowed."""
+    missing: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """``(function, IAM action, the API operation that needed it)`` -> calls its role does not allow."""
+
+    def summary(self) -> str:
+        """One line of figures, then one line per missing permission."""
+        lines = [
+            f"IAM audit: {self.checked} calls by deployed functions checked against their roles "
+            f"({len(self.allowed)} distinct function/action pairs allowed), {self.unattributed} unattributed, "
+            f"{len(self.missing)} missing permissions"
+        ]
+        lines += [
+            f"  {fn} lacks {action} ({n} calls of {operation})"
+            for (fn, action, operation), n in sorted(self.missing.items())
+        ]
+        return "\n".join(lines)
+
+
+def _statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for policy in role.get("Properties", {}).get("Policies", []) or []:
+        statement = (policy.get("PolicyDocument") or {}).get("Statement") or []
+        out += statement if isinstance(statement, list) else [statement]
+    return out
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def role_actions(template: dict[str, Any]) -> dict[str, list[str]]:
+    """Function logical id -> the action patterns its role's inline ``Allow`` statements name (SAM-transformed
+    template; roles referenced with ``Fn::GetAtt <Role>.Arn``)."""
+    resources = template.get("Resources", {})
+    out: dict[str, list[str]] = {}
+    for lid, resource in resources.items():
+        if resource.get("Type") != "AWS::Lambda::Function":
+            continue
+        role_ref = resource.get("Properties", {}).get("Role")
+        role_id = role_ref.get("Fn::GetAtt", [None])[0] if isinstance(role_ref, dict) else None
+        if isinstance(role_id, str) and "." in role_id:
+            role_id = role_id.split(".", 1)[0]
+        role = resources.get(str(role_id), {})
+        out[lid] = [
+            str(a) for s in _statements(role) if s.get("Effect") == "Allow" for a in _as_list(s.get("Action", []))
+        ]
+    return out
+
+
+def _allows(patterns: list[str], action: str) -> bool:
+    return any(fnmatch.fnmatchcase(action.lower(), p.lower()) for p in patterns)
+
+
+def audit(
+    counts: Mapping[tuple[str | None, str, str], int], template_path: Path, region: str, functions: dict[str, str]
+) -> AuditReport:
+    """Judge the recorded calls against their callers' roles in the template.
+
+    Args:
+        counts: ``(caller function name, botocore service, operation)`` -> calls
+            (:attr:`~instantstart_sandbox.aws.calls.CallRecorder.by_caller`).
+        template_path: the deployed SAM template.
+        functions: deployed function name -> logical id.
+    """
+    from instantstart_sandbox.deploy import translate
+
+    cfn, _ = translate(template_path, region)
+    actions = role_actions(cfn)
+    report = AuditReport()
+    for (caller, service, operation), n in counts.items():
+        lid = functions.get(caller) if caller else None
+        if lid is None or lid not in actions:
+            report.unattributed += n
+            continue
+        report.checked += n
+        for choice in iam_actions(service, operation):
+            granted = next((a for a in choice if _allows(actions[lid], a)), None)
+            if granted is not None:
+                report.allowed.add((lid, granted))
+            else:
+                key = (lid, choice[0], f"{service} {operation}")
+                report.missing[key] = report.missing.get(key, 0) + n
+    return report
