@@ -958,8 +958,9 @@ class InstantStartClient:
         return dict(self.request("POST", path, body=dict(body), headers=self._idempotency_headers(idempotency_key)))
 
     def list_models(self, cluster_tag: str) -> dict[str, Any]:
-        """``GET /clusters/{clusterTag}/models``: ``{"bucket", "models": [{"modelId", "modelPath", "sizeBytes",
-        "files", ...}]}`` read from the bucket."""
+        """``GET /clusters/{clusterTag}/models``: ``{"bucket", "models": [{"modelId", "destination", "modelPath",
+        "sizeBytes", "files", ...}], "fsx": {"listed", "reason", ...}}`` read from the bucket (``models/``, and the FSx
+        file system's export under ``fsx/models/``)."""
         return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/models"))
 
     def _deployment_path(self, cluster_tag: str, name: str | None = None) -> str:

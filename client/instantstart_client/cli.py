@@ -2294,21 +2294,32 @@ def models_download(
 @models_app.command("list")
 @handle_errors
 def models_list(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = False) -> None:
-    """Models in the cluster's bucket (read from S3): path pods see, size, files."""
+    """Models in the cluster's bucket and on its FSx for Lustre file system (read from storage): where, path pods
+    see, size, files; says why the file system is not listed when it cannot be."""
     state = _state(ctx)
     found = state.client().list_models(tag)
     if state.wants_json(as_json):
         _echo_json(found)
         return
+    fsx = found.get("fsx") or {}
     if not found["models"]:
         state.console.print(f"no models in s3://{found.get('bucket')}/models/", highlight=False)
-        return
-    table = Table(title=f"models of {tag}")
-    for column in ("Model", "Path", "Size (bytes)", "Files", "Last modified"):
-        table.add_column(column)
-    for m in found["models"]:
-        table.add_row(m["modelId"], m["modelPath"], str(m["sizeBytes"]), str(m["files"]), str(m.get("lastModified")))
-    state.console.print(table)
+    else:
+        table = Table(title=f"models of {tag}")
+        for column in ("Model", "Storage", "Path", "Size (bytes)", "Files", "Last modified"):
+            table.add_column(column)
+        for m in found["models"]:
+            table.add_row(
+                m["modelId"],
+                str(m.get("destination")),
+                m["modelPath"],
+                str(m["sizeBytes"]),
+                str(m["files"]),
+                str(m.get("lastModified")),
+            )
+        state.console.print(table)
+    if fsx and not fsx.get("listed"):
+        state.console.print(f"fsx not listed: {fsx.get('reason')}", highlight=False)
 
 
 @deployments_app.command("create")

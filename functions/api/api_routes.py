@@ -1556,9 +1556,13 @@ def download_model(
 @router.get(
     "/clusters/<clusterTag>/models",
     operation_id="ListModels",
-    summary="Models present in the cluster's bucket (under models/), with size and files",
-    description="Read from S3 (ListObjectsV2 with Delimiter), not from our records: a model copied there by other "
-    "means is listed too. FSx for Lustre is not read.",
+    summary="Models in the cluster's bucket (models/) and on its FSx for Lustre file system, with size and files",
+    description="Read from storage (S3 ListObjectsV2 with Delimiter), not from our records: a model copied there by "
+    "other means is listed too. Models on the fsx feature's file system (destination fsx, modelPath "
+    "/fsx/models/<id>) are read from s3://<bucket>/fsx/models/, where the feature's data repository association "
+    "exports the file system's /models (auto-export, asynchronous: a file appears some time after it is written; FSx "
+    "DescribeFileSystems and DescribeDataRepositoryAssociations). fsx.listed false gives the reason they cannot be "
+    "listed (no file system, SCRATCH_1 or Lustre before 2.12, the association missing or not AVAILABLE).",
     responses={**_ok(ModelList), **_errors(404, 422, 503)},
     tags=["models"],
 )

@@ -1,6 +1,8 @@
 """Given a READY cluster in the sandbox, when a user turns ``fsx`` on with a new FSx for Lustre file system and off
 again through the HTTP API, then FSx, EC2, EKS, IAM and Kubernetes hold exactly what the feature created and then
-nothing of it; and a cluster deleted with its file system still there ends DELETED with no file system left."""
+nothing of it; a model downloaded to fsx is listed by ``GET /models`` (read from the bucket prefix the file system's
+data repository association exports to); and a cluster deleted with its file system still there ends DELETED with
+no file system left."""
 
 from __future__ import annotations
 
@@ -9,15 +11,18 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.aws.calls import RESOURCE_SERVICES
+from instantstart_sandbox.kube.inference import model_files
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, terminal
+from tests.integration.conftest import GROUP, eventually, terminal
 from tests.integration.test_features import finished
 
 TAG = "lustre"
 EKS_NAME = f"eks-cluster-{TAG}"
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 BODY = {
     "fsx": {
         "enabled": True,
@@ -60,6 +65,12 @@ def fsx_groups(sandbox: Sandbox) -> list[dict[str, Any]]:
     )
 
 
+def associations(sandbox: Sandbox, fs_id: str) -> list[dict[str, Any]]:
+    fsx = boto3.client("fsx", region_name=sandbox.region)
+    found = fsx.describe_data_repository_associations(Filters=[{"Name": "file-system-id", "Values": [fs_id]}])
+    return list(found["Associations"])
+
+
 def test_when_fsx_goes_on_with_a_file_system_then_the_driver_the_file_system_and_fsx_claim_exist(
     cluster: Any, api: InstantStartClient, sandbox: Sandbox
 ) -> None:
@@ -99,10 +110,41 @@ def test_when_fsx_goes_on_with_a_file_system_then_the_driver_the_file_system_and
     assocs = eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace="kube-system")["associations"]
     assert "fsx-csi-controller-sa" in [a["serviceAccount"] for a in assocs]
 
+    assert fs["FileSystemTypeVersion"] == "2.15"
+    [dra] = associations(sandbox, fs["FileSystemId"])
+    bucket = api.list_models(TAG)["bucket"]
+    assert (dra["Lifecycle"], dra["FileSystemPath"]) == ("AVAILABLE", "/models")
+    assert dra["DataRepositoryPath"] == f"s3://{bucket}/fsx/models/"
+    assert dra["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert {"Key": "instantstart:cluster-tag", "Value": TAG} in dra["Tags"]
+
     state = api.get_features(TAG)["features"]["fsx"]
     assert state["enabled"] is True
     assert [f["fileSystemId"] for f in state["fileSystems"]] == [fs["FileSystemId"]]
+    assert [a["associationId"] for a in state["fileSystems"][0]["dataRepositoryAssociations"]] == [dra["AssociationId"]]
     assert state["securityGroups"] == [group["GroupId"]]
+
+
+def test_when_a_model_is_downloaded_to_fsx_then_get_models_lists_it_from_the_file_systems_export(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    before = api.list_models(TAG)
+    assert before["fsx"]["listed"] is True and before["fsx"]["reason"] is None
+    assert [m for m in before["models"] if m["destination"] == "fsx"] == []
+
+    accepted = api.download_model(TAG, {"source": "huggingface", "modelId": MODEL, "destination": "fsx"})
+    done = finished(api, accepted["operation"])
+    assert done["status"] == "SUCCEEDED", done
+
+    def fsx_models() -> list[dict[str, Any]]:
+        return [m for m in api.list_models(TAG)["models"] if m["destination"] == "fsx"]
+
+    [model] = eventually(fsx_models, lambda found: len(found) == 1 and found[0]["files"] == 3)
+    files = model_files(MODEL)
+    assert model["modelId"] == MODEL
+    assert model["modelPath"] == model["location"] == f"/fsx/models/{MODEL}"
+    assert model["sizeBytes"] == sum(len(body) for _, body in files)
+    assert not any(m["modelId"].startswith("fsx/") for m in api.list_models(TAG)["models"])
 
 
 def test_when_the_same_fsx_body_is_sent_again_then_it_is_unchanged_and_nothing_is_written(
@@ -122,10 +164,21 @@ def test_when_the_same_fsx_body_is_sent_again_then_it_is_unchanged_and_nothing_i
 def test_when_fsx_goes_off_then_claim_file_system_security_group_add_on_and_role_are_gone(
     cluster: Any, api: InstantStartClient, sandbox: Sandbox
 ) -> None:
+    [fs] = file_systems(sandbox)
+    [dra] = associations(sandbox, fs["FileSystemId"])
+
     done = finished(api, api.update_features(TAG, {"fsx": {"enabled": False}}))
 
     assert done["status"] == "SUCCEEDED", done
     assert done["features"]["fsx"]["result"] == "changed"
+    assert f"DeleteDataRepositoryAssociation {dra['AssociationId']}" in done["features"]["fsx"]["actions"]
+    fsx = boto3.client("fsx", region_name=sandbox.region)
+    with pytest.raises(ClientError) as gone:
+        fsx.describe_data_repository_associations(AssociationIds=[dra["AssociationId"]])
+    assert gone.value.response["Error"]["Code"] == "DataRepositoryAssociationNotFound"
+    models = api.list_models(TAG)
+    assert models["fsx"]["listed"] is False and "no FSx for Lustre file system" in models["fsx"]["reason"]
+    assert [m for m in models["models"] if m["destination"] == "fsx"] == []
     assert file_systems(sandbox) == []
     assert fsx_groups(sandbox) == []
     kube = sandbox.kube.cluster(EKS_NAME)

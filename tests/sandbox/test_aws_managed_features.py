@@ -451,3 +451,110 @@ def test_given_task_governance_resources_then_their_tags_list_and_the_hyperpod_c
     )
     sm.delete_cluster(ClusterName=hyperpod.hyperpod_cluster_name)
     assert sm.describe_cluster(ClusterName=hyperpod.hyperpod_cluster_name)["ClusterStatus"] == "Deleting"
+
+
+def _fsx_error(call: Callable[[], Any]) -> tuple[str, str]:
+    with pytest.raises(ClientError) as refused:
+        call()
+    return refused.value.response["Error"]["Code"], refused.value.response["Error"]["Message"]
+
+
+def test_given_lustre_file_systems_when_data_repository_associations_are_made_then_fsx_rules_hold_and_writes_export(
+    server: AwsSandboxServer, sb: Client, clock: SimClock
+) -> None:
+    fsx, s3 = sb("fsx"), sb("s3")
+    found = server.extension.foreign.create(unique("dra"))
+    base = {
+        "FileSystemType": "LUSTRE",
+        "StorageCapacity": 1200,
+        "SubnetIds": found.subnet_ids[:1],
+        "SecurityGroupIds": [found.security_group_id],
+    }
+    scratch = fsx.create_file_system(**base, LustreConfiguration={"DeploymentType": "SCRATCH_1"})["FileSystem"]
+    persistent = fsx.create_file_system(
+        **base, LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
+    )["FileSystem"]
+    assert (scratch["FileSystemTypeVersion"], persistent["FileSystemTypeVersion"]) == ("2.10", "2.12")
+    bucket = unique("dra-bucket")
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    fs_id = persistent["FileSystemId"]
+    dra = {
+        "FileSystemId": fs_id,
+        "FileSystemPath": "/models",
+        "DataRepositoryPath": f"s3://{bucket}/fsx/models/",
+        "S3": {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}},
+        "ClientRequestToken": "models-1",
+    }
+
+    for fs in (scratch, persistent):
+        wait_for(
+            lambda f=fs: (
+                fsx.describe_file_systems(FileSystemIds=[f["FileSystemId"]])["FileSystems"][0]["Lifecycle"]
+                == "AVAILABLE"
+            )
+        )
+    code, message = _fsx_error(
+        lambda: fsx.create_data_repository_association(**{**dra, "FileSystemId": scratch["FileSystemId"]})
+    )
+    assert code == "UnsupportedOperation" and "SCRATCH_1" in message
+
+    created = fsx.create_data_repository_association(**dra)["Association"]
+    assert created["Lifecycle"] == "CREATING" and created["AssociationId"].startswith("dra-")
+    again = fsx.create_data_repository_association(**dra)["Association"]
+    assert again["AssociationId"] == created["AssociationId"]
+    assert _fsx_error(lambda: fsx.create_data_repository_association(**{**dra, "FileSystemPath": "/other"}))[0] == (
+        "IncompatibleParameterError"
+    )
+    code, message = _fsx_error(
+        lambda: fsx.create_data_repository_association(
+            **{
+                **dra,
+                "FileSystemPath": "/models/big",
+                "DataRepositoryPath": f"s3://{bucket}/big/",
+                "ClientRequestToken": "b",
+            }
+        )
+    )
+    assert code == "BadRequest" and "overlap" in message
+    assert _fsx_error(lambda: fsx.delete_data_repository_association(AssociationId=created["AssociationId"]))[0] == (
+        "BadRequest"
+    )
+    listed = fsx.describe_data_repository_associations(Filters=[{"Name": "file-system-id", "Values": [fs_id]}])
+    assert [a["AssociationId"] for a in listed["Associations"]] == [created["AssociationId"]]
+    wait_for(
+        lambda: (
+            fsx.describe_data_repository_associations(AssociationIds=[created["AssociationId"]])["Associations"][0][
+                "Lifecycle"
+            ]
+            == "AVAILABLE"
+        )
+    )
+
+    written_at = clock.now()
+    server.extension.fsx.write_files(
+        fs_id, [("/models/org/tiny/config.json", b"{}"), ("/scratch/notes.txt", b"not exported")]
+    )
+
+    def exported() -> list[str]:
+        return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+    assert wait_for(exported) == ["fsx/models/org/tiny/config.json"]
+    assert clock.now() - written_at >= 90.0  # FSx exports asynchronously
+    assert s3.get_object(Bucket=bucket, Key="fsx/models/org/tiny/config.json")["Body"].read() == b"{}"
+
+    deleting = fsx.delete_data_repository_association(
+        AssociationId=created["AssociationId"], DeleteDataInFileSystem=False
+    )
+    assert deleting["Lifecycle"] == "DELETING"
+
+    def dra_gone() -> bool:
+        try:
+            fsx.describe_data_repository_associations(AssociationIds=[created["AssociationId"]])
+        except ClientError as exc:
+            return exc.response["Error"]["Code"] == "DataRepositoryAssociationNotFound"
+        return False
+
+    wait_for(dra_gone)
+    assert server.extension.fsx.files(fs_id) == {"/models/org/tiny/config.json": 2, "/scratch/notes.txt": 12}
+    for fs in (scratch, persistent):
+        fsx.delete_file_system(FileSystemId=fs["FileSystemId"])

@@ -16,7 +16,13 @@ from instantstart.features.plan import in_place
 from instantstart.models.features import FsxRequest, LustreFileSystemRequest
 from tests.unit.test_features_rules import TAG, active, observation
 
-FS = fsx.FileSystemObservation("fs-0123", "AVAILABLE", 1200, "PERSISTENT_2", 250, "fs-0123.fsx.aws", "abcdefgh")
+FS = fsx.FileSystemObservation(
+    "fs-0123", "AVAILABLE", 1200, "PERSISTENT_2", 250, "fs-0123.fsx.aws", "abcdefgh", file_system_type_version="2.15"
+)
+BUCKET = "instantstart-demo-123456789012-us-west-2"
+DRA = fsx.DataRepositoryAssociation(
+    "dra-0123", "fs-0123", "AVAILABLE", "/models", f"s3://{BUCKET}/fsx/models/", owned=True
+)
 
 
 def lustre(**fields: Any) -> LustreFileSystemRequest:
@@ -93,6 +99,10 @@ def test_given_an_available_file_system_then_on_is_in_place_only_when_kubernetes
     fo.kubernetes = {"PersistentVolume/fsx-pv"}
     assert not in_place(FEATURES["fsx"], req, obs)  # the claim is missing
     fo.kubernetes = {"PersistentVolume/fsx-pv", "PersistentVolumeClaim/default/fsx-claim"}
+    assert not in_place(FEATURES["fsx"], req, obs)  # no models data repository association yet
+    fo.data_repository_associations = [replace(DRA, lifecycle="CREATING")]
+    assert not in_place(FEATURES["fsx"], req, obs)
+    fo.data_repository_associations = [DRA]
     assert in_place(FEATURES["fsx"], req, obs)
     fo.file_systems = [replace(FS, lifecycle="CREATING")]
     assert not in_place(FEATURES["fsx"], req, obs)
@@ -166,3 +176,111 @@ def test_given_kuberay_objects_observed_then_on_and_off_are_in_place_only_when_k
     fo.kubernetes = every
     assert in_place(spec, KubeRayRequest(enabled=True), obs)
     assert "CustomResourceDefinition/rayjobs.ray.io" in every and len(every) == 8
+
+
+@pytest.mark.parametrize(
+    ("deployment_type", "version", "supported"),
+    [
+        ("PERSISTENT_2", "2.12", True),
+        ("PERSISTENT_1", "2.15", True),
+        ("SCRATCH_2", "2.15", True),
+        ("SCRATCH_1", "2.15", False),
+        ("PERSISTENT_1", "2.10", False),
+        ("PERSISTENT_2", None, False),
+    ],
+)
+def test_given_a_deployment_type_and_lustre_version_then_data_repository_associations_are_offered_as_fsx_says(
+    deployment_type: str, version: str | None, supported: bool
+) -> None:
+    found = replace(FS, deployment_type=deployment_type, file_system_type_version=version)
+
+    reason = fsx.association_unsupported(found)
+
+    assert (reason is None) is supported
+    if not supported:
+        assert (deployment_type if deployment_type == "SCRATCH_1" else str(version or "unknown")) in str(reason)
+
+
+def test_given_a_file_system_without_data_repository_associations_then_it_is_in_place_without_one() -> None:
+    req = FsxRequest(enabled=True, file_system=lustre(deploymentType="SCRATCH_1", storageCapacity=1200))
+    obs = driver_on()
+    fo = obs.features["fsx"]
+    scratch = replace(FS, deployment_type="SCRATCH_1", per_unit_storage_throughput=None)
+    fo.file_systems, fo.security_group = [scratch], "sg-1"
+    fo.kubernetes = {"PersistentVolume/fsx-pv", "PersistentVolumeClaim/default/fsx-claim"}
+
+    assert in_place(FEATURES["fsx"], req, obs)
+
+
+@pytest.mark.parametrize(
+    ("file_systems", "associations", "listed", "reason"),
+    [
+        ([], [], False, "no FSx for Lustre file system"),
+        ([replace(FS, lifecycle="CREATING")], [], False, "CREATING"),
+        ([replace(FS, deployment_type="SCRATCH_1")], [], False, "SCRATCH_1"),
+        ([FS], [], False, "no data repository association"),
+        ([FS], [replace(DRA, data_repository_path="s3://other/fsx/models/")], False, "no data repository association"),
+        ([FS], [replace(DRA, file_system_path="/checkpoints")], False, "no data repository association"),
+        ([FS], [replace(DRA, lifecycle="CREATING")], False, "CREATING"),
+        ([FS], [replace(DRA, lifecycle="MISCONFIGURED", failure="FSx cannot access the bucket")], False, "access"),
+        ([FS], [DRA], True, None),
+        ([FS], [replace(DRA, file_system_path="/models/", lifecycle="UPDATING")], True, None),
+    ],
+)
+def test_given_the_file_system_and_its_associations_then_the_model_list_says_whether_fsx_is_listed(
+    file_systems: list[fsx.FileSystemObservation],
+    associations: list[fsx.DataRepositoryAssociation],
+    listed: bool,
+    reason: str | None,
+) -> None:
+    got, why, _, _ = fsx.listing(file_systems, associations, BUCKET)
+
+    assert got is listed
+    assert (why is None) if reason is None else (reason in str(why))
+
+
+def test_given_an_owned_association_left_then_off_is_not_in_place() -> None:
+    obs = observation()
+    obs.features["fsx"].data_repository_associations = [replace(DRA, lifecycle="DELETING")]
+
+    assert not in_place(FEATURES["fsx"], FsxRequest(enabled=False), obs)
+
+
+class _Fsx:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def delete_data_repository_association(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        return {"Lifecycle": "DELETING"}
+
+    def create_data_repository_association(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        return {"Association": {"AssociationId": "dra-new"}}
+
+
+def test_given_associations_in_every_lifecycle_then_only_owned_settled_ones_are_deleted_keeping_the_files() -> None:
+    client = _Fsx()
+    found = [
+        DRA,
+        replace(DRA, association_id="dra-creating", lifecycle="CREATING"),
+        replace(DRA, association_id="dra-deleting", lifecycle="DELETING"),
+        replace(DRA, association_id="dra-theirs", owned=False),
+    ]
+
+    left = fsx.delete_associations(client, found)
+
+    assert left == ["dra-0123", "dra-creating", "dra-deleting"]
+    assert client.calls == [{"AssociationId": "dra-0123", "DeleteDataInFileSystem": False}]
+
+
+def test_given_a_file_system_then_its_models_association_exports_models_with_auto_export_and_ownership_tags() -> None:
+    client = _Fsx()
+
+    assert fsx.create_models_association(client, TAG, "fs-0123", BUCKET) == "dra-new"
+
+    [call] = client.calls
+    assert call["FileSystemPath"] == "/models" and call["DataRepositoryPath"] == f"s3://{BUCKET}/fsx/models/"
+    assert call["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert call["BatchImportMetaDataOnCreate"] is False
+    assert {"Key": "instantstart:cluster-tag", "Value": TAG} in call["Tags"]

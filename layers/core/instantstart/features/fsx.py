@@ -14,9 +14,40 @@ gone. Until it is gone its network interface keeps the subnet and the security g
 document DeleteFileSystem of a CREATING file system; the harsher reading (refused) is modelled: deletion waits
 for AVAILABLE or FAILED.
 
-Pure rules (:func:`file_system_errors`, :func:`matches`, :func:`claim_objects`) and the AWS reads/writes of one
-round each; the Kubernetes objects are a static PersistentVolume (CSI ``fsx.csi.aws.com``, ``volumeHandle`` the
-file system id, ``volumeAttributes`` ``dnsname``/``mountname``) bound to claim ``fsx-claim``
+Data repository association (DRA): the control plane (a Lambda) cannot mount Lustre, so what is on the file system
+is made visible in S3. Once the file system is AVAILABLE, and before the claim exists (so every file a pod writes is
+written after the link exists), the feature links FileSystemPath :data:`MODELS_PATH` (``/fsx/models`` in pods) to
+``s3://<cluster bucket>/fsx/models/`` with an auto-export policy NEW, CHANGED, DELETED
+(https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html); ``GET .../models``
+lists that prefix. FSx facts modelled here, harsher reading where the documentation leaves room:
+
+- DRAs exist on FSx for Lustre 2.12 and 2.15 file systems except SCRATCH_1 (CreateDataRepositoryAssociation
+  reference); older references and third-party docs say PERSISTENT_2 only. A file system without a reported
+  ``FileSystemTypeVersion`` of 2.12 or later is taken as not supporting them (:func:`association_unsupported`).
+  CreateFileSystem defaults to 2.10 except for PERSISTENT_2, so new file systems are created with
+  :data:`FILE_SYSTEM_TYPE_VERSION` (2.15, "recommended for all new file systems").
+- Two DRAs of one file system may not have overlapping FileSystemPaths, and one bucket/prefix is linked once; at
+  most 8 per file system. Ours is found by path and prefix, never created twice (ClientRequestToken per file system).
+- Lifecycle CREATING -> AVAILABLE (UPDATING, MISCONFIGURED, DELETING, FAILED; FailureDetails.Message for the last
+  two kinds). MISCONFIGURED stops import and export until fixed (FSx lacks S3 permissions, the bucket's event
+  notifications changed): the feature fails with FSx's message rather than wait without end.
+- Export is asynchronous ("once your application finishes modifying the file"); the documentation gives no bound,
+  so the list trails the file system. Files written before the DRA existed are not exported automatically: hence
+  the claim comes after the DRA.
+- No auto-import: the list reads S3, which auto-import would not change; auto-import needs FSx's event notification
+  on the whole bucket (a DRA turns MISCONFIGURED when other notifications overlap) and would carry deletions made in
+  S3 into the file system.
+- DeleteDataRepositoryAssociation with ``DeleteDataInFileSystem`` false (the files stay on Lustre; the exported
+  objects stay in S3). "Off" and cluster deletion delete it, and wait until it is gone, before the file system.
+- FSx reaches the bucket through its service-linked role ``AWSServiceRoleForFSxS3Access_<fs id>``
+  (``s3.data-source.lustre.fsx.amazonaws.com``), which the caller must be allowed to create and give a policy
+  (``iam:CreateServiceLinkedRole``, ``iam:AttachRolePolicy``, ``iam:PutRolePolicy``: FSx for Lustre user guide,
+  "Setting up"); template.yaml grants that to the steps role.
+
+Pure rules (:func:`file_system_errors`, :func:`matches`, :func:`claim_objects`, :func:`association_unsupported`,
+:func:`listing`) and the AWS reads/writes of one round each; the Kubernetes objects are a static PersistentVolume
+(CSI ``fsx.csi.aws.com``, ``volumeHandle`` the file system id, ``volumeAttributes`` ``dnsname``/``mountname``)
+bound to claim ``fsx-claim``
 (https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/static_provisioning).
 """
 
@@ -45,6 +76,17 @@ THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 10
 DEFAULT_THROUGHPUT = {"PERSISTENT_1": 50, "PERSISTENT_2": 125}
 DELETABLE = ("AVAILABLE", "FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE")
 """Lifecycles DeleteFileSystem is sent for (CREATING is waited for; DELETING is under way)."""
+FILE_SYSTEM_TYPE_VERSION = "2.15"
+"""Lustre version of new file systems (every deployment type; DRAs need 2.12 or later)."""
+ASSOCIATION_VERSIONS = ("2.12", "2.15")
+"""Lustre versions with data repository associations."""
+MODELS_PATH = "/models"
+"""FileSystemPath of the models DRA (pods mount the file system at ``/fsx``: ``/fsx/models``)."""
+EXPORT_PREFIX = "fsx/models/"
+"""Key prefix in the cluster bucket the models DRA exports to."""
+AUTO_EXPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
+LISTED_LIFECYCLES = ("AVAILABLE", "UPDATING")
+"""DRA lifecycles in which FSx exports (the list of fsx models is kept current)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +101,102 @@ class FileSystemObservation:
     dns_name: str | None
     mount_name: str | None
     failure: str | None = None
+    file_system_type_version: str | None = None
+    """``FileSystemTypeVersion`` (Lustre 2.10, 2.12, 2.15)."""
+
+
+@dataclass(frozen=True)
+class DataRepositoryAssociation:
+    """A data repository association of one of the feature's file systems (DescribeDataRepositoryAssociations)."""
+
+    association_id: str
+    file_system_id: str
+    lifecycle: str
+    file_system_path: str
+    data_repository_path: str
+    failure: str | None = None
+    owned: bool = False
+    """It carries this cluster's ownership tags (only those are deleted)."""
+
+
+def export_path(bucket: str) -> str:
+    """DataRepositoryPath of the models DRA: ``s3://<bucket>/fsx/models/``."""
+    return f"s3://{bucket}/{EXPORT_PREFIX}"
+
+
+def association_unsupported(fs: FileSystemObservation) -> str | None:
+    """Why FSx offers no data repository association on ``fs`` (its files cannot be listed from S3), or None.
+
+    CreateDataRepositoryAssociation: "supported on all FSx for Lustre 2.12 and 2.15 file systems, excluding
+    scratch_1 deployment type"; an unknown version is taken as unsupported (harsher reading).
+    """
+    if fs.deployment_type == "SCRATCH_1":
+        return (
+            f"file system {fs.file_system_id} is SCRATCH_1: FSx offers no data repository association for it, so its "
+            "files cannot be exported to S3 and listed (turn fsx off and on with another deploymentType)"
+        )
+    if fs.file_system_type_version not in ASSOCIATION_VERSIONS:
+        return (
+            f"file system {fs.file_system_id} runs Lustre {fs.file_system_type_version or 'of unknown version'}: "
+            "data repository associations need Lustre 2.12 or later, so its files cannot be listed"
+        )
+    return None
+
+
+def models_association(
+    fs: FileSystemObservation, found: list[DataRepositoryAssociation]
+) -> DataRepositoryAssociation | None:
+    """The DRA of ``fs`` at FileSystemPath ``/models`` (any lifecycle but DELETING), if any."""
+    return next(
+        (
+            a
+            for a in found
+            if a.file_system_id == fs.file_system_id
+            and a.file_system_path.rstrip("/") == MODELS_PATH
+            and a.lifecycle != "DELETING"
+        ),
+        None,
+    )
+
+
+def listing(
+    file_systems: list[FileSystemObservation], found: list[DataRepositoryAssociation], bucket: str | None
+) -> tuple[bool, str | None, FileSystemObservation | None, DataRepositoryAssociation | None]:
+    """``(listed, reason, file system, association)``: whether the models on the fsx file system are listed (its
+    models DRA exports to ``s3://<bucket>/fsx/models/`` and is AVAILABLE or UPDATING), else why not. Pure.
+
+    The association is returned whenever one exists (its exported objects are listed even while it is not
+    AVAILABLE, with ``listed`` false and the reason).
+    """
+    live = [f for f in file_systems if f.lifecycle != "DELETING"]
+    if not live:
+        return False, "the cluster has no FSx for Lustre file system (feature fsx with fileSystem is off)", None, None
+    fs = live[0]
+    if fs.lifecycle != "AVAILABLE":
+        return False, f"file system {fs.file_system_id} is {fs.lifecycle}", fs, None
+    unsupported = association_unsupported(fs)
+    if unsupported:
+        return False, unsupported, fs, None
+    dra = models_association(fs, found)
+    wanted = export_path(bucket) if bucket else None
+    if dra is None or (wanted is not None and dra.data_repository_path.rstrip("/") != wanted.rstrip("/")):
+        return (
+            False,
+            f"file system {fs.file_system_id} has no data repository association exporting {MODELS_PATH} to "
+            f"{wanted or 'the cluster bucket'} (send PATCH .../features with fsx on and its fileSystem to create it)",
+            fs,
+            None,
+        )
+    if dra.lifecycle in LISTED_LIFECYCLES:
+        return True, None, fs, dra
+    detail = f": {dra.failure}" if dra.failure else ""
+    return (
+        False,
+        f"data repository association {dra.association_id} is {dra.lifecycle}{detail}; FSx exports only while it "
+        "is AVAILABLE, so models on the file system may be missing",
+        fs,
+        dra,
+    )
 
 
 def file_system_errors(fs: LustreFileSystemRequest) -> list[dict[str, Any]]:
@@ -153,6 +291,7 @@ def observe_file_systems(fsx: Any, tag: str) -> list[FileSystemObservation]:
                     dns_name=fs.get("DNSName"),
                     mount_name=lustre.get("MountName"),
                     failure=(fs.get("FailureDetails") or {}).get("Message"),
+                    file_system_type_version=fs.get("FileSystemTypeVersion"),
                 )
             )
         if not page.get("NextToken"):
@@ -203,14 +342,15 @@ def create_security_group(ec2: Any, tag: str, vpc_id: str, client_groups: list[s
 def create_file_system(
     fsx: Any, tag: str, fs: LustreFileSystemRequest, subnet_id: str, security_groups: list[str]
 ) -> str:
-    """FSx ``CreateFileSystem`` (LUSTRE) in ``subnet_id`` with ``security_groups`` and the ownership tags; returns
-    the file system id. https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"""
+    """FSx ``CreateFileSystem`` (LUSTRE, Lustre :data:`FILE_SYSTEM_TYPE_VERSION`) in ``subnet_id`` with
+    ``security_groups`` and the ownership tags; returns the file system id. https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"""
     lustre: dict[str, Any] = {"DeploymentType": fs.deployment_type}
     tput = fs.per_unit_storage_throughput or DEFAULT_THROUGHPUT.get(fs.deployment_type)
     if tput is not None:
         lustre["PerUnitStorageThroughput"] = tput
     out = fsx.create_file_system(
         FileSystemType="LUSTRE",
+        FileSystemTypeVersion=FILE_SYSTEM_TYPE_VERSION,
         StorageCapacity=fs.storage_capacity,
         StorageType="SSD",
         SubnetIds=[subnet_id],
@@ -219,6 +359,83 @@ def create_file_system(
         Tags=tag_list({**_tags(tag), "Name": f"instantstart-{tag}-fsx"}),
     )
     return str(out["FileSystem"]["FileSystemId"])
+
+
+def observe_associations(
+    fsx: Any, tag: str, file_systems: list[FileSystemObservation]
+) -> list[DataRepositoryAssociation]:
+    """The data repository associations of ``file_systems`` (those that are not DELETING and support DRAs).
+
+    Calls FSx ``DescribeDataRepositoryAssociations`` with filter ``file-system-id``, every page; a file system gone
+    meanwhile (``FileSystemNotFound``) has none.
+    """
+    ids = [f.file_system_id for f in file_systems if f.lifecycle != "DELETING" and association_unsupported(f) is None]
+    if not ids:
+        return []
+    out: list[DataRepositoryAssociation] = []
+    kwargs: dict[str, Any] = {"Filters": [{"Name": "file-system-id", "Values": ids}]}
+    while True:
+        try:
+            page = fsx.describe_data_repository_associations(**kwargs)
+        except ClientError as exc:
+            if error_code(exc) in ("FileSystemNotFound", "DataRepositoryAssociationNotFound"):
+                return out
+            raise
+        for a in page.get("Associations", []):
+            out.append(
+                DataRepositoryAssociation(
+                    association_id=str(a["AssociationId"]),
+                    file_system_id=str(a.get("FileSystemId")),
+                    lifecycle=str(a.get("Lifecycle")),
+                    file_system_path=str(a.get("FileSystemPath") or ""),
+                    data_repository_path=str(a.get("DataRepositoryPath") or ""),
+                    failure=(a.get("FailureDetails") or {}).get("Message"),
+                    owned=owned_by(a.get("Tags") or [], tag),
+                )
+            )
+        if not page.get("NextToken"):
+            return out
+        kwargs["NextToken"] = page["NextToken"]
+
+
+def create_models_association(fsx: Any, tag: str, file_system_id: str, bucket: str) -> str:
+    """FSx ``CreateDataRepositoryAssociation``: ``/models`` of ``file_system_id`` to ``s3://<bucket>/fsx/models/``,
+    auto-export NEW/CHANGED/DELETED, no auto-import, no metadata import, the ownership tags and a ClientRequestToken
+    per file system (a redelivered step gets the same DRA back). Returns the association id.
+
+    Raises:
+        botocore.exceptions.ClientError: FSx's refusal verbatim (``BadRequest`` for an overlapping path or a
+            deployment type without DRAs, ``ServiceLimitExceeded`` beyond 8 DRAs).
+    """
+    out = fsx.create_data_repository_association(
+        FileSystemId=file_system_id,
+        FileSystemPath=MODELS_PATH,
+        DataRepositoryPath=export_path(bucket),
+        BatchImportMetaDataOnCreate=False,
+        S3={"AutoExportPolicy": {"Events": list(AUTO_EXPORT_EVENTS)}},
+        ClientRequestToken=f"instantstart-{file_system_id}-models",
+        Tags=tag_list({**_tags(tag), "Name": f"instantstart-{tag}-fsx-models"}),
+    )
+    return str(out["Association"]["AssociationId"])
+
+
+def delete_associations(fsx: Any, found: list[DataRepositoryAssociation]) -> list[str]:
+    """One round of deleting the owned DRAs in ``found``: DeleteDataRepositoryAssociation (DeleteDataInFileSystem
+    false: the files stay on Lustre) of each one not already DELETING; returns the ids of the owned ones still
+    there. DRAs without our ownership tags are left alone (and block nothing here)."""
+    left = []
+    for dra in found:
+        if not dra.owned:
+            continue
+        left.append(dra.association_id)
+        if dra.lifecycle in ("DELETING", "CREATING"):
+            continue  # under way / FSx may refuse to delete it while CREATING (harsher reading): next round
+        try:
+            fsx.delete_data_repository_association(AssociationId=dra.association_id, DeleteDataInFileSystem=False)
+        except ClientError as exc:
+            if error_code(exc) != "DataRepositoryAssociationNotFound":
+                raise
+    return left
 
 
 def delete_file_systems(fsx: Any, found: list[FileSystemObservation]) -> list[str]:
@@ -249,13 +466,19 @@ def delete_security_group(ec2: Any, group_id: str) -> bool:
 
 
 def teardown(rt: Any, tag: str) -> list[str]:
-    """Cluster deletion: one round deleting this cluster's ``fsx`` file systems, then (once they are gone) their
-    security group. Returns what is still there (file system ids, then the group id); empty when done.
+    """Cluster deletion: one round deleting this cluster's ``fsx`` data repository associations, then (once they
+    are gone) its file systems, then (once they are gone) their security group. Returns what is still there (DRA
+    ids, file system ids, then the group id); empty when done.
 
     Called by the dependencies stage's teardown poll, which runs before the network teardown: a file system's
     network interface would otherwise keep the subnet and security groups from being deleted.
     """
-    left = delete_file_systems(rt.client("fsx"), observe_file_systems(rt.client("fsx"), tag))
+    client = rt.client("fsx")
+    found = observe_file_systems(client, tag)
+    associations = delete_associations(client, observe_associations(client, tag, found))
+    if associations:
+        return associations
+    left = delete_file_systems(client, found)
     if left:
         return left
     ec2 = rt.client("ec2")

@@ -2,7 +2,8 @@
 
 Reads only: EKS ``DescribeCluster``, ``DescribeAddon`` and ``ListPodIdentityAssociations``, IAM ``GetRole``
 (ownership by tag), S3 ``HeadBucket``/``GetBucketTagging``, SageMaker ``DescribeCluster``
-(``TieredStorageConfig``), Amazon Managed Service for Prometheus ``ListWorkspaces``/``DescribeWorkspace``.
+(``TieredStorageConfig``), FSx ``DescribeFileSystems``/``DescribeDataRepositoryAssociations``, Amazon Managed
+Service for Prometheus ``ListWorkspaces``/``DescribeWorkspace``.
 Who needs a shared add-on is read back from the add-on's own tag
 (:data:`NEEDED_BY_KEY`), so the rule "a dependency another feature or the create workflow installed is never
 removed" holds whatever the records say.
@@ -90,6 +91,8 @@ class FeatureObservation:
     """FSx for Lustre file systems it created (fsx), DELETING ones included."""
     security_group: str | None = None
     """The security group it created (fsx), when it exists."""
+    data_repository_associations: list[fsx.DataRepositoryAssociation] = field(default_factory=list)
+    """The data repository associations of its file systems (fsx), ours or not, DELETING ones included."""
     prometheus_workspaces: list[amp.WorkspaceObservation] = field(default_factory=list)
     """The Prometheus workspaces it created (observability), DELETING ones included."""
     kubernetes: set[str] | None = None
@@ -311,7 +314,7 @@ def observe(
     features create themselves (:func:`read_kubernetes`): the workflow (cluster admin) with no budget, errors
     raised; ``GET .../features`` with ``kubernetes_budget`` seconds through the API role's read-only access entry,
     failures shown as unknown. Left off, each feature's ``kubernetes`` is None (not observed). Also reads FSx
-    DescribeFileSystems and EC2 DescribeSecurityGroups (fsx).
+    DescribeFileSystems, DescribeDataRepositoryAssociations and EC2 DescribeSecurityGroups (fsx).
 
     Raises:
         botocore.exceptions.ClientError: an AWS read failed (other than "not found").
@@ -337,6 +340,7 @@ def observe(
             fo.tls_bucket = owned_bucket(s3, tls_bucket_name(tag, rt.account_id, rt.region), tag)
         if spec.lustre:
             fo.file_systems = fsx.observe_file_systems(rt.client("fsx"), tag)
+            fo.data_repository_associations = fsx.observe_associations(rt.client("fsx"), tag, fo.file_systems)
             fo.security_group = fsx.observe_security_group(rt.client("ec2"), tag)
         if spec.prometheus_workspace:
             fo.prometheus_workspaces = amp.observe_workspaces(rt.client("amp"), tag)

@@ -69,14 +69,26 @@ def claim_names() -> set[str]:
 
 
 def _file_system_in_place(fo: FeatureObservation, req: FsxRequest) -> bool:
-    """fsx with ``fileSystem``: an AVAILABLE file system as requested, its security group, and (observed in
-    Kubernetes) the PersistentVolume and claim. Not observed in Kubernetes (the API) -> not known in place."""
+    """fsx with ``fileSystem``: an AVAILABLE file system as requested, its models data repository association
+    AVAILABLE (when FSx offers DRAs for it), its security group, and (observed in Kubernetes) the PersistentVolume
+    and claim. Not observed in Kubernetes (the API) -> not known in place."""
     if req.file_system is None:
         return True
     found = live_file_system(fo)
     if found is None or found.lifecycle != "AVAILABLE" or not fsx.matches(found, req.file_system):
         return False
+    if not association_in_place(found, fo):
+        return False
     return fo.security_group is not None and fo.kubernetes_complete and claim_names() <= (fo.kubernetes or set())
+
+
+def association_in_place(found: fsx.FileSystemObservation, fo: FeatureObservation) -> bool:
+    """The file system's ``/models`` data repository association is AVAILABLE, or FSx offers none for it (then the
+    model list says why it cannot list the file system)."""
+    if fsx.association_unsupported(found) is not None:
+        return True
+    dra = fsx.models_association(found, fo.data_repository_associations)
+    return dra is not None and dra.lifecycle in fsx.LISTED_LIFECYCLES
 
 
 def operator_in_place(fo: FeatureObservation, enabled: bool) -> bool:
@@ -94,6 +106,8 @@ def _nothing_left(spec: FeatureSpec, obs: ClusterObservation) -> bool:
     if any(arn is not None for arn in fo.roles.values()) or fo.tls_bucket is not None:
         return False
     if fo.file_systems or fo.security_group is not None or fo.kubernetes or fo.prometheus_workspaces:
+        return False
+    if any(a.owned for a in fo.data_repository_associations):
         return False
     if any(obs.addons[a].present and (a == spec.addon or obs.addons[a].managed) for a in own_addons(spec)):
         return False

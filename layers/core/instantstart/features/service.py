@@ -79,6 +79,7 @@ from instantstart.models.features import (
     FsxRequest,
     InstalledAddon,
     InstalledAssociation,
+    InstalledDataRepositoryAssociation,
     InstalledFileSystem,
     TieredCheckpointingRequest,
     UpdateFeaturesRequest,
@@ -159,6 +160,18 @@ def _state(spec: FeatureSpec, obs: ClusterObservation, desired: dict[str, Any] |
                 per_unit_storage_throughput=f.per_unit_storage_throughput,
                 dns_name=f.dns_name,
                 mount_name=f.mount_name,
+                file_system_type_version=f.file_system_type_version,
+                data_repository_associations=[
+                    InstalledDataRepositoryAssociation(
+                        association_id=a.association_id,
+                        lifecycle=a.lifecycle,
+                        file_system_path=a.file_system_path,
+                        data_repository_path=a.data_repository_path,
+                        failure=a.failure,
+                    )
+                    for a in fo.data_repository_associations
+                    if a.file_system_id == f.file_system_id
+                ],
             )
             for f in fo.file_systems
         ],
@@ -711,7 +724,8 @@ def _converge_parts(ctx: _Ctx, spec: FeatureSpec, req: FeatureRequest, actions: 
 
 def _converge_file_system(ctx: _Ctx, spec: FeatureSpec, req: FsxRequest, actions: list[str]) -> bool:
     """One round toward fsx's file system: security group and CreateFileSystem when absent, then (once AVAILABLE)
-    the PersistentVolume and claim ``fsx-claim``; True when all are in place."""
+    its models data repository association (:func:`_converge_association`), then (once that is AVAILABLE) the
+    PersistentVolume and claim ``fsx-claim``; True when all are in place."""
     assert req.file_system is not None
     obs, fo = ctx.obs, ctx.obs.features[spec.key]
     found = live_file_system(fo)
@@ -744,6 +758,8 @@ def _converge_file_system(ctx: _Ctx, spec: FeatureSpec, req: FsxRequest, actions
         raise FeatureFailure("FileSystemFailed", found.failure or f"file system {found.file_system_id} FAILED")
     if found.lifecycle != "AVAILABLE" or fo.kubernetes is None:
         return False
+    if not _converge_association(ctx, found, fo.data_repository_associations, actions):
+        return False
     if not claim_names() <= fo.kubernetes:
         kube = _kube()
         dyn = kube.connect(ctx.cluster_name, ctx.rt.region)
@@ -754,9 +770,41 @@ def _converge_file_system(ctx: _Ctx, spec: FeatureSpec, req: FsxRequest, actions
     return True
 
 
+def _converge_association(
+    ctx: _Ctx, found: fsx.FileSystemObservation, associations: list[fsx.DataRepositoryAssociation], actions: list[str]
+) -> bool:
+    """One round toward the ``/models`` data repository association of an AVAILABLE file system (auto-export to
+    ``s3://<cluster bucket>/fsx/models/``); True when it is AVAILABLE, or when FSx offers none for the file system
+    (SCRATCH_1, Lustre before 2.12: the model list then says it cannot list it).
+
+    Raises:
+        FeatureFailure: ``DataRepositoryAssociationFailed`` (FAILED or MISCONFIGURED, FSx's FailureDetails verbatim).
+    """
+    if fsx.association_unsupported(found) is not None:
+        return True
+    dra = fsx.models_association(found, associations)
+    if dra is None:
+        if any(a.file_system_id == found.file_system_id and a.lifecycle == "DELETING" for a in associations):
+            return False
+        from instantstart.inference.service import cluster_bucket
+
+        bucket = cluster_bucket(ctx.rt, ctx.tag)
+        dra_id = fsx.create_models_association(ctx.rt.client("fsx"), ctx.tag, found.file_system_id, bucket)
+        actions.append(f"CreateDataRepositoryAssociation {dra_id} {fsx.MODELS_PATH} -> {fsx.export_path(bucket)}")
+        return False
+    if dra.lifecycle in ("FAILED", "MISCONFIGURED"):
+        raise FeatureFailure(
+            "DataRepositoryAssociationFailed",
+            f"data repository association {dra.association_id} is {dra.lifecycle}: "
+            + (dra.failure or "FSx gave no FailureDetails"),
+        )
+    return dra.lifecycle in fsx.LISTED_LIFECYCLES
+
+
 def _remove_file_system(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> bool:
-    """One round toward no fsx storage: the claim and volume, then DeleteFileSystem (AVAILABLE or FAILED ones;
-    a CREATING one is waited for), then (once the file system is gone) its security group. True when gone."""
+    """One round toward no fsx storage: the claim and volume, then our data repository associations
+    (DeleteDataInFileSystem false) and, once they are gone, DeleteFileSystem (AVAILABLE or FAILED ones; a CREATING
+    one is waited for), then (once the file system is gone) its security group. True when gone."""
     fo = ctx.obs.features[spec.key]
     if fo.kubernetes:
         kube = _kube()
@@ -766,6 +814,14 @@ def _remove_file_system(ctx: _Ctx, spec: FeatureSpec, actions: list[str]) -> boo
             namespace, _, name = rest.rpartition("/")
             if kube.delete(dyn, "v1", kind, name, namespace or None):
                 actions.append(f"delete {ref}")
+    associations = fsx.delete_associations(ctx.rt.client("fsx"), fo.data_repository_associations)
+    if associations:
+        actions += [
+            f"DeleteDataRepositoryAssociation {a.association_id}"
+            for a in fo.data_repository_associations
+            if a.owned and a.lifecycle not in ("DELETING", "CREATING")
+        ]
+        return False
     if fo.file_systems:
         deletable = [f for f in fo.file_systems if f.lifecycle in fsx.DELETABLE]
         fsx.delete_file_systems(ctx.rt.client("fsx"), deletable)

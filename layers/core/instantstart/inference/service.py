@@ -13,7 +13,8 @@ model (:func:`rules.check_scale_in`); its ``UPDATE_INFERENCE_DEPLOYMENT`` sets e
 SGLang router (and a KEDA ``ScaledObject`` when asked, 409 when KEDA's CRD is not served).
 
 Reads (deployments, pods, claims, API discovery) go through the API role's view entry within the features' read
-budget (:func:`instantstart.training.service.read_kubernetes`); the model list reads the bucket.
+budget (:func:`instantstart.training.service.read_kubernetes`); the model list reads the bucket: ``models/`` and
+``fsx/models/``, where the fsx feature's data repository association exports the file system's ``/models``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import changes, records, service
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.errors import Conflict, NotFound, StageFailed, UpstreamUnavailable
+from instantstart.features import fsx
 from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import builders, rules
 from instantstart.models.common import ApiModel, OperationType, StageName
@@ -39,6 +41,7 @@ from instantstart.models.inference import (
     Destination,
     DownloadModelRequest,
     Engine,
+    FsxListing,
     InferenceDeploymentAccepted,
     InferenceDeploymentList,
     InferenceDeploymentSummary,
@@ -197,11 +200,12 @@ def _level(s3: Any, bucket: str, prefix: str) -> tuple[list[str], bool]:
     return subs, has_objects
 
 
-def model_prefixes(s3: Any, bucket: str) -> list[str]:
-    """The prefixes of the models under ``models/``: ``models/<name>/`` holding objects itself (an id without an
-    organisation), else each ``models/<org>/<name>/`` (S3 ``ListObjectsV2`` with ``Delimiter='/'``)."""
+def model_prefixes(s3: Any, bucket: str, base: str = builders.MODELS_PREFIX) -> list[str]:
+    """The prefixes of the models under ``base`` (``models/``, or ``fsx/models/`` for the FSx export):
+    ``<base><name>/`` holding objects itself (an id without an organisation), else each ``<base><org>/<name>/``
+    (S3 ``ListObjectsV2`` with ``Delimiter='/'``)."""
     found: list[str] = []
-    first, _ = _level(s3, bucket, builders.MODELS_PREFIX)
+    first, _ = _level(s3, bucket, base)
     for prefix in first:
         subs, direct = _level(s3, bucket, prefix)
         if direct or not subs:
@@ -211,39 +215,83 @@ def model_prefixes(s3: Any, bucket: str) -> list[str]:
     return sorted(found)
 
 
-def list_models(rt: Runtime, tag: str) -> ModelList:
-    """The models in the cluster's bucket under ``models/``, with their size and object count.
+def _stored(s3: Any, bucket: str, base: str, destination: Destination) -> list[StoredModel]:
+    """The models under ``base`` with their size and object count (:func:`model_prefixes`, :func:`_prefix_usage`)."""
+    models = []
+    for prefix in model_prefixes(s3, bucket, base):
+        size, count, newest = _prefix_usage(s3, bucket, prefix)
+        model_id = prefix.removeprefix(base).rstrip("/")
+        if destination is Destination.S3:
+            location, path = f"s3://{bucket}/{prefix}", f"/s3/{prefix.rstrip('/')}"
+        else:
+            location, path = builders.model_location(Destination.FSX, model_id, bucket)
+        models.append(
+            StoredModel(
+                model_id=model_id,
+                destination=destination,
+                location=location,
+                model_path=path,
+                size_bytes=size,
+                files=count,
+                last_modified=newest,
+            )
+        )
+    return models
 
-    FSx for Lustre is not read (its files are only visible from a pod); a download to fsx shows in its operation.
+
+def fsx_listing(rt: Runtime, tag: str, bucket: str | None) -> tuple[FsxListing, bool]:
+    """``(listing, read the export)``: whether the fsx file system's models are listed (its ``/models`` data
+    repository association exports to ``s3://<bucket>/fsx/models/``, :func:`instantstart.features.fsx.listing`),
+    and whether the export prefix is to be read (an association exists, whatever its lifecycle).
+
+    Calls FSx ``DescribeFileSystems`` and ``DescribeDataRepositoryAssociations``.
+
+    Raises:
+        UpstreamUnavailable: FSx failed.
+    """
+    client = rt.client("fsx")
+    try:
+        found = fsx.observe_file_systems(client, tag)
+        associations = fsx.observe_associations(client, tag, found)
+    except ClientError as exc:
+        raise UpstreamUnavailable(f"FSx DescribeFileSystems failed ({error_code(exc)}: {error_message(exc)})") from exc
+    listed, reason, fs, dra = fsx.listing(found, associations, bucket)
+    view = FsxListing(
+        listed=listed,
+        reason=reason,
+        file_system_id=fs.file_system_id if fs else None,
+        association_id=dra.association_id if dra else None,
+        lifecycle=dra.lifecycle if dra else None,
+        data_repository_path=dra.data_repository_path if dra else None,
+    )
+    return view, dra is not None
+
+
+def list_models(rt: Runtime, tag: str) -> ModelList:
+    """The models in the cluster's bucket under ``models/`` (destination s3) and those on the fsx feature's FSx for
+    Lustre file system (destination fsx), with their size and object count.
+
+    The file system is read from storage, not from records: its ``/models`` is exported by a data repository
+    association to ``s3://<bucket>/fsx/models/`` (auto-export, asynchronous), which is listed like ``models/``.
+    ``fsx.listed`` false says why it cannot be (no file system, a deployment type or Lustre version without data
+    repository associations, the association missing or not AVAILABLE): the list is never silently short.
 
     Raises:
         NotFound: ``ClusterNotFound``.
-        UpstreamUnavailable: S3 failed.
+        UpstreamUnavailable: S3 or FSx failed.
     """
     bucket = cluster_bucket(rt, tag)
     s3 = rt.client("s3")
+    listing, exported = fsx_listing(rt, tag, bucket)
     try:
-        prefixes = model_prefixes(s3, bucket)
-        models = []
-        for prefix in prefixes:
-            size, count, newest = _prefix_usage(s3, bucket, prefix)
-            model_id = prefix.removeprefix(builders.MODELS_PREFIX).rstrip("/")
-            models.append(
-                StoredModel(
-                    model_id=model_id,
-                    destination=Destination.S3,
-                    location=f"s3://{bucket}/{prefix}",
-                    model_path=f"/s3/{prefix.rstrip('/')}",
-                    size_bytes=size,
-                    files=count,
-                    last_modified=newest,
-                )
-            )
+        models = _stored(s3, bucket, builders.MODELS_PREFIX, Destination.S3)
+        if exported:
+            models += _stored(s3, bucket, fsx.EXPORT_PREFIX, Destination.FSX)
     except ClientError as exc:
         if error_code(exc) == "NoSuchBucket":
-            return ModelList(bucket=None, models=[])
+            return ModelList(bucket=None, models=[], fsx=listing)
         raise UpstreamUnavailable(f"S3 ListObjectsV2 failed ({error_code(exc)}: {error_message(exc)})") from exc
-    return ModelList(bucket=bucket, models=models)
+    return ModelList(bucket=bucket, models=models, fsx=listing)
 
 
 def _job_state(job: dict[str, Any]) -> tuple[str, str | None]:

@@ -272,6 +272,20 @@ class InstalledAssociation(ApiModel):
     association_id: str = Field(description="EKS association id.", examples=["a-0123456789abcdef0"])
 
 
+class InstalledDataRepositoryAssociation(ApiModel):
+    """A data repository association of an FSx for Lustre file system (FSx DescribeDataRepositoryAssociations)."""
+
+    association_id: str = Field(description="AssociationId.", examples=["dra-0123456789abcdef0"])
+    lifecycle: str = Field(
+        description="Lifecycle: CREATING, AVAILABLE, UPDATING, MISCONFIGURED, DELETING, FAILED.", examples=["AVAILABLE"]
+    )
+    file_system_path: str = Field(description="FileSystemPath on Lustre.", examples=["/models"])
+    data_repository_path: str = Field(
+        description="DataRepositoryPath in S3.", examples=["s3://instantstart-demo-123456789012-us-west-2/fsx/models/"]
+    )
+    failure: str | None = Field(default=None, description="FailureDetails.Message (MISCONFIGURED or FAILED).")
+
+
 class InstalledFileSystem(ApiModel):
     """An FSx for Lustre file system a feature created (FSx DescribeFileSystems)."""
 
@@ -290,6 +304,14 @@ class InstalledFileSystem(ApiModel):
         examples=["fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com"],
     )
     mount_name: str | None = Field(default=None, description="LustreConfiguration.MountName.", examples=["abcdefgh"])
+    file_system_type_version: str | None = Field(
+        default=None, description="FileSystemTypeVersion (Lustre version).", examples=["2.15"]
+    )
+    data_repository_associations: list[InstalledDataRepositoryAssociation] = Field(
+        default_factory=list,
+        description="Its data repository associations (FSx DescribeDataRepositoryAssociations): the feature links "
+        "/models to s3://<cluster bucket>/fsx/models/ with auto-export, which GET .../models lists.",
+    )
 
 
 class FeatureState(ApiModel):

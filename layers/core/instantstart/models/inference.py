@@ -141,22 +141,51 @@ class ModelDownloadAccepted(ApiModel):
 
 
 class StoredModel(ApiModel):
-    """One model present in the cluster's bucket."""
+    """One model present in the cluster's bucket (s3) or on its FSx for Lustre file system (fsx, as exported to the
+    bucket's ``fsx/models/`` prefix by the file system's data repository association)."""
 
-    model_id: str = Field(description="Model id (the prefix under models/).", examples=["Qwen/Qwen2.5-0.5B-Instruct"])
+    model_id: str = Field(
+        description="Model id (the prefix under models/ or fsx/models/).", examples=["Qwen/Qwen2.5-0.5B-Instruct"]
+    )
     destination: Destination = Field(description="Where it is stored.", examples=["s3"])
-    location: str = Field(description="Its S3 prefix.")
+    location: str = Field(
+        description="s3: its S3 prefix; fsx: its path on the file system as pods mount it (/fsx/models/<id>).",
+        examples=["s3://instantstart-demo-123456789012-us-west-2/models/Qwen/Qwen2.5-0.5B-Instruct/"],
+    )
     model_path: str = Field(description="The path pods see.", examples=["/s3/models/Qwen/Qwen2.5-0.5B-Instruct"])
-    size_bytes: int = Field(description="Bytes of every object under the prefix.")
-    files: int = Field(description="Objects under the prefix.")
+    size_bytes: int = Field(description="Bytes of every object under the prefix (fsx: of the files exported so far).")
+    files: int = Field(description="Objects under the prefix (fsx: files exported so far).")
     last_modified: str | None = Field(default=None, description="Newest object's LastModified (ISO-8601 UTC).")
+
+
+class FsxListing(ApiModel):
+    """Whether ``GET .../models`` can list the models on the cluster's FSx for Lustre file system, and why not."""
+
+    listed: bool = Field(
+        description="True: the file system's /models is exported to s3://<bucket>/fsx/models/ by an AVAILABLE data "
+        "repository association and its models are listed (export is asynchronous: a file appears some time after "
+        "it is written). False: models on the file system may be missing; reason says why."
+    )
+    reason: str | None = Field(default=None, description="Why they are not listed (null when listed).")
+    file_system_id: str | None = Field(default=None, description="The fsx feature's file system.")
+    association_id: str | None = Field(default=None, description="Its models data repository association.")
+    lifecycle: str | None = Field(default=None, description="The association's Lifecycle.", examples=["AVAILABLE"])
+    data_repository_path: str | None = Field(
+        default=None,
+        description="Where the association exports to.",
+        examples=["s3://instantstart-demo-123456789012-us-west-2/fsx/models/"],
+    )
 
 
 class ModelList(ApiModel):
     """Body of ``GET /clusters/{clusterTag}/models``."""
 
     bucket: str | None = Field(description="The cluster's bucket (null: the storage stage recorded none).")
-    models: list[StoredModel] = Field(description="Models under s3://<bucket>/models/, by id.")
+    models: list[StoredModel] = Field(
+        description="Models under s3://<bucket>/models/ (destination s3) and under s3://<bucket>/fsx/models/, the "
+        "export of the FSx file system's /models (destination fsx), by destination and id."
+    )
+    fsx: FsxListing = Field(description="Whether the models on the FSx for Lustre file system are listed.")
 
 
 class ServiceSpec(ApiModel):

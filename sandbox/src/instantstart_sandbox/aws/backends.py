@@ -77,6 +77,26 @@ def s3_object_exists(account_id: str, bucket: str, key: str) -> bool:
         return False
 
 
+def s3_bucket_exists(account_id: str, bucket: str) -> bool:
+    """Whether bucket ``bucket`` exists in moto S3."""
+    from moto.s3.models import s3_backends
+
+    try:
+        return s3_backends[account_id]["aws"].get_bucket(bucket) is not None
+    except Exception:  # noqa: BLE001 - moto raises MissingBucket
+        return False
+
+
+def put_object(account_id: str, bucket: str, key: str, body: bytes) -> bool:
+    """PutObject into moto S3; False when the bucket does not exist."""
+    from moto.s3.models import s3_backends
+
+    if not s3_bucket_exists(account_id, bucket):
+        return False
+    s3_backends[account_id]["aws"].put_object(bucket, key, body)
+    return True
+
+
 def require_role(account_id: str, arn: str, code: str, what: str) -> None:
     """Raise AwsError ``code`` unless the IAM role ``arn`` exists."""
     if not principal_exists(account_id, arn) or ":role/" not in arn:

@@ -95,7 +95,8 @@ class AwsExtension:
         service_quotas: SageMaker HyperPod cluster-usage quotas (``set_quota``, ``reset``).
         autoscaling: HyperPod managed Karpenter (AutoScaling) and its NodePool controller.
         task_governance: SageMaker cluster scheduler configs and compute quotas (and their Kueue objects).
-        fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces).
+        fsx: FSx for Lustre file systems (lifecycle, validation, network interfaces), their data repository
+            associations and auto-export to S3 of the files pods write.
         foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
         mlflow: SageMaker managed MLflow tracking servers and apps (``fail_next_create``, ``find``, ``reset``).
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
@@ -162,6 +163,8 @@ class AwsExtension:
         self.inference = InferenceFaults(kube)
         if hasattr(kube, "sagemaker"):
             kube.sagemaker = self.sagemaker_inference  # the inference operator's AWS side
+        if hasattr(kube, "lustre"):
+            kube.lustre = self.fsx  # pods writing to an fsx claim write onto the emulated file system
         self._handlers[("sagemaker-runtime", "InvokeEndpoint")] = self.sagemaker_inference.invoke_endpoint
         for op, handler in self.fsx.handlers().items():
             self._handlers[("fsx", op)] = handler

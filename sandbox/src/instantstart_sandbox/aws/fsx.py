@@ -19,10 +19,35 @@ itself:
   ``FileSystemTypeVersion`` (default 2.15), tags through moto's FSx tagging (TagResource works);
 - DeleteFileSystem of a CREATING file system is refused (``BadRequest``): the harsher reading, the
   FSx documentation does not say what happens.
+- ``FileSystemTypeVersion`` as CreateFileSystem documents it: 2.10, 2.12 or 2.15 (else ``BadRequest``), default
+  2.10 except PERSISTENT_2 (2.12), which refuses 2.10.
+
+Data repository associations (moto has none): ``CreateDataRepositoryAssociation``,
+``DescribeDataRepositoryAssociations`` (``AssociationIds`` or filter ``file-system-id``, pages) and
+``DeleteDataRepositoryAssociation``:
+
+- refused (``UnsupportedOperation``) on SCRATCH_1 and Lustre 2.10 file systems ("supported on all FSx for Lustre 2.12
+  and 2.15 file systems, excluding scratch_1"), and (``BadRequest``) while the file system is not AVAILABLE, for a
+  FileSystemPath without a leading ``/``, a DataRepositoryPath not ``s3://bucket[/prefix/]`` or naming a bucket that
+  does not exist, event types other than NEW/CHANGED/DELETED, a FileSystemPath overlapping another DRA's (``/ns1``
+  and ``/ns1/ns2``; ``/`` excludes every other) or an S3 prefix overlapping another's; more than 8 per file system
+  is ``ServiceLimitExceeded``; a ClientRequestToken reused with other parameters is ``IncompatibleParameterError``
+  (same parameters: the same DRA back). The error codes are FSx's documented ones; the messages are the sandbox's.
+- ``Lifecycle`` CREATING for :data:`DRA_CREATE_SECONDS` then AVAILABLE; DELETING for :data:`DRA_DELETE_SECONDS`
+  then gone (``DataRepositoryAssociationNotFound``); deleting a CREATING one is refused (``BadRequest``, harsher
+  reading); ``DeleteDataInFileSystem`` true removes its files from the file system. Deleting the file system
+  removes its DRAs.
+- Auto-export: files written onto a file system (:meth:`FsxLustre.write_files`, which the sandbox's download pods
+  call for paths on an fsx claim) under an AVAILABLE DRA's FileSystemPath whose AutoExportPolicy has NEW (new file)
+  or CHANGED (existing file) appear in its bucket at ``<DataRepositoryPath><path below FileSystemPath>``
+  :data:`EXPORT_SECONDS` later (FSx exports asynchronously); files written while no DRA was AVAILABLE are never
+  exported (no export task is emulated). A bucket gone at export time turns the DRA MISCONFIGURED with
+  ``FailureDetails``. ``extension.fsx.files(file_system_id)`` shows what is on a file system.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import string
 import threading
@@ -40,6 +65,15 @@ CREATE_SECONDS = 600.0
 DELETE_SECONDS = 180.0
 THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
 DEPLOYMENT_TYPES = ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+LUSTRE_VERSIONS = ("2.10", "2.12", "2.15")
+DRA_VERSIONS = ("2.12", "2.15")
+DRA_CREATE_SECONDS = 300.0
+"""A data repository association is CREATING for a few minutes."""
+DRA_DELETE_SECONDS = 120.0
+EXPORT_SECONDS = 90.0
+"""Auto-export is asynchronous: a written file reaches S3 this long after it is written."""
+MAX_ASSOCIATIONS = 8
+EVENT_TYPES = ("NEW", "CHANGED", "DELETED")
 
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
 
@@ -58,6 +92,41 @@ class LustreFileSystem:
     lifecycle: str = "CREATING"
     network_interface_ids: list[str] = field(default_factory=list)
     generation: int = 0
+    version: str = "2.10"
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Path on the file system (leading ``/``) -> contents."""
+
+
+@dataclass
+class Association:
+    """A data repository association of the sandbox."""
+
+    id: str
+    file_system_id: str
+    arn: str
+    file_system_path: str
+    data_repository_path: str
+    request: dict[str, Any]
+    token: str | None
+    created_at: float
+    tags: list[dict[str, str]]
+    lifecycle: str = "CREATING"
+    failure: str | None = None
+    generation: int = 0
+
+    def covers(self, path: str) -> bool:
+        """``path`` (on the file system) is under this DRA's FileSystemPath."""
+        root = self.file_system_path.rstrip("/")
+        return not root or path == root or path.startswith(root + "/")
+
+    def export_events(self) -> list[str]:
+        return list(((self.request.get("S3") or {}).get("AutoExportPolicy") or {}).get("Events") or [])
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Two paths (or S3 prefixes) overlap when one is the other or lies under it."""
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
 
 
 def _moto_fsx(account_id: str, region: str) -> Any:
@@ -75,6 +144,7 @@ class FsxLustre:
         self.account_id = account_id
         self._lock = threading.RLock()
         self._file_systems: dict[str, LustreFileSystem] = {}
+        self._associations: dict[str, Association] = {}
 
     def handlers(self) -> dict[str, Handler]:
         """Operation name -> handler."""
@@ -82,6 +152,9 @@ class FsxLustre:
             "CreateFileSystem": self.create_file_system,
             "DescribeFileSystems": self.describe_file_systems,
             "DeleteFileSystem": self.delete_file_system,
+            "CreateDataRepositoryAssociation": self.create_data_repository_association,
+            "DescribeDataRepositoryAssociations": self.describe_data_repository_associations,
+            "DeleteDataRepositoryAssociation": self.delete_data_repository_association,
         }
 
     # -- validation --------------------------------------------------------------------------------
@@ -136,6 +209,16 @@ class FsxLustre:
             raise AwsError("BadRequest", f"PerUnitStorageThroughput is not supported for {deployment}.")
         return deployment
 
+    @staticmethod
+    def _version(params: dict[str, Any], deployment: str) -> str:
+        version = str(params.get("FileSystemTypeVersion") or ("2.12" if deployment == "PERSISTENT_2" else "2.10"))
+        if version not in LUSTRE_VERSIONS:
+            valid = ", ".join(LUSTRE_VERSIONS)
+            raise AwsError("BadRequest", f"Invalid FileSystemTypeVersion {version}; valid: {valid}")
+        if version == "2.10" and deployment == "PERSISTENT_2":
+            raise AwsError("BadRequest", "Lustre version 2.10 is not supported for the PERSISTENT_2 deployment type.")
+        return version
+
     # -- operations --------------------------------------------------------------------------------
     def create_file_system(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
         """CreateFileSystem: LUSTRE here (CREATING for ~10 min), other types to moto."""
@@ -144,6 +227,7 @@ class FsxLustre:
             return forward()
         vpc_id = self._network(params)
         deployment = self._lustre(params)
+        version = self._version(params, deployment)
         fs_id = "fs-" + uuid.uuid4().hex[:17]
         mount = "fsx" if deployment == "SCRATCH_1" else "".join(random.choices(string.ascii_lowercase, k=8))
         fs = LustreFileSystem(
@@ -154,6 +238,7 @@ class FsxLustre:
             created_at=self.clock.now(),
             mount_name=mount,
             deployment_type=deployment,
+            version=version,
         )
         tags = list(params.get("Tags") or [])
         if tags:
@@ -216,7 +301,7 @@ class FsxLustre:
             "ResourceARN": fs.arn,
             "Tags": tags,
             "LustreConfiguration": lustre,
-            "FileSystemTypeVersion": request.get("FileSystemTypeVersion") or "2.15",
+            "FileSystemTypeVersion": fs.version,
             "NetworkType": request.get("NetworkType") or "IPV4",
         }
 
@@ -269,6 +354,221 @@ class FsxLustre:
             if fs is None or fs.generation != generation:
                 return
             del self._file_systems[fs_id]
+            for dra_id in [a.id for a in self._associations.values() if a.file_system_id == fs_id]:
+                del self._associations[dra_id]
         ec2 = backends.ec2(self.account_id, self.region)
         for eni_id in fs.network_interface_ids:
             ec2.enis.pop(eni_id, None)
+
+    # -- data repository associations ---------------------------------------------------------------
+    def _dra_view(self, a: Association) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "AssociationId": a.id,
+            "ResourceARN": a.arn,
+            "FileSystemId": a.file_system_id,
+            "Lifecycle": a.lifecycle,
+            "FileSystemPath": a.file_system_path,
+            "DataRepositoryPath": a.data_repository_path,
+            "BatchImportMetaDataOnCreate": bool(a.request.get("BatchImportMetaDataOnCreate", False)),
+            "ImportedFileChunkSize": int(a.request.get("ImportedFileChunkSize") or 1024),
+            "Tags": list(a.tags),
+            "CreationTime": a.created_at,
+        }
+        s3 = a.request.get("S3")
+        if s3:
+            out["S3"] = s3
+        if a.failure:
+            out["FailureDetails"] = {"Message": a.failure}
+        return out
+
+    def _check_dra(self, params: dict[str, Any], fs: LustreFileSystem) -> tuple[str, str]:
+        """FSx's refusals of a CreateDataRepositoryAssociation; returns ``(FileSystemPath, DataRepositoryPath)``."""
+        if fs.deployment_type == "SCRATCH_1" or fs.version not in DRA_VERSIONS:
+            raise AwsError(
+                "UnsupportedOperation",
+                f"Data repository associations are supported on FSx for Lustre 2.12 and 2.15 file systems, excluding "
+                f"the SCRATCH_1 deployment type; file system {fs.id} is {fs.deployment_type} on Lustre {fs.version}.",
+            )
+        if fs.lifecycle != "AVAILABLE":
+            raise AwsError("BadRequest", f"File system {fs.id} is {fs.lifecycle}; it must be AVAILABLE.")
+        path = str(params.get("FileSystemPath") or "")
+        repo = str(params.get("DataRepositoryPath") or "")
+        if not path.startswith("/"):
+            raise AwsError("BadRequest", f"FileSystemPath {path!r} must start with a forward slash (/).")
+        if not repo.startswith("s3://") or not repo[5:].split("/")[0]:
+            raise AwsError("BadRequest", f"DataRepositoryPath {repo!r} must be an S3 path s3://bucket/prefix/.")
+        if not backends.s3_bucket_exists(self.account_id, repo[5:].split("/")[0]):
+            raise AwsError("BadRequest", f"The S3 bucket of {repo} does not exist or Amazon FSx cannot access it.")
+        policy = params.get("S3") or {}
+        for kind in ("AutoExportPolicy", "AutoImportPolicy"):
+            events = list((policy.get(kind) or {}).get("Events") or [])
+            bad = [e for e in events if e not in EVENT_TYPES]
+            if bad or len(events) > len(EVENT_TYPES):
+                raise AwsError("BadRequest", f"{kind}.Events must be among {', '.join(EVENT_TYPES)}; got {events}.")
+        mine = [a for a in self._associations.values() if a.file_system_id == fs.id and a.lifecycle != "DELETING"]
+        for other in mine:
+            if _overlap(other.file_system_path, path):
+                raise AwsError(
+                    "BadRequest",
+                    f"FileSystemPath {path} overlaps the file system path {other.file_system_path} of data repository "
+                    f"association {other.id}; data repository associations cannot have overlapping file system paths.",
+                )
+            if _overlap(other.data_repository_path, repo):
+                raise AwsError(
+                    "BadRequest",
+                    f"DataRepositoryPath {repo} overlaps {other.data_repository_path} of data repository association "
+                    f"{other.id} on the same file system.",
+                )
+        if len(mine) >= MAX_ASSOCIATIONS:
+            raise AwsError(
+                "ServiceLimitExceeded",
+                f"File system {fs.id} already has {MAX_ASSOCIATIONS} data repository associations.",
+                Limit="DataRepositoryAssociationsPerFileSystem",
+            )
+        return path, repo
+
+    def create_data_repository_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """CreateDataRepositoryAssociation: validated as FSx does (module docstring), CREATING for a few minutes."""
+        params = req.params
+        fs_id = str(params.get("FileSystemId") or "")
+        token = params.get("ClientRequestToken")
+        compared = {k: v for k, v in params.items() if k != "ClientRequestToken"}
+        with self._lock:
+            fs = self._file_systems.get(fs_id)
+            if fs is None:
+                raise AwsError("FileSystemNotFound", f"File system '{fs_id}' does not exist.")
+            if token:
+                same = next((a for a in self._associations.values() if a.token == token), None)
+                if same is not None:
+                    if same.request != compared:
+                        raise AwsError(
+                            "IncompatibleParameterError",
+                            f"ClientRequestToken {token} was used with different parameters.",
+                            Parameter="ClientRequestToken",
+                        )
+                    return {"Association": self._dra_view(same)}
+            path, repo = self._check_dra(params, fs)
+            dra_id = "dra-" + uuid.uuid4().hex[:17]
+            dra = Association(
+                id=dra_id,
+                file_system_id=fs_id,
+                arn=f"arn:aws:fsx:{self.region}:{self.account_id}:association/{fs_id}/{dra_id}",
+                file_system_path=path,
+                data_repository_path=repo,
+                request=compared,
+                token=str(token) if token else None,
+                created_at=self.clock.now(),
+                tags=list(params.get("Tags") or []),
+            )
+            self._associations[dra_id] = dra
+            generation = dra.generation
+        self.clock.call_later(DRA_CREATE_SECONDS, lambda: self._dra_available(dra_id, generation))
+        return {"Association": self._dra_view(dra)}
+
+    def _dra_available(self, dra_id: str, generation: int) -> None:
+        with self._lock:
+            dra = self._associations.get(dra_id)
+            if dra is not None and dra.generation == generation and dra.lifecycle == "CREATING":
+                dra.lifecycle = "AVAILABLE"
+
+    def describe_data_repository_associations(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DescribeDataRepositoryAssociations: by ``AssociationIds`` (``DataRepositoryAssociationNotFound`` for an
+        unknown one) or filter ``file-system-id``; ``MaxResults``/``NextToken`` pages."""
+        ids = list(req.params.get("AssociationIds") or [])
+        filters = {f.get("Name"): list(f.get("Values") or []) for f in req.params.get("Filters") or []}
+        with self._lock:
+            found = list(self._associations.values())
+            if ids:
+                missing = [i for i in ids if i not in self._associations]
+                if missing:
+                    raise AwsError(
+                        "DataRepositoryAssociationNotFound", f"Data repository association {missing[0]} not found."
+                    )
+                found = [self._associations[i] for i in ids]
+            if "file-system-id" in filters:
+                found = [a for a in found if a.file_system_id in filters["file-system-id"]]
+            views = [self._dra_view(a) for a in found]
+        start = int(req.params.get("NextToken") or 0)
+        size = int(req.params.get("MaxResults") or 25)
+        out: dict[str, Any] = {"Associations": views[start : start + size]}
+        if start + size < len(views):
+            out["NextToken"] = str(start + size)
+        return out
+
+    def delete_data_repository_association(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
+        """DeleteDataRepositoryAssociation: DELETING for a few minutes, then gone (its files stay on the file system
+        unless ``DeleteDataInFileSystem``)."""
+        dra_id = str(req.params.get("AssociationId") or "")
+        delete_data = bool(req.params.get("DeleteDataInFileSystem", False))
+        with self._lock:
+            dra = self._associations.get(dra_id)
+            if dra is None:
+                raise AwsError("DataRepositoryAssociationNotFound", f"Data repository association {dra_id} not found.")
+            if dra.lifecycle == "CREATING":
+                raise AwsError(
+                    "BadRequest", f"Cannot delete data repository association {dra_id} while it is CREATING."
+                )
+            if dra.lifecycle != "DELETING":
+                dra.lifecycle = "DELETING"
+                dra.generation += 1
+                generation = dra.generation
+                self.clock.call_later(DRA_DELETE_SECONDS, lambda: self._dra_gone(dra_id, generation, delete_data))
+        return {"AssociationId": dra_id, "Lifecycle": "DELETING", "DeleteDataInFileSystem": delete_data}
+
+    def _dra_gone(self, dra_id: str, generation: int, delete_data: bool) -> None:
+        with self._lock:
+            dra = self._associations.get(dra_id)
+            if dra is None or dra.generation != generation:
+                return
+            del self._associations[dra_id]
+            fs = self._file_systems.get(dra.file_system_id)
+            if delete_data and fs is not None:
+                for path in [p for p in fs.files if dra.covers(p)]:
+                    del fs.files[path]
+
+    # -- the file system's contents and auto-export -------------------------------------------------------
+    def files(self, file_system_id: str) -> dict[str, int]:
+        """What is on a file system: path -> size in bytes (``KeyError`` for an unknown file system)."""
+        with self._lock:
+            return {p: len(b) for p, b in self._file_systems[file_system_id].files.items()}
+
+    def write_files(self, file_system_id: str, files: list[tuple[str, bytes]]) -> None:
+        """Write ``(path, body)`` onto an AVAILABLE file system (``LookupError`` otherwise); each file under an
+        AVAILABLE data repository association exporting NEW (new file) or CHANGED (existing file) is put in its
+        bucket :data:`EXPORT_SECONDS` later."""
+        with self._lock:
+            fs = self._file_systems.get(file_system_id)
+            if fs is None or fs.lifecycle != "AVAILABLE":
+                raise LookupError(file_system_id)
+            exports: list[tuple[str, int, str]] = []
+            for path, body in files:
+                event = "CHANGED" if path in fs.files else "NEW"
+                fs.files[path] = body
+                for dra in self._associations.values():
+                    if (
+                        dra.file_system_id == file_system_id
+                        and dra.lifecycle == "AVAILABLE"
+                        and dra.covers(path)
+                        and event in dra.export_events()
+                    ):
+                        exports.append((dra.id, dra.generation, path))
+        for dra_id, generation, path in exports:
+            self.clock.call_later(EXPORT_SECONDS, functools.partial(self._export, dra_id, generation, path))
+
+    def _export(self, dra_id: str, generation: int, path: str) -> None:
+        with self._lock:
+            dra = self._associations.get(dra_id)
+            fs = self._file_systems.get(dra.file_system_id) if dra else None
+            if dra is None or fs is None or dra.generation != generation or dra.lifecycle != "AVAILABLE":
+                return
+            body = fs.files.get(path)
+            if body is None:
+                return
+            root = dra.file_system_path.rstrip("/")
+            bucket, _, prefix = dra.data_repository_path[5:].partition("/")
+            key = (prefix.rstrip("/") + "/" if prefix.strip("/") else "") + path[len(root) :].lstrip("/")
+        if not backends.put_object(self.account_id, bucket, key, body):
+            with self._lock:
+                if dra.generation == generation and dra.lifecycle == "AVAILABLE":
+                    dra.lifecycle = "MISCONFIGURED"
+                    dra.failure = f"Amazon FSx cannot access the S3 bucket {bucket}: it does not exist."

@@ -40,7 +40,9 @@ the Job's pod template) whose first container has env ``HF_MODEL_ID`` (``org/nam
 ``SANDBOX_DOWNLOAD_SECONDS`` (default :data:`DEFAULT_DOWNLOAD_SECONDS`) simulated seconds, logging progress lines
 (:func:`download_log_lines`), then writes :func:`model_files` (``config.json``, ``tokenizer.json``,
 ``model.safetensors``) under the destination prefix (S3 through :class:`SageMakerSide`; ``/fsx`` paths into
-:attr:`InferenceControllers.filesystem`) and exits 0. A missing bucket, missing env or a :meth:`fail_download`
+:attr:`InferenceControllers.filesystem` and, when the pod mounts that path from a claim bound to an FSx for Lustre
+PersistentVolume (CSI ``fsx.csi.aws.com``), onto that file system through :class:`LustreSide`, whose data repository
+associations export them to S3) and exits 0. A missing bucket, missing env or a :meth:`fail_download`
 model makes it exit 1 with an error line.
 
 Engine pods: a container whose image repository's last path part contains ``vllm`` or ``sglang``
@@ -148,6 +150,18 @@ class SageMakerSide(Protocol):
     def put_objects(self, bucket: str, objects: list[tuple[str, bytes]]) -> None:
         """PutObject each ``(key, body)``; ``LookupError`` when the bucket does not exist."""
         ...
+
+
+class LustreSide(Protocol):
+    """FSx for Lustre as pods write to it (the sandbox's FSx emulator implements it)."""
+
+    def write_files(self, file_system_id: str, files: list[tuple[str, bytes]]) -> None:
+        """Write ``(path on the file system, body)`` pairs (paths start with ``/``); ``LookupError`` when the file
+        system does not exist or is not AVAILABLE."""
+        ...
+
+
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
 
 
 # -- model files and logs -------------------------------------------------------------------------------
@@ -424,6 +438,7 @@ class InferenceControllers:
         controllers: the cluster's controllers (scheduler, kubelet), whose clock, lock and hooks these use.
         sagemaker: returns the AWS side (None in a Kubernetes-only sandbox: SageMaker endpoints then fail and
             S3 downloads exit 1).
+        lustre: returns FSx for Lustre (None: ``/fsx`` downloads only reach :attr:`filesystem`).
     """
 
     def __init__(
@@ -431,10 +446,12 @@ class InferenceControllers:
         cluster: KubeCluster,
         controllers: SimulatedControllers,
         sagemaker: Callable[[], SageMakerSide | None] = lambda: None,
+        lustre: Callable[[], LustreSide | None] = lambda: None,
     ) -> None:
         self.cluster = cluster
         self.controllers = controllers
         self.sagemaker = sagemaker
+        self.lustre = lustre
         self.filesystem: dict[str, int] = {}
         """Files downloads wrote to ``/fsx`` paths: path -> size in bytes."""
         self._stalled: dict[tuple[str, str], str] = {}
@@ -1128,8 +1145,41 @@ class InferenceControllers:
             base = destination.rstrip("/")
             for n, body in files:
                 self.filesystem[f"{base}/{n}"] = len(body)
+            self._write_lustre(pod, base, files)
         self.cluster.append_pod_log(ns, name, cname, last)
         self._end_pod(ns, name, uid, 0)
+
+    def lustre_volume(self, pod: Obj, path: str) -> tuple[str, str] | None:
+        """``(file system id, path on the file system)`` for ``path`` in ``pod``: the container mount holding it,
+        its volume's claim, the claim's PersistentVolume with CSI driver ``fsx.csi.aws.com`` (``volumeHandle``);
+        None when ``path`` is not on such a volume."""
+        spec = pod.get("spec") or {}
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            for mount in container.get("volumeMounts") or []:
+                root = str(mount.get("mountPath", "")).rstrip("/")
+                if not root or not (path == root or path.startswith(root + "/")):
+                    continue
+                claim = ((volumes.get(mount.get("name")) or {}).get("persistentVolumeClaim") or {}).get("claimName")
+                pvc = self.cluster.peek("v1", "PersistentVolumeClaim", str(claim), pod["metadata"]["namespace"])
+                volume_name = ((pvc or {}).get("spec") or {}).get("volumeName")
+                pv = self.cluster.peek("v1", "PersistentVolume", str(volume_name)) if volume_name else None
+                csi = ((pv or {}).get("spec") or {}).get("csi") or {}
+                if csi.get("driver") == FSX_CSI_DRIVER and csi.get("volumeHandle"):
+                    return str(csi["volumeHandle"]), path[len(root) :] or "/"
+        return None
+
+    def _write_lustre(self, pod: Obj, base: str, files: list[tuple[str, bytes]]) -> None:
+        """The download's files onto the FSx file system behind ``base`` (when there is one and FSx is emulated)."""
+        side = self.lustre()
+        found = self.lustre_volume(pod, base)
+        if side is None or found is None:
+            return
+        file_system_id, path = found
+        try:
+            side.write_files(file_system_id, [(f"{path.rstrip('/')}/{n}", body) for n, body in files])
+        except LookupError:
+            log.warning("FSx file system %s is not available: %s not written to it", file_system_id, base)
 
     def _end_pod(self, ns: str, name: str, uid: str, exit_code: int) -> None:
         pod = self.cluster.peek("v1", "Pod", name, ns)

@@ -27,7 +27,7 @@ import yaml
 from instantstart_sandbox.kube import certs, proxy
 from instantstart_sandbox.kube.controllers import SimulatedControllers
 from instantstart_sandbox.kube.errors import KubeError, bad_request
-from instantstart_sandbox.kube.inference import InferenceControllers, SageMakerSide
+from instantstart_sandbox.kube.inference import InferenceControllers, LustreSide, SageMakerSide
 from instantstart_sandbox.kube.resources import ResourceType
 from instantstart_sandbox.kube.store import KubeCluster
 from instantstart_sandbox.kube.training import TrainingControllers
@@ -73,6 +73,8 @@ class KubeApiServer:
         self._inference: dict[str, InferenceControllers] = {}
         self.sagemaker: SageMakerSide | None = None
         """The AWS side the inference operator and model downloads call (set by the sandbox's AWS extension)."""
+        self.lustre: LustreSide | None = None
+        """FSx for Lustre, which downloads to an fsx claim write onto (set by the sandbox's AWS extension)."""
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -149,7 +151,9 @@ class KubeApiServer:
                 cluster = KubeCluster(name, clock=self.clock)
                 self._controllers[name] = SimulatedControllers(cluster, self.clock)
                 self._training[name] = TrainingControllers(cluster, self._controllers[name])
-                self._inference[name] = InferenceControllers(cluster, self._controllers[name], lambda: self.sagemaker)
+                self._inference[name] = InferenceControllers(
+                    cluster, self._controllers[name], lambda: self.sagemaker, lambda: self.lustre
+                )
                 self._clusters[name] = cluster
         return self.endpoint(name)
 
