@@ -13,6 +13,11 @@ from typing import Any
 
 import pytest
 
+from tests import secret_scan
+from tests.secret_scan import pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary
+
+__all__ = ["pytest_runtest_logreport", "pytest_sessionfinish", "pytest_terminal_summary"]
+
 TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "120"))
 
 
@@ -26,8 +31,12 @@ def sandbox() -> Iterator[Any]:
     yield sb
     report = sb.audit_iam()
     sb.stop()
+    with open(sb.engine_log_path, errors="replace") as log:
+        secret_scan.scan(log.read(), "the sandbox's engine log")
     print(f"\n{report.summary()}")
     assert not report.missing, report.summary()
+    hits = list(secret_scan.RESULT.hits)
+    assert not hits, f"secrets in API answers, tool results or logs: {hits}"
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +44,9 @@ def api(sandbox: Any) -> Any:
     """A SigV4-signing client of the sandbox API (``instantstart_client.api.InstantStartClient``)."""
     from instantstart_client.api import InstantStartClient
 
-    return InstantStartClient(sandbox.api_url, region=sandbox.region)
+    client = InstantStartClient(sandbox.api_url, region=sandbox.region)
+    client._http.event_hooks["response"].append(secret_scan.scan_response)
+    return client
 
 
 @pytest.fixture

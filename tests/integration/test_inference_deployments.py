@@ -12,6 +12,8 @@ import boto3
 import pytest
 from typer.testing import CliRunner, Result
 
+from instantstart.inference.builders import ENGINE_IMAGES
+from instantstart.models.inference import Engine
 from instantstart_client.api import InstantStartClient
 from instantstart_client.cli import app
 from instantstart_sandbox.runner import Sandbox
@@ -315,16 +317,18 @@ AUTOSCALING = {
 def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_forwards_to_a_worker(
     cluster: Any, api: InstantStartClient, sandbox: Sandbox
 ) -> None:
-    op = finished(api, api.create_inference_deployment(TAG, SGLANG)["operation"])
-    assert op["status"] == "SUCCEEDED", op
-    image = kube(sandbox).peek("apps/v1", "Deployment", "qwen-sglang", "default")["spec"]["template"]["spec"][
-        "containers"
-    ][0]["image"]
+    image = ENGINE_IMAGES[Engine.SGLANG]  # held unpullable from the start: the pods cannot be ready before the call
     sandbox.aws.extension.inference.fail_image_pull(EKS, image)
     try:
+        op = finished(api, api.create_inference_deployment(TAG, SGLANG)["operation"])
+        assert op["status"] == "SUCCEEDED", op
+        deployed_image = kube(sandbox).peek("apps/v1", "Deployment", "qwen-sglang", "default")["spec"]["template"][
+            "spec"
+        ]["containers"][0]["image"]
         not_ready = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": "hi"}))
     finally:
         sandbox.aws.extension.inference.allow_image_pull(EKS, image)
+    assert deployed_image == image
     ready = eventually(
         lambda: api.get_inference_deployment(TAG, "qwen-sglang"), lambda d: d["readyReplicas"] == 2, timeout=180
     )

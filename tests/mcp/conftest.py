@@ -20,6 +20,7 @@ from mcp_types import CallToolResult, TextContent
 
 from instantstart_client.api import InstantStartClient
 from mcp_proxy.server import build_server
+from tests import secret_scan
 
 BIN = Path(sys.executable).parent
 GROUP = {"instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
@@ -74,6 +75,7 @@ def mcp_client(api: InstantStartClient, scaled_sleep: ScaledSleep) -> McpConnect
 def text_of(result: CallToolResult) -> str:
     """The single text block of a tool result."""
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent), result.content
+    secret_scan.scan(result.content[0].text, "an MCP tool result")
     return result.content[0].text
 
 
