@@ -29,8 +29,9 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
         "ec2:DescribeSecurityGroups",
         "ec2:DescribeVpcs",
     },
-    # FSx DescribeFileSystems (managed feature fsx) lists file systems without a resource ARN.
-    "fsx-describe": {"fsx:DescribeFileSystems"},
+    # FSx DescribeFileSystems and DescribeDataRepositoryAssociations (managed feature fsx, GET /models) list
+    # without a resource ARN (filtered by file-system-id in the request).
+    "fsx-describe": {"fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"},
     # ListWorkspaces authorizes on no resource type (a list call; the alias filter is in the request).
     "aps-list": {"aps:ListWorkspaces"},
     # HyperPod node agents (AWS's documented execution-role policy): ENIs the service creates on its own

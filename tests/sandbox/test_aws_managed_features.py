@@ -18,6 +18,7 @@ try:
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import REGION, clock, unique, wait_for  # type: ignore[no-redef]  # noqa: F401
 
+from instantstart_sandbox.aws import fsx as fsx_emulator
 from instantstart_sandbox.aws.server import AwsSandboxServer
 from instantstart_sandbox.clock import SimClock
 
@@ -460,8 +461,11 @@ def _fsx_error(call: Callable[[], Any]) -> tuple[str, str]:
 
 
 def test_given_lustre_file_systems_when_data_repository_associations_are_made_then_fsx_rules_hold_and_writes_export(
-    server: AwsSandboxServer, sb: Client, clock: SimClock
+    server: AwsSandboxServer, sb: Client, clock: SimClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # CREATING for an hour of simulated time (6 s of wall time here): long enough that the refusals below see it
+    # CREATING on a loaded machine
+    monkeypatch.setattr(fsx_emulator, "DRA_CREATE_SECONDS", 3600.0)
     fsx, s3 = sb("fsx"), sb("s3")
     found = server.extension.foreign.create(unique("dra"))
     base = {

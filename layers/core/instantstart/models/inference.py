@@ -167,8 +167,12 @@ class FsxListing(ApiModel):
         "it is written). False: models on the file system may be missing; reason says why."
     )
     reason: str | None = Field(default=None, description="Why they are not listed (null when listed).")
-    file_system_id: str | None = Field(default=None, description="The fsx feature's file system.")
-    association_id: str | None = Field(default=None, description="Its models data repository association.")
+    file_system_id: str | None = Field(
+        default=None, description="The fsx feature's file system.", examples=["fs-0123456789abcdef0"]
+    )
+    association_id: str | None = Field(
+        default=None, description="Its models data repository association.", examples=["dra-0123456789abcdef0"]
+    )
     lifecycle: str | None = Field(default=None, description="The association's Lifecycle.", examples=["AVAILABLE"])
     data_repository_path: str | None = Field(
         default=None,
@@ -438,7 +442,9 @@ class InvokeDeploymentView(ApiModel):
     service: str = Field(description="The Service the call went through.", examples=["qwen-vllm"])
     port: int = Field(description="Its port.", examples=[8000])
     route: InvokeRoute = Field(description="The engine route called.", examples=["v1/completions"])
-    content_type: str | None = Field(default=None, description="Content-Type of the answer.")
+    content_type: str | None = Field(
+        default=None, description="Content-Type of the answer.", examples=["application/json"]
+    )
     body: Any = Field(default=None, description="The answer parsed as JSON (null when truncated or not JSON).")
     text: str | None = Field(default=None, description="The answer as text when it is not JSON or was truncated.")
     truncated: bool = Field(description=f"The answer was longer than {INVOKE_MAX_RESPONSE_BYTES} bytes and was cut.")
