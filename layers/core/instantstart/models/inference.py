@@ -409,7 +409,9 @@ class InvokeDeploymentView(ApiModel):
     service: str = Field(description="The Service the call went through.", examples=["qwen-vllm"])
     port: int = Field(description="Its port.", examples=[8000])
     route: InvokeRoute = Field(description="The engine route called.", examples=["v1/completions"])
-    content_type: str | None = Field(default=None, description="Content-Type of the answer.")
+    content_type: str | None = Field(
+        default=None, description="Content-Type of the answer.", examples=["application/json"]
+    )
     body: Any = Field(default=None, description="The answer parsed as JSON (null when truncated or not JSON).")
     text: str | None = Field(default=None, description="The answer as text when it is not JSON or was truncated.")
     truncated: bool = Field(description=f"The answer was longer than {INVOKE_MAX_RESPONSE_BYTES} bytes and was cut.")
