@@ -160,6 +160,7 @@ class Sandbox:
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
         lambdas.use_clock(self.clock.now)
+        lambdas.sdk_backoff_on(self.clock)
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
@@ -185,6 +186,7 @@ class Sandbox:
         if self.kube:
             self.kube.stop()
         lambdas.use_clock(None)
+        lambdas.sdk_backoff_on(None)
         self.clock.stop()
 
     def __enter__(self) -> Sandbox:
