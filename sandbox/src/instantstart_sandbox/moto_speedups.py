@@ -19,7 +19,7 @@ result, and leaves anything else (binary values, unknown keys) to the generic pa
 
 Per request, moto also listed its response class's methods with ``inspect.getmembers`` (to check the action
 is one of them); the names are now kept per class (recomputed when a class in its MRO gains or loses an
-attribute, as a test's monkeypatch does). DynamoDB parsed every ``UpdateExpression`` from its text on each
+attribute name, as a test's monkeypatch does). DynamoDB parsed every ``UpdateExpression`` from its text on each
 call; the parse tree of an expression text is now kept (moto deep-copies it before validating and executing,
 so the kept tree is never changed; an invalid expression is not kept and fails on every call).
 
@@ -195,9 +195,9 @@ def _transformed(serializer: Any) -> bool:
     return any(path.rsplit(".", 1)[-1] in _MEMBER_ORDER for path in transformers)
 
 
-def _class_shape(clazz: type) -> tuple[tuple[type, int], ...]:
-    """Each class of ``clazz``'s MRO with its attribute count: changes when one gains or loses an attribute."""
-    return tuple((c, len(vars(c))) for c in clazz.__mro__)
+def _class_shape(clazz: type) -> tuple[tuple[str, ...], ...]:
+    """The attribute names of each class of ``clazz``'s MRO: changes when one gains or loses an attribute."""
+    return tuple(tuple(vars(c)) for c in clazz.__mro__)
 
 
 def _action_method_names_are_kept() -> None:
@@ -208,7 +208,7 @@ def _action_method_names_are_kept() -> None:
     if getattr(responses.method_names_from_class, "_instantstart_patched", False):
         return
     compute = utils.method_names_from_class
-    kept: dict[type, tuple[tuple[tuple[type, int], ...], list[str]]] = {}
+    kept: dict[type, tuple[tuple[tuple[str, ...], ...], list[str]]] = {}
 
     def method_names_from_class(clazz: Any) -> list[str]:
         shape = _class_shape(clazz)
