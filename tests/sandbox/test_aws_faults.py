@@ -47,6 +47,7 @@ except ImportError:  # rootdir not on sys.path
     )
 
 from instantstart_sandbox.aws.server import AwsSandboxServer
+from instantstart_sandbox.clock import SimClock
 
 Client = Callable[[str], Any]
 # the session clock runs 3000x: 3000 simulated seconds are one wall second
@@ -402,3 +403,31 @@ def test_given_throttling_fewer_times_than_botocore_retries_when_called_then_the
     aws.extension.faults.throttle("eks", "ListClusters", times=2)
     response = retrying.list_clusters()
     assert response["ResponseMetadata"]["RetryAttempts"] == 2
+
+
+def test_given_sdk_backoff_on_the_clock_when_throttled_past_every_attempt_then_same_attempts_without_real_waits(
+    aws: AwsSandboxServer, clock: SimClock
+) -> None:
+    """botocore's backoff between attempts (up to 20 s each in AWS) runs on the simulated clock: every attempt is
+    still made and the caller still sees the throttling error, in a fraction of the real-time backoff."""
+    from instantstart_sandbox import lambdas
+
+    retrying = boto3.client(
+        "eks",
+        endpoint_url=aws.endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 6}),
+    )
+    aws.extension.faults.throttle("eks", "ListClusters", times=100)
+    lambdas.sdk_backoff_on(clock)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ClientError) as exc:
+            retrying.list_clusters()
+    finally:
+        lambdas.sdk_backoff_on(None)
+    assert _error(exc)[0] == "ThrottlingException"
+    assert exc.value.response["ResponseMetadata"]["RetryAttempts"] == 5
+    assert time.monotonic() - started < 2  # five real-time backoffs would average 0.5+1+2+4+8 s

@@ -86,3 +86,84 @@ def test_a_json_path_finds_the_same_values_twice() -> None:
     for _ in range(2):
         assert extract_json("$.cluster.tag", data) == "demo"
         assert extract_json("$.cluster.groups[*].n", data) == [1, 2]
+
+
+def test_a_response_class_that_gains_or_loses_an_action_is_listed_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.core import responses
+
+    moto_speedups.install()
+
+    class Handler(responses.BaseResponse):
+        def describe_thing(self) -> str:
+            return "{}"
+
+    assert "describe_thing" in responses.method_names_from_class(Handler)
+    assert "list_things" not in responses.method_names_from_class(Handler)
+    monkeypatch.setattr(Handler, "list_things", lambda self: "[]", raising=False)
+    assert "list_things" in responses.method_names_from_class(Handler)
+    monkeypatch.undo()
+    assert "list_things" not in responses.method_names_from_class(Handler)
+    monkeypatch.setattr(Handler, "search_things", lambda self: "[]", raising=False)  # as many attributes as before
+    assert "search_things" in responses.method_names_from_class(Handler)
+    assert "list_things" not in responses.method_names_from_class(Handler)
+
+
+@pytest.fixture
+def moto_in_process(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from moto import mock_aws
+
+    for var in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")  # as the Sandbox runner sets it
+    moto_speedups.install()
+    with mock_aws():
+        yield
+
+
+def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_every_time(moto_in_process: Any) -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    ddb = boto3.client("dynamodb", region_name="us-west-2")
+    ddb.create_table(
+        TableName="t",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    expression = "SET #s = :s, attempts = if_not_exists(attempts, :zero) + :one"
+    for pk, status in (("a", "RUNNING"), ("b", "FAILED"), ("a", "READY")):
+        ddb.update_item(
+            TableName="t",
+            Key={"pk": {"S": pk}},
+            UpdateExpression=expression,
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": status}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
+        )
+    a = ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"]
+    b = ddb.get_item(TableName="t", Key={"pk": {"S": "b"}})["Item"]
+    assert (a["status"], a["attempts"], b["status"], b["attempts"]) == (
+        {"S": "READY"},
+        {"N": "2"},
+        {"S": "FAILED"},
+        {"N": "1"},
+    )
+    for _ in range(2):
+        with pytest.raises(ClientError) as refused:
+            ddb.update_item(TableName="t", Key={"pk": {"S": "a"}}, UpdateExpression="SET = :s")
+        assert refused.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_aws_managed_policies_attach_in_the_aws_partition(moto_in_process: Any) -> None:
+    import boto3
+
+    iam = boto3.client("iam", region_name="us-west-2")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"}}]}
+    iam.create_role(RoleName="cluster", AssumeRolePolicyDocument=json.dumps(trust))
+    arn = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
+    iam.attach_role_policy(RoleName="cluster", PolicyArn=arn)
+    attached = iam.list_attached_role_policies(RoleName="cluster")["AttachedPolicies"]
+    assert attached == [{"PolicyName": "AmazonEKSClusterPolicy", "PolicyArn": arn}]
+    assert iam.get_policy(PolicyArn=arn)["Policy"]["AttachmentCount"] == 1

@@ -22,7 +22,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from instantstart_sandbox.clock import SimClock
 
 from instantstart_sandbox import iam_audit
 
@@ -155,6 +158,31 @@ def use_clock(clock: Callable[[], float] | None) -> None:
     run at the sandbox's pace, as the resources' lifecycles and the Step Functions waits do.
     """
     importlib.import_module("instantstart.models.common").set_clock(clock)
+
+
+class _SdkTime:
+    """Stands in for the ``time`` module in ``botocore.endpoint``, whose only use of it is the retry backoff sleep."""
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self.sleep = sleep
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def sdk_backoff_on(clock: SimClock | None) -> None:
+    """AWS SDK retry backoff in this process sleeps on ``clock`` (simulated seconds), None: in real seconds.
+
+    botocore retries a throttled or failed call after a backoff of up to 20 s (standard mode, 5 attempts): in
+    AWS that is real time, and in the sandbox everything else a function waits for runs on the simulated clock,
+    so a backoff does too. The attempts, their errors and their order stay as botocore makes them; only the
+    wall time between them shrinks by the clock's scale (a throttled delete no longer waits a minute or two of
+    real time). The in-process functions and the sandbox's own clients share this process, so both do.
+    """
+    import botocore.endpoint
+
+    module: Any = botocore.endpoint
+    module.time = time if clock is None else _SdkTime(clock.sleep)
 
 
 def install() -> None:

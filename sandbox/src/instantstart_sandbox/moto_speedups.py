@@ -17,6 +17,17 @@ ten members (and their snake_case aliases) for every attribute value; :func:`_dy
 writes an ``AttributeValue`` of the usual kinds (S, N, BOOL, NULL, SS, NS, M, L) directly, with the same
 result, and leaves anything else (binary values, unknown keys) to the generic path.
 
+Per request, moto also listed its response class's methods with ``inspect.getmembers`` (to check the action
+is one of them); the names are now kept per class (recomputed when a class in its MRO gains or loses an
+attribute name, as a test's monkeypatch does). DynamoDB parsed every ``UpdateExpression`` from its text on each
+call; the parse tree of an expression text is now kept (moto deep-copies it before validating and executing,
+so the kept tree is never changed; an invalid expression is not kept and fails on every call).
+
+Per process: moto's IAM built the ~1,600 AWS managed policies for every partition (aws, aws-cn, aws-us-gov, ...), as
+its access-key lookup visits each; the sandbox's account lives in the ``aws`` partition only (Region
+us-west-2, ARNs ``arn:aws:...``), so only that partition's IAM loads them (attaching
+``arn:aws:iam::aws:policy/...`` works as before).
+
 Applied once by :class:`instantstart_sandbox.runner.Sandbox` (:func:`install` is idempotent). Failed
 parses are not cached: an invalid definition raises the same error on every call.
 """
@@ -37,6 +48,9 @@ def install() -> None:
     _json_paths_are_compiled_once()
     _lambda_clients_are_reused()
     _dynamodb_attribute_values_fast()
+    _action_method_names_are_kept()
+    _update_expressions_are_parsed_once()
+    _aws_managed_policies_only_in_the_aws_partition()
 
 
 def _asl_parse_trees_are_kept() -> None:
@@ -179,3 +193,61 @@ def _transformed(serializer: Any) -> bool:
     """Whether a response transformer could apply to an attribute value's members (then: the generic path)."""
     transformers = getattr(serializer._value_picker, "response_transformers", None) or {}
     return any(path.rsplit(".", 1)[-1] in _MEMBER_ORDER for path in transformers)
+
+
+def _class_shape(clazz: type) -> tuple[tuple[str, ...], ...]:
+    """The attribute names of each class of ``clazz``'s MRO: changes when one gains or loses an attribute."""
+    return tuple(tuple(vars(c)) for c in clazz.__mro__)
+
+
+def _action_method_names_are_kept() -> None:
+    from moto.core import responses as responses_module
+    from moto.core import utils
+
+    responses: Any = responses_module
+    if getattr(responses.method_names_from_class, "_instantstart_patched", False):
+        return
+    compute = utils.method_names_from_class
+    kept: dict[type, tuple[tuple[tuple[str, ...], ...], list[str]]] = {}
+
+    def method_names_from_class(clazz: Any) -> list[str]:
+        shape = _class_shape(clazz)
+        found = kept.get(clazz)
+        if found is None or found[0] != shape:
+            found = (shape, compute(clazz))
+            kept[clazz] = found
+        return list(found[1])
+
+    method_names_from_class._instantstart_patched = True  # type: ignore[attr-defined]
+    responses.method_names_from_class = method_names_from_class
+
+
+def _update_expressions_are_parsed_once() -> None:
+    from moto.dynamodb.parsing import expressions as expressions_module
+
+    expressions: Any = expressions_module  # moto's parsing package has no type information
+    parser: Any = expressions.UpdateExpressionParser
+    if getattr(parser.make, "_instantstart_patched", False):
+        return
+    make = parser.make  # bound to the class
+    kept = functools.lru_cache(maxsize=1024)(make)
+
+    def cached_make(cls: Any, expression_str: str) -> Any:
+        return kept(expression_str)
+
+    cached_make._instantstart_patched = True  # type: ignore[attr-defined]
+    parser.make = classmethod(cached_make)
+
+
+def _aws_managed_policies_only_in_the_aws_partition() -> None:
+    from moto.iam.models import IAMBackend
+
+    original = IAMBackend._init_aws_policies
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def _init_aws_policies(self: Any) -> Any:
+        return original(self) if self.region_name == "aws" else []
+
+    _init_aws_policies._instantstart_patched = True  # type: ignore[attr-defined]
+    IAMBackend._init_aws_policies = _init_aws_policies  # type: ignore[method-assign]

@@ -161,6 +161,7 @@ class Sandbox:
         lambdas.install()
         iam_audit.install()
         lambdas.use_clock(self.clock.now)
+        lambdas.sdk_backoff_on(self.clock)
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
@@ -194,6 +195,7 @@ class Sandbox:
         if self.kube:
             self.kube.stop()
         lambdas.use_clock(None)
+        lambdas.sdk_backoff_on(None)
         self.clock.stop()
 
     def __enter__(self) -> Sandbox:
