@@ -6,8 +6,10 @@ engine log (at the end of its session) and everything each test wrote to stdout,
 handlers' JSON log lines included: pytest captures them per test). A hit fails the session with where it was seen
 and the kind of secret (never the secret itself); the figures print at the end (``secret scan: N texts ...``).
 
-Secrets are what a real deployment must never echo: AWS access key ids and secret keys, session tokens, SigV4
-signatures, EKS bearer tokens (``k8s-aws-v1.``, a presigned STS URL), other bearer tokens and Hugging Face tokens.
+Secrets are what a real deployment must never echo: AWS access key ids and secret keys, session tokens, EKS bearer
+tokens (``k8s-aws-v1.``, a presigned STS URL usable for 15 minutes), other bearer tokens and Hugging Face tokens. A
+SigV4 request signature is not counted: it is a MAC of one request that cannot sign another (botocore logs them at
+DEBUG, which a test may turn on).
 The sandbox's fixed credentials (``AKIASANDBOXEXAMPLE00``, published in the README and printed by ``serve`` on
 purpose) are not secrets and are not counted.
 """
@@ -29,7 +31,6 @@ PATTERNS = {
     "AWS session token": re.compile(
         r"(?i)(?:x-amz-security-token|sessiontoken|aws_session_token)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+%]{40,}"
     ),
-    "SigV4 signature": re.compile(r"(?i)signature=[0-9a-f]{64}"),
     "EKS bearer token": re.compile(r"k8s-aws-v1\.[A-Za-z0-9_-]{40,}"),
     "bearer token": re.compile(r"(?i)bearer\s+(?!sandbox-test-token)[A-Za-z0-9._~+/-]{24,}=*"),
     "Hugging Face token": re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}"),

@@ -16,7 +16,6 @@ EKS_TOKEN = "k8s-aws-v1.aHR0cHM6Ly9zdHMudXMtd2VzdC0yLmFtYXpvbmF3cy5jb20vP0FjdGlv
         ("temporary ASIAZZZZZZZZZZZZZZZZ", "AWS access key id"),
         ('{"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}', "AWS secret access key"),
         ("aws_session_token=" + "IQoJb3JpZ2luX2VjE" * 4, "AWS session token"),
-        ("X-Amz-Signature=" + "ab" * 32, "SigV4 signature"),
         (f"Authorization: Bearer {EKS_TOKEN}", "EKS bearer token"),
         ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", "bearer token"),
         ("env HF_TOKEN=hf_NeverEchoedTokenValue123", "Hugging Face token"),
