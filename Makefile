@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration openapi asl clean
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -48,6 +48,10 @@ integration: $(STAMP)
 # clock, so they run beside the CPU-bound checks; per-suite wall times are printed at the end.
 test: $(STAMP) ## lint, types, contracts and every test
 	$(BIN)/python tests/run_suites.py
+
+# Long runs with figures, not part of `make test`.
+fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
+	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -906,7 +905,7 @@ def search_training_plan_offerings(
     ] = None,
 ) -> Response[TrainingPlanOfferingList]:
     """Purchasable training plan offerings for target resource hyperpod-cluster (SearchTrainingPlanOfferings)."""
-    start = datetime.strptime(start_after, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if start_after else None
+    start = training_plans.parse_start_after(start_after) if start_after else None
     offerings = training_plans.search_offerings(
         runtime().client("sagemaker"),
         instance_type=instance_type,

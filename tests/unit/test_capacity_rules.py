@@ -170,3 +170,22 @@ def test_given_a_region_with_one_zone_then_the_network_cannot_be_built() -> None
 
     assert info.value.details[0]["field"] == "availabilityZone"
     assert "needs two" in info.value.message
+
+
+@pytest.mark.parametrize("value", ["0000-00-00T00:00:00Z", "2026-02-30T12:00:00Z", "2026-13-01T00:00:00Z"])
+def test_a_start_after_matching_the_pattern_but_no_calendar_time_is_422_naming_it(value: str) -> None:
+    from instantstart.capacity.training_plans import parse_start_after
+    from instantstart.errors import ValidationFailed
+
+    with pytest.raises(ValidationFailed) as refused:
+        parse_start_after(value)
+
+    assert refused.value.details[0]["field"] == "startAfter" and value in refused.value.message
+
+
+def test_a_real_start_after_is_an_aware_utc_time() -> None:
+    from datetime import UTC, datetime
+
+    from instantstart.capacity.training_plans import parse_start_after
+
+    assert parse_start_after("2026-11-29T17:04:05Z") == datetime(2026, 11, 29, 17, 4, 5, tzinfo=UTC)

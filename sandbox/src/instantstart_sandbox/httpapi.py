@@ -39,6 +39,9 @@ def _compile(path: str) -> re.Pattern[str]:
     return re.compile(f"^{pattern}$")
 
 
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+"""API Gateway HTTP APIs' request payload quota (10 MB): a larger body is answered 413 before any authorizer."""
+
 def verify_sigv4(
     method: str, url: str, headers: dict[str, str], body: bytes, credentials: dict[str, str], region: str
 ) -> str | None:
@@ -141,6 +144,12 @@ class HttpApiServer:
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 
+            def __getattr__(self, name: str) -> Any:
+                # any other method reaches the router too: one no route has is API Gateway's 404, not http.server's 501
+                if name.startswith("do_"):
+                    return self._handle
+                raise AttributeError(name)
+
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="http-api", daemon=True)
@@ -157,6 +166,8 @@ class HttpApiServer:
     ) -> tuple[int, dict[str, str], bytes]:
         """Answer one request as API Gateway would: auth, route match, Lambda proxy integration."""
         lower = {k.lower(): v for k, v in headers.items()}
+        if len(body) > MAX_PAYLOAD_BYTES:
+            return 413, {"Content-Type": "application/json"}, b'{"message":"Request Entity Too Large"}'
         host = lower.get("host", "127.0.0.1")
         problem = verify_sigv4(method, f"http://{host}{raw_path}", lower, body, self.credentials, self.region)
         if problem:

@@ -89,6 +89,22 @@ def reserved_capacity_instance_types() -> list[str]:
     return list(shape.enum)
 
 
+def parse_start_after(value: str) -> datetime:
+    """``startAfter`` (``YYYY-MM-DDTHH:MM:SSZ``) as an aware UTC datetime.
+
+    Raises:
+        ValidationFailed: 422 naming ``startAfter`` when the text matches the pattern but is no calendar time
+            (e.g. month 00 or February 30).
+    """
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise ValidationFailed(
+            f"startAfter must be a real UTC time such as 2026-11-29T17:04:05Z; got {value!r} ({exc})",
+            details=[{"field": "startAfter", "message": str(exc), "value": value}],
+        ) from exc
+
+
 def search_offerings(
     sm: Any,
     *,
