@@ -42,6 +42,7 @@ def _compile(path: str) -> re.Pattern[str]:
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 """API Gateway HTTP APIs' request payload quota (10 MB): a larger body is answered 413 before any authorizer."""
 
+
 def verify_sigv4(
     method: str, url: str, headers: dict[str, str], body: bytes, credentials: dict[str, str], region: str
 ) -> str | None:
