@@ -2322,6 +2322,25 @@ def models_list(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = Fals
         state.console.print(f"fsx not listed: {fsx.get('reason')}", highlight=False)
 
 
+def _model_body(body: str) -> dict[str, Any]:
+    """The BODY argument of an invoke command as a JSON object (typer's usage error otherwise)."""
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise typer.BadParameter(f"BODY is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise typer.BadParameter("BODY must be a JSON object")
+    return payload
+
+
+def _print_model_answer(state: CliState, answer: dict[str, Any], as_json: bool) -> None:
+    """An invoke answer: the whole view with --json, else the model's JSON, else its text."""
+    if state.wants_json(as_json) or answer.get("body") is not None:
+        _echo_json(answer if state.wants_json(as_json) else answer["body"])
+        return
+    state.console.print(answer.get("text") or "", markup=False, highlight=False)
+
+
 @deployments_app.command("create")
 @handle_errors
 def deployments_create(
@@ -2494,12 +2513,7 @@ def deployments_invoke(
 ) -> None:
     """Call the engine (OpenAI-compatible route, through the Kubernetes service proxy; at most 1 MiB sent)."""
     state = _state(ctx)
-    try:
-        payload = json.loads(body)
-    except ValueError as exc:
-        raise typer.BadParameter(f"BODY is not JSON: {exc}") from exc
-    if not isinstance(payload, dict):
-        raise typer.BadParameter("BODY must be a JSON object")
+    payload = _model_body(body)
     answer = state.client().invoke_inference_deployment(
         tag,
         name,
@@ -2508,10 +2522,7 @@ def deployments_invoke(
         via=via,
         idempotency_key=idempotency_key,
     )
-    if state.wants_json(as_json) or answer.get("body") is not None:
-        _echo_json(answer if state.wants_json(as_json) else answer["body"])
-        return
-    state.console.print(answer.get("text") or "", markup=False, highlight=False)
+    _print_model_answer(state, answer, as_json)
 
 
 @deployments_app.command("delete")
@@ -2727,17 +2738,9 @@ def endpoints_invoke(
 ) -> None:
     """Call the model (SageMaker InvokeEndpoint; at most 1 MiB sent, the answer cut at 256 KiB)."""
     state = _state(ctx)
-    try:
-        payload = json.loads(body)
-    except ValueError as exc:
-        raise typer.BadParameter(f"BODY is not JSON: {exc}") from exc
-    if not isinstance(payload, dict):
-        raise typer.BadParameter("BODY must be a JSON object")
+    payload = _model_body(body)
     answer = state.client().invoke_inference_endpoint(tag, name, payload, idempotency_key=idempotency_key)
-    if state.wants_json(as_json) or answer.get("body") is not None:
-        _echo_json(answer if state.wants_json(as_json) else answer["body"])
-        return
-    state.console.print(answer.get("text") or "", markup=False, highlight=False)
+    _print_model_answer(state, answer, as_json)
 
 
 @endpoints_app.command("delete")

@@ -33,7 +33,7 @@ from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import endpoint_builders as eb
 from instantstart.inference import rules
 from instantstart.inference.invoke import read_answer, request_payload
-from instantstart.inference.service import cluster_bucket
+from instantstart.inference.service import cluster_bucket, get_object
 from instantstart.models.common import ApiModel, OperationType
 from instantstart.models.inference import INFERENCE_NAMESPACE, INVOKE_MAX_RESPONSE_BYTES
 from instantstart.models.inference_endpoints import (
@@ -111,18 +111,6 @@ def _version_of(dyn: Any, kind: str) -> str | None:
     return _discovered_version(dyn, kind) if crd == FORBIDDEN else None
 
 
-def _get(dyn: Any, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
-    from kubernetes.dynamic.exceptions import NotFoundError
-
-    resource = dyn.resources.get(api_version=api_version, kind=kind)
-    try:
-        return dict(
-            resource.get(name=name, namespace=INFERENCE_NAMESPACE, _request_timeout=KUBERNETES_READ_SECONDS).to_dict()
-        )
-    except NotFoundError:
-        return None
-
-
 def _find(dyn: Any, name: str) -> tuple[str, str, dict[str, Any]] | None:
     """``(kind, apiVersion, object)`` of the InferenceEndpointConfig or JumpStartModel ``name``, else None."""
     for kind in eb.KINDS:
@@ -130,7 +118,7 @@ def _find(dyn: Any, name: str) -> tuple[str, str, dict[str, Any]] | None:
         if version is None:
             continue
         api_version = f"{eb.GROUP}/{version}"
-        found = _get(dyn, api_version, kind, name)
+        found = get_object(dyn, api_version, kind, name)
         if found is not None:
             return kind, api_version, found
     return None
