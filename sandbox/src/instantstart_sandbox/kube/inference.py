@@ -289,11 +289,21 @@ def probe_verdict(container: Obj) -> tuple[bool, str] | None:
     return True, ""
 
 
+def container_argv(container: Obj) -> list[str]:
+    """A container's ``command`` then ``args``, as strings."""
+    return [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+
+
+def argv_flag(args: list[str], *names: str) -> str | None:
+    """The value after the first of ``names`` in ``args`` (``--port 8000`` -> ``"8000"``), None when absent."""
+    return next((args[i + 1] for i, a in enumerate(args[:-1]) if a in names), None)
+
+
 def engine_log_lines(engine: str, container: Obj) -> list[str]:
     """The start-up lines an engine container logs while it loads its model (the last one when it serves)."""
-    args = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
-    model = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--model", "--model-path")), "")
-    port = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--port"), "")
+    args = container_argv(container)
+    model = argv_flag(args, "--model", "--model-path") or ""
+    port = argv_flag(args, "--port") or ""
     if not port:
         port = str(next((p.get("containerPort") for p in container.get("ports") or []), 8000))
     if engine == "sglang":

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from instantstart_sandbox.completions import completion
 from instantstart_sandbox.kube.errors import KubeError
+from instantstart_sandbox.kube.inference import argv_flag, container_argv, engine_of
 
 if TYPE_CHECKING:
     from instantstart_sandbox.kube.store import KubeCluster
@@ -73,14 +74,6 @@ def rbac_allows(cluster: KubeCluster, namespace: str, groups: set[str], verb: st
             ):
                 return True
     return False
-
-
-def _args(container: Obj) -> list[str]:
-    return [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
-
-
-def _flag(args: list[str], *names: str) -> str | None:
-    return next((args[i + 1] for i, a in enumerate(args[:-1]) if a in names), None)
 
 
 def _ready(pod: Obj) -> bool:
@@ -152,8 +145,6 @@ def service_proxy(
 
 
 def _pod_answer(cluster: KubeCluster, pod: Obj, port: Any, method: str, path: str, body: bytes) -> Answer:
-    from instantstart_sandbox.kube.inference import engine_of
-
     container = _container_on(pod, port)
     if container is None:
         ip = (pod.get("status") or {}).get("podIP", "")
@@ -162,13 +153,13 @@ def _pod_answer(cluster: KubeCluster, pod: Obj, port: Any, method: str, path: st
             f"error trying to reach service: dial tcp {ip}:{port}: connect: connection refused",
             "ServiceUnavailable",
         )
-    args = _args(container)
+    args = container_argv(container)
     if ROUTER_MODULE in args:
         return _route(cluster, pod, args, method, path, body)
     engine = engine_of(str(container.get("image", "")))
     if engine is None:
         return 404, "text/plain; charset=utf-8", b"404 page not found\n"
-    served = _flag(args, "--served-model-name") or _flag(args, "--model", "--model-path") or ""
+    served = argv_flag(args, "--served-model-name") or argv_flag(args, "--model", "--model-path") or ""
     if method == "GET" and path in HEALTH_PATHS:
         return 200, "application/json", b""
     if method == "GET" and path == "v1/models":
@@ -204,8 +195,8 @@ def _route(cluster: KubeCluster, router: Obj, args: list[str], method: str, path
             if a.startswith("--"):
                 break
             labels.append(a)
-    namespace = _flag(args, "--service-discovery-namespace") or router["metadata"]["namespace"]
-    port = _flag(args, "--service-discovery-port") or "8000"
+    namespace = argv_flag(args, "--service-discovery-namespace") or router["metadata"]["namespace"]
+    port = argv_flag(args, "--service-discovery-port") or "8000"
     workers = [p for p in cluster.peek_list("v1", "Pod", namespace, ",".join(labels) or None) if labels and _ready(p)]
     if not workers:
         return _json(503, {"error": "No available workers"})
