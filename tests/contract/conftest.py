@@ -21,6 +21,15 @@ def template() -> dict[str, Any]:
     return dict(json.loads(json.dumps(decoded, default=str)))
 
 
+@pytest.fixture(scope="session")
+def translated() -> dict[str, Any]:
+    """The template after the SAM transform (policy templates and HttpApi expanded), offline."""
+    from instantstart_sandbox.deploy import translate
+
+    cfn, _ = translate(ROOT / "template.yaml", "us-west-2")
+    return dict(cfn)
+
+
 class OpenApi:
     """The committed ``api_schema/openapi.json`` with ``$ref``/nullable resolution for the contract tests."""
 

@@ -107,15 +107,6 @@ CONDITION_SCOPED: dict[str, str] = {
 }
 
 
-@pytest.fixture(scope="module")
-def translated() -> dict[str, Any]:
-    """The template after the SAM transform (policy templates and HttpApi expanded), offline."""
-    from instantstart_sandbox.deploy import translate
-
-    cfn, _ = translate(ROOT / "template.yaml", "us-west-2")
-    return dict(cfn)
-
-
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 

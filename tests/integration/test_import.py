@@ -139,11 +139,23 @@ def test_given_a_cluster_with_hyperpod_when_imported_then_its_stage_is_imported_
     groups = api.list_instance_groups("team")
     assert groups["hyperPodClusterName"] == foreign.hyperpod_cluster_name
     assert [g["instanceGroupName"] for g in groups["instanceGroups"]] == ["workers"]
+    _eks, _ec2, sm, _s3 = _clients(sandbox)
+    arn = sm.describe_cluster(ClusterName=str(foreign.hyperpod_cluster_name))["ClusterArn"]
+
+    def tags() -> dict[str, str]:
+        return {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arn)["Tags"]}
+
+    # the import marks it as this cluster tag's (the key IAM lets the steps change it by), never as created here
+    assert tags() == {"owner": "platform-team", "instantstart:cluster-tag": "team"}
+    count = groups["instanceGroups"][0]["targetCount"]
+    scale = api.update_instance_group("team", "workers", {"instanceCount": count + 1})
+    assert _finish(api, scale["operationId"])["status"] == "SUCCEEDED"
+    assert api.list_instance_groups("team")["instanceGroups"][0]["targetCount"] == count + 1
 
     delete = api.delete_cluster("team")
     assert ("HyperPodCluster", foreign.hyperpod_cluster_name) in {
         (r["resourceType"], r["name"]) for r in delete["retained"]
     }
     assert _finish(api, delete["operationId"])["status"] == "SUCCEEDED"
-    _eks, _ec2, sm, _s3 = _clients(sandbox)
     assert sm.describe_cluster(ClusterName=str(foreign.hyperpod_cluster_name))["ClusterStatus"] != "Deleting"
+    assert tags() == {"owner": "platform-team"}

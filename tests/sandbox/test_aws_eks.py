@@ -21,6 +21,7 @@ try:
         create_eks,
         eks_cluster,
         kube,
+        lambda_zip,
         network,
         role,
         unique,
@@ -37,6 +38,7 @@ except ImportError:  # rootdir not on sys.path
         create_eks,
         eks_cluster,
         kube,
+        lambda_zip,
         network,
         role,
         unique,
@@ -369,6 +371,44 @@ def test_given_an_api_cluster_when_access_entry_and_policy_are_managed_then_they
     with pytest.raises(ClientError) as exc:
         eks.describe_access_entry(clusterName=eks_cluster, principalArn=role)
     assert _code(exc) == "ResourceNotFoundException"
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_given_creator_admin_bootstrap_when_a_function_creates_a_cluster_then_its_role_gets_an_untagged_entry(
+    aws: Any, client: Client, network: dict[str, Any], role: str, bootstrap: bool
+) -> None:
+    from instantstart_sandbox import iam_audit
+    from instantstart_sandbox.aws.calls import IamTarget
+
+    function = unique("creator")
+    client("lambda").create_function(
+        FunctionName=function, Runtime="python3.12", Role=role, Handler="x.handler", Code={"ZipFile": lambda_zip()}
+    )
+    eks = client("eks")
+    name = unique("eks-cluster")
+    iam_audit.install()
+    with iam_audit.acting_as(function):
+        eks.create_cluster(
+            name=name,
+            version="1.31",
+            roleArn=role,
+            resourcesVpcConfig={"subnetIds": network["subnets"], "securityGroupIds": [network["sg"]]},
+            accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": bootstrap},
+            tags={"instantstart:managed": "true"},
+        )
+
+    # the IAM audit sees what IAM would judge: the new cluster's ARN and the tags the request sets
+    arn = f"arn:aws:eks:us-west-2:123456789012:cluster/{name}"
+    target = IamTarget(arn, (), (("instantstart:managed", "true"),))
+    assert aws.extension.calls.by_target[(function, "eks", "CreateCluster", target)] == 1
+    # like EKS: the creator's entry exists at once, with the admin policy, and none of the cluster's tags
+    if not bootstrap:
+        assert eks.list_access_entries(clusterName=name)["accessEntries"] == []
+        return
+    assert eks.list_access_entries(clusterName=name)["accessEntries"] == [role]
+    assert eks.describe_access_entry(clusterName=name, principalArn=role)["accessEntry"]["tags"] == {}
+    listed = eks.list_associated_access_policies(clusterName=name, principalArn=role)["associatedAccessPolicies"]
+    assert [p["policyArn"] for p in listed] == ["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]
 
 
 def test_given_bad_principals_or_modes_when_access_entry_is_created_then_the_real_errors(

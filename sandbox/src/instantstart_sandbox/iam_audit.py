@@ -10,7 +10,12 @@ real account. This module closes that gap for every call a sandbox run makes:
 - The AWS server records the header on each :class:`~instantstart_sandbox.aws.calls.AwsCall` (``caller``).
 - :func:`audit` maps each ``(service, operation)`` to its IAM action (:func:`iam_actions`) and asks whether an
   ``Allow`` statement of the caller's role in the SAM-transformed template names it (wildcards as IAM matches them).
-  Resources and conditions are not evaluated: the check finds missing actions, not over-broad ones.
+- For the EKS and HyperPod writes, whose permissions the template conditions on ownership tags, the sandbox also
+  records the resource IAM authorises and its tags when the call arrived
+  (:class:`~instantstart_sandbox.aws.calls.IamTarget`); :func:`audit` then requires a statement whose action,
+  ``Resource`` and ``Condition`` (``aws:ResourceTag``, ``aws:RequestTag``, ``aws:TagKeys``; :func:`condition_holds`)
+  all match, as IAM would. An untagged resource that a real account would refuse to touch shows as ``denied``.
+  Other calls are judged on actions only: the check finds missing permissions, not over-broad ones.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from instantstart_sandbox.aws.calls import IamTarget
 
 CALLER_HEADER = "X-Sandbox-Function"
 _CALLER: ContextVar[str | None] = ContextVar("sandbox_function", default=None)
@@ -119,19 +126,33 @@ class AuditReport:
     """``(function, IAM action)`` pairs seen and allowed."""
     missing: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """``(function, IAM action, the API operation that needed it)`` -> calls its role does not allow."""
+    conditioned: int = 0
+    """Calls judged with their resource and tags (EKS and HyperPod writes)."""
+    denied: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """``(function, IAM action, what was refused: the resource kind and its ownership tags)`` -> calls no statement
+    allows once ``Resource`` and ``Condition`` are evaluated."""
 
     def summary(self) -> str:
         """One line of figures, then one line per missing permission."""
         lines = [
             f"IAM audit: {self.checked} calls by deployed functions checked against their roles "
             f"({len(self.allowed)} distinct function/action pairs allowed), {self.unattributed} unattributed, "
-            f"{len(self.missing)} missing permissions"
+            f"{len(self.missing)} missing permissions; {self.conditioned} EKS/HyperPod writes judged with their "
+            f"resource and ownership tags, {sum(self.denied.values())} denied"
         ]
         lines += [
             f"  {fn} lacks {action} ({n} calls of {operation})"
             for (fn, action, operation), n in sorted(self.missing.items())
         ]
+        lines += [
+            f"  {fn} denied {action} on {what} ({n} calls)" for (fn, action, what), n in sorted(self.denied.items())
+        ]
         return "\n".join(lines)
+
+    @property
+    def ok(self) -> bool:
+        """No missing action and no denied call."""
+        return not self.missing and not self.denied
 
 
 def _statements(role: dict[str, Any]) -> list[dict[str, Any]]:
@@ -146,11 +167,11 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def role_actions(template: dict[str, Any]) -> dict[str, list[str]]:
-    """Function logical id -> the action patterns its role's inline ``Allow`` statements name (SAM-transformed
-    template; roles referenced with ``Fn::GetAtt <Role>.Arn``)."""
+def role_statements(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Function logical id -> its role's inline ``Allow`` statements (SAM-transformed template; roles referenced
+    with ``Fn::GetAtt <Role>.Arn``)."""
     resources = template.get("Resources", {})
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for lid, resource in resources.items():
         if resource.get("Type") != "AWS::Lambda::Function":
             continue
@@ -159,10 +180,104 @@ def role_actions(template: dict[str, Any]) -> dict[str, list[str]]:
         if isinstance(role_id, str) and "." in role_id:
             role_id = role_id.split(".", 1)[0]
         role = resources.get(str(role_id), {})
-        out[lid] = [
-            str(a) for s in _statements(role) if s.get("Effect") == "Allow" for a in _as_list(s.get("Action", []))
-        ]
+        out[lid] = [s for s in _statements(role) if s.get("Effect") == "Allow"]
     return out
+
+
+def role_actions(template: dict[str, Any]) -> dict[str, list[str]]:
+    """Function logical id -> the action patterns its role's inline ``Allow`` statements name."""
+    return {
+        lid: [str(a) for s in statements for a in _as_list(s.get("Action", []))]
+        for lid, statements in role_statements(template).items()
+    }
+
+
+class UnsupportedCondition(ValueError):
+    """A condition operator or key the audit cannot evaluate (it refuses to guess)."""
+
+
+def _context_values(key: str, target: IamTarget) -> list[str] | None:
+    """The request context's values of condition ``key`` for a call on ``target``; None when the key is absent."""
+    resource = dict(target.resource_tags)
+    request = dict(target.request_tags or ())
+    if key.startswith("aws:ResourceTag/"):
+        name = key.split("/", 1)[1]
+        return [resource[name]] if name in resource else None
+    if key.startswith("aws:RequestTag/"):
+        name = key.split("/", 1)[1]
+        return [request[name]] if name in request else None
+    if key == "aws:TagKeys":
+        return list(request) or None
+    raise UnsupportedCondition(f"condition key {key}")
+
+
+def condition_holds(condition: dict[str, Any], target: IamTarget) -> bool:
+    """Whether an IAM ``Condition`` block holds for a call on ``target`` (every operator and key must hold).
+
+    Operators: ``StringEquals``, ``StringLike`` (with ``ForAllValues:``/``ForAnyValue:``) and ``Null``, as IAM
+    evaluates them: a plain operator on an absent key fails; ``ForAllValues`` on an absent key holds.
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+
+    Raises:
+        UnsupportedCondition: another operator, or a key other than ``aws:ResourceTag/*``, ``aws:RequestTag/*``,
+            ``aws:TagKeys``.
+    """
+    for operator, block in condition.items():
+        qualifier, _, name = operator.rpartition(":")
+        for key, expected in block.items():
+            wanted = [str(e) for e in _as_list(expected)]
+            values = _context_values(key, target)
+            if name == "Null" and not qualifier:
+                if (values is None) != (wanted[0].lower() == "true"):
+                    return False
+                continue
+            if name not in ("StringEquals", "StringLike") or qualifier not in ("", "ForAllValues", "ForAnyValue"):
+                raise UnsupportedCondition(f"condition operator {operator}")
+
+            like = name == "StringLike"
+            matched = [any(fnmatch.fnmatchcase(v, w) if like else v == w for w in wanted) for v in values or []]
+            # ForAllValues holds on an absent key (no values); a plain operator and ForAnyValue need one to match
+            holds = all(matched) if qualifier == "ForAllValues" else any(matched)
+            if not holds:
+                return False
+    return True
+
+
+def _resource_patterns(value: Any, region: str, account_id: str) -> list[str]:
+    """A statement's ``Resource`` as ARN patterns: literal strings and ``Fn::Sub`` with the pseudo parameters.
+    ``Fn::GetAtt``/``Ref`` name the stack's own resources (never an EKS or HyperPod cluster) and match nothing."""
+    out: list[str] = []
+    for item in _as_list(value):
+        if isinstance(item, dict) and "Fn::Sub" in item:
+            item = item["Fn::Sub"][0] if isinstance(item["Fn::Sub"], list) else item["Fn::Sub"]
+        if isinstance(item, str):
+            out.append(
+                item.replace("${AWS::Partition}", "aws")
+                .replace("${AWS::Region}", region)
+                .replace("${AWS::AccountId}", account_id)
+            )
+    return out
+
+
+def allows(statement: dict[str, Any], action: str, target: IamTarget, region: str, account_id: str) -> bool:
+    """Whether an ``Allow`` statement grants ``action`` on ``target``: action, ``Resource`` and ``Condition``.
+
+    Raises:
+        UnsupportedCondition: see :func:`condition_holds`.
+    """
+    if not _allows([str(a) for a in _as_list(statement.get("Action", []))], action):
+        return False
+    patterns = _resource_patterns(statement.get("Resource", []), region, account_id)
+    if not any(fnmatch.fnmatchcase(target.arn, p) for p in patterns):
+        return False
+    return condition_holds(statement.get("Condition") or {}, target)
+
+
+def _described(target: IamTarget) -> str:
+    kind = target.arn.split(":", 5)[-1].split("/", 1)[0]
+    tags = {k: ("<tag>" if k == "instantstart:cluster-tag" else v) for k, v in target.resource_tags}
+    request = None if target.request_tags is None else [k for k, _ in target.request_tags]
+    return f"{kind} with tags {tags or '{}'}, request tag keys {request}"
 
 
 def _allows(patterns: list[str], action: str) -> bool:
@@ -170,7 +285,12 @@ def _allows(patterns: list[str], action: str) -> bool:
 
 
 def audit(
-    counts: Mapping[tuple[str | None, str, str], int], template_path: Path, region: str, functions: dict[str, str]
+    counts: Mapping[tuple[str | None, str, str], int],
+    template_path: Path,
+    region: str,
+    functions: dict[str, str],
+    targets: Mapping[tuple[str | None, str, str, IamTarget], int] | None = None,
+    account_id: str = "123456789012",
 ) -> AuditReport:
     """Judge the recorded calls against their callers' roles in the template.
 
@@ -179,10 +299,14 @@ def audit(
             (:attr:`~instantstart_sandbox.aws.calls.CallRecorder.by_caller`).
         template_path: the deployed SAM template.
         functions: deployed function name -> logical id.
+        targets: ``(caller, service, operation, IamTarget)`` -> calls
+            (:attr:`~instantstart_sandbox.aws.calls.CallRecorder.by_target`): judged with resource and conditions.
+        account_id: the account the ARNs in ``Resource`` are resolved for.
     """
     from instantstart_sandbox.deploy import translate
 
     cfn, _ = translate(template_path, region)
+    statements = role_statements(cfn)
     actions = role_actions(cfn)
     report = AuditReport()
     for (caller, service, operation), n in counts.items():
@@ -198,4 +322,13 @@ def audit(
             else:
                 key = (lid, choice[0], f"{service} {operation}")
                 report.missing[key] = report.missing.get(key, 0) + n
+    for (caller, service, operation, target), n in (targets or {}).items():
+        lid = functions.get(caller) if caller else None
+        if lid is None or lid not in statements:
+            continue
+        report.conditioned += n
+        for choice in iam_actions(service, operation):
+            if not any(allows(st, a, target, region, account_id) for a in choice for st in statements[lid]):
+                key = (lid, choice[0], _described(target))
+                report.denied[key] = report.denied.get(key, 0) + n
     return report

@@ -180,11 +180,19 @@ class Sandbox:
 
     def audit_iam(self) -> iam_audit.AuditReport:
         """Every AWS call the deployed functions made so far, judged against their roles in the template: the
-        actions a role lacks (:func:`instantstart_sandbox.iam_audit.audit`)."""
+        actions a role lacks, and the EKS/HyperPod writes its tag conditions would deny
+        (:func:`instantstart_sandbox.iam_audit.audit`)."""
         assert self.aws is not None and self.deployment is not None, "start() first"
         functions = {name: lid for lid, name in self.deployment.physical.items() if name in lambdas.REGISTRY}
-        counts = dict(self.aws.extension.calls.by_caller)
-        return iam_audit.audit(counts, self.template_path, self.region, functions)
+        calls = self.aws.extension.calls
+        return iam_audit.audit(
+            dict(calls.by_caller),
+            self.template_path,
+            self.region,
+            functions,
+            targets=dict(calls.by_target),
+            account_id=self.account_id,
+        )
 
     def stop(self) -> None:
         """Stop the servers and the clock."""

@@ -18,6 +18,7 @@ from instantstart.capacity.preflight import check_some_instances, preflight
 from instantstart.capacity.training_plans import check_training_plans
 from instantstart.clusters import importing, records, views
 from instantstart.clusters.catalog import check_availability_zone, list_availability_zones
+from instantstart.clusters.stages import hyperpod
 from instantstart.errors import Conflict, InvalidRequest, NotFound, UpstreamUnavailable
 from instantstart.models.capacity import AvailabilityZoneChange
 from instantstart.models.cluster import (
@@ -230,7 +231,9 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
     Before any write: the refusal rules of :func:`instantstart.clusters.importing.inspect`; without
     ``hyperPodClusterName`` also the zone, training-plan and preflight checks of ``POST /clusters`` for the
     HyperPod cluster that will be created. The cluster record carries ``imported`` (the foreign resources and what
-    DELETE leaves); imported stages are SUCCEEDED with ``imported: true``.
+    DELETE leaves); imported stages are SUCCEEDED with ``imported: true``. An imported HyperPod cluster is tagged
+    ``instantstart:cluster-tag`` first (:func:`instantstart.clusters.stages.hyperpod.adopt_imported`), which is what
+    lets the workflows scale and repair it.
 
     Raises:
         NotFound: unknown ``eksClusterName`` / ``hyperPodClusterName``.
@@ -254,6 +257,8 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
     if found.hyperpod is None:
         check_availability_zone(rt, create.availability_zone)
         create, _ = _placed_and_checked(rt, create)
+    else:
+        hyperpod.adopt_imported(rt.client("sagemaker"), str(found.hyperpod["ClusterArn"]), tag)
     generation = existing.generation + 1 if existing else 1
     now = records.now()
     operation = _new_operation(OperationType.IMPORT_CLUSTER, tag, generation, now)

@@ -21,6 +21,16 @@ def eks(account_id: str, region: str) -> Any:
     return eks_backends[account_id][region]
 
 
+def function_role(account_id: str, region: str, function_name: str) -> str | None:
+    """The execution role ARN of a deployed Lambda function (moto's Lambda backend), or None."""
+    from moto.awslambda.models import lambda_backends
+
+    try:
+        return str(lambda_backends[account_id][region].get_function(function_name).role)
+    except Exception:  # noqa: BLE001 - unknown function
+        return None
+
+
 def subnet(account_id: str, region: str, subnet_id: str) -> Any | None:
     """The moto Subnet ``subnet_id``, or None when it does not exist."""
     try:

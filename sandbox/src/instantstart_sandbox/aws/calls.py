@@ -27,6 +27,40 @@ RESOURCE_SERVICES = ("ec2", "eks", "sagemaker", "iam", "fsx", "s3", "service-quo
 
 
 @dataclass(frozen=True)
+class IamTarget:
+    """The resource an IAM decision is made on, as the sandbox found it when the call arrived.
+
+    Recorded for the operations whose permissions the template conditions on ownership tags (EKS, SageMaker
+    HyperPod clusters), so the IAM audit can evaluate ``aws:ResourceTag``, ``aws:RequestTag`` and ``aws:TagKeys``
+    the way IAM would. Of the resource's tags only those whose key starts with ``instantstart:`` are kept (the ones
+    the conditions name).
+    """
+
+    arn: str
+    """The ARN IAM authorises (for a create: the parent resource, or the new resource's ARN pattern)."""
+    resource_tags: tuple[tuple[str, str], ...] = ()
+    """The resource's ``instantstart:`` tags before the call (empty for a resource that does not exist yet)."""
+    request_tags: tuple[tuple[str, str], ...] | None = None
+    """Every tag the request sets (``aws:RequestTag``; ``aws:TagKeys`` are their keys, or the keys an untag call
+    removes, with empty values); None when the request carries none."""
+
+
+OWNERSHIP_PREFIX = "instantstart:"
+
+
+def ownership_tags(tags: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """The ``instantstart:`` tags of ``tags``, sorted (the part of a tag set the template's conditions read)."""
+    return tuple(sorted((k, v) for k, v in (tags or {}).items() if k.startswith(OWNERSHIP_PREFIX)))
+
+
+def request_tags(tags: dict[str, str] | list[dict[str, str]] | None) -> tuple[tuple[str, str], ...] | None:
+    """Every tag a request sets, sorted (a ``{key: value}`` map or a ``[{"Key", "Value"}]`` list); None for none."""
+    if isinstance(tags, list):
+        tags = {str(t.get("Key")): str(t.get("Value", "")) for t in tags}
+    return tuple(sorted((str(k), str(v)) for k, v in tags.items())) if tags else None
+
+
+@dataclass(frozen=True)
 class AwsCall:
     """One recorded call: botocore service name (``eks``, ``sagemaker``...), operation, Region, time."""
 
@@ -36,6 +70,8 @@ class AwsCall:
     time: float
     caller: str | None = None
     """The deployed function whose handler made the call (:mod:`instantstart_sandbox.iam_audit`), if known."""
+    target: IamTarget | None = None
+    """The resource IAM would authorise, for the operations the template conditions on ownership tags."""
 
     @property
     def write(self) -> bool:
@@ -56,12 +92,17 @@ class CallRecorder:
         self.by_caller: Counter[tuple[str | None, str, str]] = Counter()
         """``(caller, service, operation)`` -> calls since the recorder was made (:meth:`reset` keeps it): what the
         IAM audit judges."""
+        self.by_target: Counter[tuple[str | None, str, str, IamTarget]] = Counter()
+        """``(caller, service, operation, target)`` -> calls, for the calls that carry an :class:`IamTarget`: what the
+        IAM audit evaluates conditions on."""
 
     def record(self, call: AwsCall) -> None:
         """Append ``call`` (called by the extension for each signed request)."""
         with self._lock:
             self._calls.append(call)
             self.by_caller[(call.caller, call.service, call.operation)] += 1
+            if call.target is not None:
+                self.by_target[(call.caller, call.service, call.operation, call.target)] += 1
 
     def reset(self) -> None:
         """Forget every call recorded so far."""

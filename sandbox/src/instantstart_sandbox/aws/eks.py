@@ -38,6 +38,7 @@ from instantstart_sandbox.aws.addons import (
     all_versions,
     versions_for,
 )
+from instantstart_sandbox.aws.calls import IamTarget, ownership_tags, request_tags
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
@@ -436,6 +437,8 @@ class EksEmulator:
             meta = ClusterMeta(name, "CREATING", now, access, moto_cluster=cluster)
             self._meta[name] = meta
             generation = meta.generation
+            if access["bootstrapClusterCreatorAdminPermissions"] and access["authenticationMode"] != "CONFIG_MAP":
+                self._bootstrap_creator_entry(name, req, now)
         self.clock.call_at(now + CLUSTER_CREATE_SECONDS, lambda: self._cluster_active(name, generation))
         return {"cluster": self.describe_cluster(name)}
 
@@ -444,6 +447,36 @@ class EksEmulator:
             return sorted(z.name for z in backends.ec2(self.account_id, self.region).describe_availability_zones())
         except Exception:  # noqa: BLE001 - moto knows every Region's zones; be safe anyway
             return []
+
+    def _bootstrap_creator_entry(self, cluster: str, req: AwsRequest, now: float) -> None:
+        """``bootstrapClusterCreatorAdminPermissions``: EKS gives the IAM principal that called CreateCluster an
+        access entry with AmazonEKSClusterAdminPolicy at once. Like in AWS, the entry carries no tags (the request's
+        ``tags`` are the cluster's). The sandbox knows the principal only for a deployed function's call (its
+        execution role); other callers get no entry. Caller holds the lock."""
+        function = req.environ.get("HTTP_X_SANDBOX_FUNCTION")
+        principal = backends.function_role(self.account_id, self.region, str(function)) if function else None
+        if not principal or ":role/" not in principal:
+            return
+        short = principal.rsplit("/", 1)[-1]
+        policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+        self._access[(cluster, principal)] = AccessEntry(
+            cluster=cluster,
+            principal_arn=principal,
+            arn=self._arn("access-entry", f"{cluster}/role/{self.account_id}/{short}/{uuid.uuid4()}"),
+            type="STANDARD",
+            username=f"arn:aws:sts::{self.account_id}:assumed-role/{short}/{{{{SessionName}}}}",
+            kubernetes_groups=[],
+            created_at=now,
+            modified_at=now,
+            policies={
+                policy: {
+                    "policyArn": policy,
+                    "accessScope": {"type": "cluster", "namespaces": []},
+                    "associatedAt": now,
+                    "modifiedAt": now,
+                }
+            },
+        )
 
     def _cluster_active(self, name: str, generation: int) -> None:
         with self._lock:
@@ -1432,6 +1465,55 @@ class EksEmulator:
         with self._lock:
             self._pod_identity.pop((assoc.cluster, assoc.association_id), None)
         return {"association": self._assoc_dict(assoc)}
+
+    # -- IAM targets (the IAM audit's condition evaluation) ---------------------------------------
+    def iam_target(self, operation: str, params: dict[str, Any]) -> IamTarget | None:
+        """The resource IAM authorises for an EKS write, with its ``instantstart:`` tags now, or None.
+
+        Creates authorise on the cluster (add-ons, access entries, pod identity associations) or on the new
+        cluster's ARN, with the request's ``tags``; changes and deletes on the resource itself. A resource the
+        sandbox does not hold answers None (the call fails on its own).
+        """
+        name = str(params.get("clusterName") or params.get("name") or "")
+        if operation == "CreateCluster":
+            return IamTarget(self._arn("cluster", name), (), request_tags(params.get("tags")))
+        if operation in ("CreateAddon", "CreateAccessEntry", "CreatePodIdentityAssociation", "DeleteCluster"):
+            cluster = backends.eks(self.account_id, self.region).clusters.get(name)
+            if cluster is None:
+                return None
+            request = None if operation == "DeleteCluster" else request_tags(params.get("tags"))
+            return IamTarget(self._arn("cluster", name), ownership_tags(cluster.tags), request)
+        obj: Any = None
+        with self._lock:
+            if operation in ("DeleteAddon", "UpdateAddon"):
+                obj = self._addons.get((name, str(params.get("addonName") or "")))
+            elif operation in (
+                "DeleteAccessEntry",
+                "UpdateAccessEntry",
+                "AssociateAccessPolicy",
+                "DisassociateAccessPolicy",
+            ):
+                obj = self._access.get((name, str(params.get("principalArn") or "")))
+            elif operation in ("DeletePodIdentityAssociation", "UpdatePodIdentityAssociation"):
+                obj = self._pod_identity.get((name, str(params.get("associationId") or "")))
+        if obj is not None:
+            return IamTarget(obj.arn, ownership_tags(obj.tags))
+        if operation in ("TagResource", "UntagResource"):
+            arn = str(params.get("resourceArn") or "")
+            tagged = self._tagged(arn)
+            if tagged is not None:
+                tags = tagged.tags
+            else:
+                cluster = backends.eks(self.account_id, self.region).clusters.get(arn.rsplit("/", 1)[-1])
+                if cluster is None:
+                    return None
+                tags = cluster.tags
+            if operation == "TagResource":
+                request = request_tags(params.get("tags"))
+            else:
+                request = request_tags({str(k): "" for k in params.get("tagKeys") or []})
+            return IamTarget(arn, ownership_tags(tags), request)
+        return None
 
     # -- tags -------------------------------------------------------------------------------------
     def _tagged(self, arn: str) -> Any | None:

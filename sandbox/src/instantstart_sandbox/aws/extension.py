@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from instantstart_sandbox.aws import ec2, eventbridge
-from instantstart_sandbox.aws.calls import AwsCall, CallRecorder
+from instantstart_sandbox.aws.calls import READ_PREFIXES, AwsCall, CallRecorder, IamTarget
 from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.foreign import ForeignClusters
@@ -315,6 +315,33 @@ class AwsExtension:
             self.account_id, self.region, source, detail_type, detail, resources, time=self.clock.now()
         )
 
+    _SAGEMAKER_TARGETED = HyperPodEmulator.CLUSTER_OPERATIONS | {"CreateCluster", "AddTags", "DeleteTags"}
+
+    def _iam_target(
+        self, service: str, operation: str, environ: WSGIEnviron, body: bytes, region: str
+    ) -> IamTarget | None:
+        """The resource and tags IAM would judge a deployed function's EKS, HyperPod or task governance write on
+        (the IAM audit evaluates the template's tag conditions with it); None for every other call."""
+        if region != self.region or operation.startswith(READ_PREFIXES):
+            return None
+        if service == "eks":
+            emulator: Any = self.eks
+        elif service == "sagemaker" and operation in self._SAGEMAKER_TARGETED:
+            emulator = self.hyperpod
+        elif service == "sagemaker" and operation in TaskGovernance.OPERATIONS:
+            emulator = self.task_governance
+        else:
+            return None
+        model = MODELS.service_model(service)
+        assert model is not None
+        req = AwsRequest(service, operation, model.operation_model(operation), environ, body, region=region)
+        try:
+            params = parse_params(req)
+        except Exception:  # noqa: BLE001 - a request the handler will refuse on its own
+            return None
+        target: IamTarget | None = emulator.iam_target(operation, params)
+        return target
+
     def wsgi(self, app: WSGIApplication) -> WSGIApplication:
         """Wrap moto's WSGI ``app``: answer faults and emulated operations, pass the rest through."""
 
@@ -336,7 +363,8 @@ class AwsExtension:
             if operation is None:
                 return app(environ, start_response)
             caller = environ.get("HTTP_X_SANDBOX_FUNCTION")
-            self.calls.record(AwsCall(service, operation, region, self.clock.now(), caller))
+            target = self._iam_target(service, operation, environ, body, region) if caller else None
+            self.calls.record(AwsCall(service, operation, region, self.clock.now(), caller, target))
             if service == "dynamodb":
                 # DynamoDB's conditional writes and transactions are atomic; moto's check, then write. The
                 # server is threaded, so DynamoDB requests take turns (a condition cannot go stale mid-write).

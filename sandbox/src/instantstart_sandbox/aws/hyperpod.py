@@ -42,6 +42,7 @@ from typing import Any
 import botocore.session
 
 from instantstart_sandbox.aws import backends
+from instantstart_sandbox.aws.calls import IamTarget, ownership_tags, request_tags
 from instantstart_sandbox.aws.faults import FaultInjector
 from instantstart_sandbox.aws.hyperpod_events import (
     CLUSTER_EVENT_DETAIL_TYPE,
@@ -268,6 +269,46 @@ class HyperPodEmulator:
     def _by_arn(self, arn: str) -> HpCluster | None:
         with self._lock:
             return next((c for c in self._clusters.values() if c.arn == arn), None)
+
+    # -- IAM targets (the IAM audit's condition evaluation) ---------------------------------------
+    CLUSTER_OPERATIONS = frozenset(
+        {
+            "DeleteCluster",
+            "UpdateCluster",
+            "BatchAddClusterNodes",
+            "BatchDeleteClusterNodes",
+            "BatchRebootClusterNodes",
+            "BatchReplaceClusterNodes",
+            "UpdateClusterSoftware",
+            "StartClusterHealthCheck",
+        }
+    )
+    """SageMaker writes that authorise on an existing HyperPod cluster (``ClusterName``: its name or ARN)."""
+
+    def iam_target(self, operation: str, params: dict[str, Any]) -> IamTarget | None:
+        """The HyperPod cluster IAM authorises for a SageMaker write, with its ``instantstart:`` tags now, or None.
+
+        ``CreateCluster`` authorises on the new cluster's ARN (its id is not known yet: ``cluster/(new)``) with the
+        request's ``Tags``; ``AddTags``/``DeleteTags`` on a HyperPod cluster ARN with the tags they set or remove.
+        """
+        if operation == "CreateCluster":
+            arn = f"arn:aws:sagemaker:{self.region}:{self.account_id}:cluster/(new)"
+            return IamTarget(arn, (), request_tags(params.get("Tags")))
+        if operation in ("AddTags", "DeleteTags"):
+            cluster = self._by_arn(str(params.get("ResourceArn") or ""))
+            if cluster is None:
+                return None
+            tags = params.get("Tags") if operation == "AddTags" else {k: "" for k in params.get("TagKeys") or []}
+            with self._lock:
+                return IamTarget(cluster.arn, ownership_tags(cluster.tags), request_tags(tags))
+        if operation in self.CLUSTER_OPERATIONS:
+            try:
+                cluster = self._find(str(params.get("ClusterName") or ""))
+            except AwsError:
+                return None
+            with self._lock:
+                return IamTarget(cluster.arn, ownership_tags(cluster.tags))
+        return None
 
     # -- validation -------------------------------------------------------------------------------
     def _validate_vpc(self, vpc: dict[str, Any], where: str, eks_vpc: str | None) -> None:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from instantstart_sandbox.aws.calls import IamTarget, ownership_tags, request_tags
 from instantstart_sandbox.aws.instances import node_shape
 from instantstart_sandbox.aws.protocol import AwsError, AwsRequest, RawResponse
 
@@ -119,6 +120,35 @@ class TaskGovernance:
             "DeleteComputeQuota": lambda req, fwd: self._delete("quota", req.params),
             "ListComputeQuotas": lambda req, fwd: self._list("quota", req.params),
         }
+
+    # -- IAM targets (the IAM audit's condition evaluation) ---------------------------------------
+    OPERATIONS = frozenset(
+        {
+            "CreateClusterSchedulerConfig",
+            "UpdateClusterSchedulerConfig",
+            "DeleteClusterSchedulerConfig",
+            "CreateComputeQuota",
+            "UpdateComputeQuota",
+            "DeleteComputeQuota",
+        }
+    )
+    """The task governance writes (their IAM targets: :meth:`iam_target`)."""
+
+    def iam_target(self, operation: str, params: dict[str, Any]) -> IamTarget | None:
+        """The scheduler config or compute quota IAM authorises for a write, with its ``instantstart:`` tags now
+        (a create: the new resource's ARN pattern and the request's ``Tags``), or None."""
+        scheduler = "SchedulerConfig" in operation
+        if operation.startswith("Create"):
+            kind = "cluster-scheduler-config" if scheduler else "compute-quota"
+            arn = f"arn:aws:sagemaker:{self.hyperpod.region}:{self.hyperpod.account_id}:{kind}/(new)"
+            return IamTarget(arn, (), request_tags(params.get("Tags")))
+        key = "ClusterSchedulerConfigId" if scheduler else "ComputeQuotaId"
+        with self._lock:
+            found = self._resources.get(str(params.get(key) or ""))
+            if found is None:
+                return None
+            tags = {t["Key"]: t["Value"] for t in found.tags}
+            return IamTarget(found.arn, ownership_tags(tags))
 
     # -- validation --------------------------------------------------------------------------------
     def _cluster(self, cluster_arn: str) -> Any:

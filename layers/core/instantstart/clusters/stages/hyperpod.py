@@ -28,7 +28,7 @@ from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.common import CapacityType, StageName
 from instantstart.models.resources import HyperPodResources, NetworkResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import hyperpod_cluster_name, owned_by, ownership_tags, tag_list
+from instantstart.naming import MANAGED_KEY, TAG_KEY, hyperpod_cluster_name, owned_by, ownership_tags, tag_list
 from instantstart.network import vpc
 from instantstart.runtime import Runtime
 
@@ -233,6 +233,33 @@ def hyperpod_create_request(
     }
 
 
+def adopt_imported(sm: Any, cluster_arn: str, tag: str) -> None:
+    """Mark an imported HyperPod cluster as this control plane's: the tag ``instantstart:cluster-tag`` = ``tag``,
+    and no other (never ``instantstart:managed``: an imported cluster is never deleted).
+
+    The steps role may change (scale, reboot, replace, update) only HyperPod clusters carrying that tag, and
+    add only that key to a cluster without the managed tag (template.yaml, ``HyperPodChangeManaged``); SageMaker
+    ``AddTags`` (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_AddTags.html).
+
+    Raises:
+        botocore.exceptions.ClientError: from ``AddTags`` (e.g. ``AccessDeniedException``).
+    """
+    sm.add_tags(ResourceArn=cluster_arn, Tags=tag_list({TAG_KEY: tag}))
+
+
+def release_imported(sm: Any, cluster_arn: str, tag: str) -> bool:
+    """Undo :func:`adopt_imported` when DELETE lets an imported cluster go: remove ``instantstart:cluster-tag``
+    while it still names ``tag`` (another import may have taken the cluster since). Returns whether it was removed.
+
+    SageMaker ``ListTags``, ``DeleteTags`` (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DeleteTags.html).
+    """
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=cluster_arn).get("Tags", [])}
+    if tags.get(TAG_KEY) != tag or tags.get(MANAGED_KEY) == "true":
+        return False
+    sm.delete_tags(ResourceArn=cluster_arn, TagKeys=[TAG_KEY])
+    return True
+
+
 def describe(sm: Any, name: str) -> dict[str, Any] | None:
     """SageMaker ``DescribeCluster`` of ``name``, or None when it does not exist."""
     try:
@@ -378,7 +405,8 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     managed-Karpenter ClusterRole of the cluster (ours only) is deleted with it.
 
     An imported HyperPod cluster (the stage is ``imported``) is never deleted: only the task governance resources
-    created here are released (waited for), then the step is done and the cluster is retained.
+    created here are released (waited for) and the import's tag removed (:func:`release_imported`), then the step
+    is done and the cluster is retained.
 
     Raises:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
@@ -390,6 +418,8 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         governance = task_governance.release_owned(sm, str(imported["ClusterArn"]), p.cluster_tag) if imported else []
         if governance:
             return PollResult(done=False, status=f"deleting task governance: {', '.join(governance)}")
+        if imported:
+            release_imported(sm, str(imported["ClusterArn"]), p.cluster_tag)
         return PollResult(done=True, status=f"imported HyperPod cluster {name} retained")
     found = describe(sm, name)
     if found is None:

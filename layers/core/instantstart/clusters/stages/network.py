@@ -227,7 +227,9 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
                     },
                     accessConfig={
                         "authenticationMode": "API_AND_CONFIG_MAP",
-                        "bootstrapClusterCreatorAdminPermissions": True,
+                        # EKS's own creator entry would carry no tags, so the steps role could not manage it
+                        # (template.yaml EksChangeOwned): the access stage creates a tagged one instead.
+                        "bootstrapClusterCreatorAdminPermissions": False,
                     },
                     tags=ownership_tags(tag),
                 )["cluster"]["status"]
