@@ -110,7 +110,8 @@ def test_given_an_api_slower_than_the_budget_when_a_tool_is_called_then_it_answe
     [text] = result.content
     assert isinstance(text, TextContent)
     assert f"did not answer within {BUDGET:g} s; call the tool again" in text.text
-    assert BUDGET * 0.9 <= took < BUDGET + 1.0, took  # the API would have answered after 10 s
+    # the API would have answered after 10 s; the slack covers a loaded machine (seen: 2.3 s at load 17 on 2 cores)
+    assert BUDGET * 0.9 <= took < BUDGET + 3.0, took
     assert slow_api.requests == 1  # no second attempt once the budget is spent
 
 
@@ -127,7 +128,7 @@ def test_given_an_api_that_throttles_with_a_long_retry_after_when_a_tool_is_call
     [text] = result.content
     assert isinstance(text, TextContent)
     assert '"Throttled"' in text.text  # the API's own answer, verbatim: it did answer, in time
-    assert took < BUDGET + 1.0, took  # the 5 s Retry-After would have passed the budget: not waited
+    assert took < BUDGET + 3.0, took  # the 5 s Retry-After would have passed the budget: not waited
     assert api.requests == 1
 
 
@@ -138,7 +139,9 @@ def test_given_a_time_bound_when_pages_are_read_then_they_share_it(credentials: 
     with pytest.raises(ApiTimeoutError) as timed_out, client.time_bound(1.0):
         for _ in range(5):  # 2 s of requests in all
             client.list_clusters()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3.0  # not the 5 pages' 2 s plus a bound each
     assert timed_out.value.budget == 1.0
-    assert slow_api.requests == 3
+    # one bound for all: 5 pages of 0.4 s do not fit in 1 s (each page with its own bound would all succeed); the
+    # third request gets what is left (2 when the machine is loaded enough that the first two took the second)
+    assert slow_api.requests in (2, 3)
     client.list_clusters()  # outside the bound: no deadline left over
