@@ -167,10 +167,16 @@ function ConfirmDialog({ open, title, children, confirmLabel, danger, onConfirm,
 function Table({ caption, columns, rows, empty }) {
   if (!rows || rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="table-wrap" tabindex="0" role="region" aria-label=${caption}>
-    <table>
+    <table role="table">
       <caption class="visually-hidden">${caption}</caption>
-      <thead><tr>${columns.map(([label]) => html`<th scope="col">${label}</th>`)}</tr></thead>
-      <tbody>${rows.map((row, i) => html`<tr key=${i}>${columns.map(([, cell]) => html`<td>${cell(row)}</td>`)}</tr>`)}</tbody>
+      <thead role="rowgroup"><tr role="row">${columns.map(([label]) => html`<th scope="col" role="columnheader">${label}</th>`)}</tr></thead>
+      <tbody role="rowgroup">
+        ${rows.map(
+          (row, i) => html`<tr key=${i} role="row">
+            ${columns.map(([label, cell]) => html`<td role="cell" data-label=${label}>${cell(row)}</td>`)}
+          </tr>`,
+        )}
+      </tbody>
     </table>
   </div>`;
 }
