@@ -270,3 +270,27 @@ def _wait_for_operation(api: InstantStartClient, operation_id: str) -> None:
     while api.get_operation(operation_id)["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
         assert time.monotonic() < deadline, operation_id
         time.sleep(0.5)
+
+
+def test_given_the_sandbox_deployment_then_only_the_consoles_cloudfront_cognito_and_publisher_resources_are_skipped(
+    sandbox: Sandbox,
+) -> None:
+    import boto3
+
+    assert sandbox.deployment is not None
+    assert sorted(sandbox.deployment.skipped) == [
+        "ConsoleContent",
+        "ConsoleDistribution",
+        "ConsoleHeaders",
+        "ConsoleIdentityPool",
+        "ConsoleIdentityPoolRoles",
+        "ConsoleOriginAccessControl",
+        "ConsoleUserPool",
+        "ConsoleUserPoolClient",
+    ]
+    s3 = boto3.client("s3", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    bucket = sandbox.deployment.physical["ConsoleBucket"]
+    block = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert all(block.values())
+    policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    assert [s["Principal"] for s in policy["Statement"]] == [{"Service": "cloudfront.amazonaws.com"}, "*"]
