@@ -53,7 +53,7 @@ browser:
 		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 		echo "installing Debian's chromium for the console's browser tests"; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
-	@$(CHROMIUM) --version
+	@$(CHROMIUM) --version 2>/dev/null
 
 console-tests: $(STAMP) browser
 	$(BIN)/pytest tests/console $(PYTEST_ARGS)
