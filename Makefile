@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz openapi asl clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -44,9 +46,21 @@ sandbox-tests: $(STAMP)
 integration: $(STAMP)
 	$(BIN)/pytest tests/integration tests/mcp -n $${INSTANTSTART_TEST_WORKERS:-3} --dist loadfile $(PYTEST_ARGS)
 
+# The console's browser tests drive Debian's Chromium through Playwright (never a browser download of its own):
+# installed through apt when missing (as root, else through sudo).
+browser:
+	@test -x $(CHROMIUM) || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		echo "installing Debian's chromium for the console's browser tests"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@$(CHROMIUM) --version 2>/dev/null
+
+console-tests: $(STAMP) browser
+	$(BIN)/pytest tests/console $(PYTEST_ARGS)
+
 # Every check, as parallel processes (tests/run_suites.py): the sandbox suites wait on the simulated
 # clock, so they run beside the CPU-bound checks; per-suite wall times are printed at the end.
-test: $(STAMP) ## lint, types, contracts and every test
+test: $(STAMP) browser ## lint, types, contracts and every test
 	$(BIN)/python tests/run_suites.py
 
 # Long runs with figures, not part of `make test`.

@@ -64,6 +64,8 @@ def lanes(workers: int) -> list[list[Suite]]:
             [pytest("tests/integration", "tests/mcp", "-n", str(workers), "--dist", "loadfile")],
         )
     ]
+    # The web console in headless Chromium against a sandbox of its own (it waits on the simulated clock too).
+    browser_lane = [Suite("console", [pytest("tests/console")])]
     cpu_lane = [
         Suite(
             "lint",
@@ -86,7 +88,7 @@ def lanes(workers: int) -> list[list[Suite]]:
         Suite("unit", [pytest("tests/unit", "tests/contract", "-n", "2")]),
         Suite("sandbox", [pytest("tests/sandbox")]),
     ]
-    return [sandbox_lane, cpu_lane]
+    return [sandbox_lane, cpu_lane, browser_lane]
 
 
 def main() -> int:

@@ -13,6 +13,8 @@ REQUIRED = {
     "ClusterStepsFunction": STEP_SETTINGS,
     "HyperPodEventsFunction": EVENT_SETTINGS,
     "ExecutionEventsFunction": EVENT_SETTINGS,
+    # the console's custom resource reads no core settings: the bucket and config.json come as its properties
+    "ConsolePublisherFunction": (),
 }
 
 

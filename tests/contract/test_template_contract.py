@@ -299,4 +299,6 @@ def test_given_every_function_then_its_handler_is_a_top_level_function_of_a_modu
 def test_given_every_function_folder_then_the_template_deploys_it(template: dict[str, Any]) -> None:
     folders = {p.name for p in (ROOT / "functions").iterdir() if p.is_dir() and any(p.glob("*.py"))}
 
-    assert {Path(props["CodeUri"]).name for _, props in functions(template)} == folders
+    deployed = {Path(props["CodeUri"]) for _, props in functions(template)}
+    assert {p.name for p in deployed if p.parent == Path("functions")} == folders
+    assert deployed - {Path("functions") / name for name in folders} == {Path("console")}, "and the console publisher"

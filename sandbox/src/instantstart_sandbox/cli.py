@@ -258,6 +258,8 @@ def serve(
         bucket_reuse_seconds=bucket_reuse_seconds,
     ):
         console.print(line)
+    if sandbox.console_url:
+        console.print(f"Web console: {sandbox.console_url} (sign in to the sandbox there)")
     console.print("Point the CLI or the MCP proxy at it:")
     for key, value in sandbox.client_environment().items():
         console.print(f"  export {key}={value}")

@@ -25,6 +25,22 @@ from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
 PLACEHOLDER_BUCKET = "sandbox-local-artifacts"
 
+PRODUCTION_ONLY = {
+    "AWS::CloudFront::Distribution",
+    "AWS::CloudFront::OriginAccessControl",
+    "AWS::CloudFront::ResponseHeadersPolicy",
+    "AWS::Cognito::UserPool",
+    "AWS::Cognito::UserPoolClient",
+    "AWS::Cognito::IdentityPool",
+    "AWS::Cognito::IdentityPoolRoleAttachment",
+    "Custom::ConsoleContent",
+}
+"""Resource types the sandbox does not create: the web console's delivery (CloudFront, and the custom resource
+that fills its bucket) and sign-in (Cognito). The sandbox's HTTP server serves the console itself at ``/console/``
+with a local sign-in (``instantstart_sandbox.console``). References to them resolve to placeholders
+(:class:`ProductionOnly`) so that what names them (the API's CORS origin, the console bucket's policy, the console
+role's trust) still deploys."""
+
 
 @dataclass
 class Route:
@@ -50,6 +66,19 @@ class Deployment:
     routes: list[Route] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    """Logical ids of the production-only resources (:data:`PRODUCTION_ONLY`) not created here."""
+
+
+class ProductionOnly(dict[str, str]):
+    """The attributes of a resource the sandbox does not create: every ``Fn::GetAtt`` answers a placeholder."""
+
+    def __init__(self, logical_id: str) -> None:
+        super().__init__()
+        self.logical_id = logical_id
+
+    def __missing__(self, attribute: str) -> str:
+        return f"{self.logical_id.lower()}-{attribute.lower()}-production-only"
 
 
 class _NoManagedPolicies:
@@ -202,6 +231,11 @@ class Deployer:
         # Lambda functions first get their environment merged: in-process functions share os.environ.
         for lid in TopologicalSorter(graph).static_order():
             res = resources[lid]
+            if res["Type"] in PRODUCTION_ONLY:
+                dep.physical[lid] = f"{lid.lower()}-production-only"
+                dep.attributes[lid] = ProductionOnly(lid)
+                dep.skipped.append(lid)
+                continue
             props = self._resolve(res.get("Properties", {}), dep, params, conditions)
             creator = getattr(self, "_create_" + res["Type"].replace("::", "_"), None)
             if creator is None:
@@ -252,7 +286,16 @@ class Deployer:
                 PublicAccessBlockConfiguration={k: bool(v) for k, v in p["PublicAccessBlockConfiguration"].items()},
             )
         dep.physical[lid] = name
-        dep.attributes[lid] = {"Arn": f"arn:aws:s3:::{name}", "DomainName": f"{name}.s3.amazonaws.com"}
+        dep.attributes[lid] = {
+            "Arn": f"arn:aws:s3:::{name}",
+            "DomainName": f"{name}.s3.amazonaws.com",
+            "RegionalDomainName": f"{name}.s3.{self.region}.amazonaws.com",
+        }
+
+    def _create_AWS_S3_BucketPolicy(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        self.client("s3").put_bucket_policy(Bucket=p["Bucket"], Policy=json.dumps(p["PolicyDocument"]))
+        dep.physical[lid] = p["Bucket"]
+        dep.attributes[lid] = {}
 
     def _create_AWS_Logs_LogGroup(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
         name = p.get("LogGroupName") or f"/sandbox/{self._name(lid)}"
@@ -325,6 +368,18 @@ class Deployer:
         )
         dep.physical[lid] = name
         dep.attributes[lid] = {"Arn": out["FunctionArn"]}
+
+    def _create_AWS_Lambda_Version(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        out = self.client("lambda").publish_version(FunctionName=p["FunctionName"])
+        dep.physical[lid] = out["FunctionArn"]
+        dep.attributes[lid] = {"Version": out["Version"]}
+
+    def _create_AWS_Lambda_Alias(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        out = self.client("lambda").create_alias(
+            FunctionName=p["FunctionName"], Name=p["Name"], FunctionVersion=p["FunctionVersion"]
+        )
+        dep.physical[lid] = out["AliasArn"]
+        dep.attributes[lid] = {}
 
     def _create_AWS_Lambda_Permission(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
         kwargs = {

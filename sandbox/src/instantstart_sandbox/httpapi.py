@@ -3,7 +3,8 @@
 Routes come from the deployed template (``Deployment.routes``). Like API Gateway with ``AWS_IAM``
 authorization, every request must be SigV4-signed for ``execute-api``; the signature is verified
 against the sandbox credentials (403 ``{"message": "Forbidden"}`` otherwise). The function is
-invoked through the Lambda ``Invoke`` API of the emulated AWS.
+invoked through the Lambda ``Invoke`` API of the emulated AWS. Paths under ``/console/`` are the web console's
+(:mod:`instantstart_sandbox.console`), answered before the signature check as CloudFront answers them in production.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from instantstart_sandbox.console import ConsoleSite
 from instantstart_sandbox.deploy import Route
 
 access_log = logging.getLogger("instantstart_sandbox.httpapi.access")
@@ -86,6 +88,7 @@ class HttpApiServer:
         lambda_client: boto3 Lambda client of the sandbox (the function is invoked through ``Invoke``).
         credentials: ``{"access_key", "secret_key"}`` callers must sign with.
         region, account_id: for the signature scope and the request context.
+        console: the web console served at ``/console/`` (none: those paths are API paths like any other).
     """
 
     def __init__(
@@ -95,7 +98,9 @@ class HttpApiServer:
         credentials: dict[str, str],
         region: str,
         account_id: str,
+        console: ConsoleSite | None = None,
     ):
+        self.console = console
         self.routes = [(r, _compile(r.path)) for r in routes]
         self.lambda_client = lambda_client
         self.credentials = credentials
@@ -169,6 +174,9 @@ class HttpApiServer:
         lower = {k.lower(): v for k, v in headers.items()}
         if len(body) > MAX_PAYLOAD_BYTES:
             return 413, {"Content-Type": "application/json"}, b'{"message":"Request Entity Too Large"}'
+        parts = urlsplit(raw_path)
+        if self.console is not None and self.console.handles(parts.path):
+            return self.console.answer(method, parts.path, lower)
         host = lower.get("host", "127.0.0.1")
         problem = verify_sigv4(method, f"http://{host}{raw_path}", lower, body, self.credentials, self.region)
         if problem:
@@ -178,7 +186,6 @@ class HttpApiServer:
                 {"Content-Type": "application/json", "x-amzn-ErrorType": "ForbiddenException"},
                 json.dumps({"message": problem}).encode(),
             )
-        parts = urlsplit(raw_path)
         for route, pattern in self.routes:
             match = pattern.match(parts.path)
             if route.method == method and match:

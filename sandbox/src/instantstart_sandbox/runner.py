@@ -18,6 +18,7 @@ from typing import Any
 
 from instantstart_sandbox import iam_audit, lambdas, moto_fixes, moto_speedups, stepfunctions
 from instantstart_sandbox.clock import SimClock
+from instantstart_sandbox.console import ConsoleSite
 from instantstart_sandbox.deploy import Deployer, Deployment
 from instantstart_sandbox.httpapi import HttpApiServer
 
@@ -118,6 +119,12 @@ class Sandbox:
         return self.http.url
 
     @property
+    def console_url(self) -> str | None:
+        """The web console, ``<api_url>/console/``, when the checkout has one (``console/site`` by the template)."""
+        assert self.http is not None, "sandbox not started"
+        return f"{self.http.url}/console/" if self.http.console is not None else None
+
+    @property
     def aws_endpoint_url(self) -> str:
         """Endpoint of the emulated AWS."""
         return str(self.aws.endpoint_url)
@@ -171,8 +178,14 @@ class Sandbox:
         # Only the log level is the sandbox's own: Lambda logs would otherwise flood the terminal.
         os.environ.update(self.deployment.environment)
         os.environ["POWERTOOLS_LOG_LEVEL"] = self.log_level
+        site = self.template_path.parent / "console" / "site"
         self.http = HttpApiServer(
-            self.deployment.routes, deployer.client("lambda"), CREDENTIALS, self.region, self.account_id
+            self.deployment.routes,
+            deployer.client("lambda"),
+            CREDENTIALS,
+            self.region,
+            self.account_id,
+            console=ConsoleSite(site, self.region, CREDENTIALS) if site.is_dir() else None,
         )
         self.http.start()
         logging.getLogger(__name__).info("sandbox API at %s", self.http.url)
