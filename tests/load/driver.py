@@ -243,6 +243,15 @@ class LoadRun:
         for op in sorted(waiting):
             self.mismatch(f"operation {op} did not end within {self.timeout:.0f} s")
 
+    def wait_until(self, tag: str, ok: Callable[[dict[str, Any]], bool], timeout: float = 60) -> None:
+        """Poll ``GET /clusters/{tag}`` until ``ok`` holds (or ``timeout`` s pass)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            cluster = self.cluster(tag)
+            if cluster is None or ok(cluster):
+                return
+            time.sleep(0.2)
+
     def winners(self, answers: Iterable[Answer], kinds: tuple[str, ...] = ("create", "delete", "retry")) -> set[str]:
         """The operations accepted among ``answers``."""
         return {a.operation_id for a in answers if a.accepted and a.kind in kinds and a.operation_id}
@@ -282,10 +291,14 @@ class LoadRun:
             ],
         )
         created = {tag: self.expect_one("create burst", tag, a, ("create", "delete")) for tag in tags}
+        to_cancel = {tag: op for tag, op in created.items() if op and roles[tag] == "cancel"}
+        for tag in to_cancel:  # cancelled once a stage runs: that stage is then CANCELLED, and retryable
+            self.wait_until(
+                tag, lambda c: any(s["status"] == "RUNNING" for s in c["stages"]) or c["status"] != "CREATING"
+            )
         cancels = [
             {"kind": "cancel", "tag": tag, "key": str(uuid.uuid4()), "variant": op}
-            for tag, op in created.items()
-            if op and roles[tag] == "cancel"
+            for tag, op in to_cancel.items()
             for _ in range(2)
         ]
         for answer in self.burst("A", cancels):
@@ -491,7 +504,9 @@ class LoadRun:
             if state not in ("READY", "FAILED", "DELETED"):
                 self.mismatch(f"after {phase}: {tag} is {state}")
             if cluster and state == "FAILED" and not any(s.get("error") for s in cluster["stages"]):
-                self.mismatch(f"after {phase}: {tag} FAILED without a stage error")
+                current = self.api.get_operation(cluster["currentOperationId"])
+                if not current.get("error"):
+                    self.mismatch(f"after {phase}: {tag} FAILED with no stage or operation error")
             self._check_aws(phase, tag, cluster)
         self.report.end_states[phase] = states
 
@@ -501,7 +516,11 @@ class LoadRun:
         vpcs = [v["VpcId"] for v in ec2.describe_vpcs(Filters=owned)["Vpcs"]]
         subnets = ec2.describe_subnets(Filters=owned)["Subnets"]
         groups = ec2.describe_security_groups(Filters=owned)["SecurityGroups"]
-        nats = [n for n in ec2.describe_nat_gateways(Filter=owned)["NatGateways"] if n["State"] not in ("deleted",)]
+        nats = [  # filtered here: moto's DescribeNatGateways ignores tag filters
+            n
+            for n in ec2.describe_nat_gateways()["NatGateways"]
+            if n["State"] != "deleted" and {"Key": OWNER_TAG, "Value": tag} in n.get("Tags", [])
+        ]
         eks_names = eks.list_clusters()["clusters"]
         hp = [c for c in sm.list_clusters()["ClusterSummaries"] if c["ClusterName"] == f"hp-cluster-{tag}"]
         buckets = [b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith(f"instantstart-{tag}-")]
