@@ -11,7 +11,8 @@ C. retries racing retries (k1 twice, two other keys, k1 on another stage) and a 
    cancelled tags; on the delete tags three DELETEs (k1 twice, another key) racing two creates; two retries of a
    READY cluster on the steady tags;
 D. the delete tags created again (k1 twice, another key): generation 2;
-E. every live tag deleted (k1 twice, another key).
+E. every live tag deleted (k1 twice, another key);
+F. the first burst's winning creates sent again: the original answers, no cluster comes back.
 
 After C, D and E every accepted operation must have ended and every tag be READY, FAILED with a reason or
 DELETED, and AWS must match the records (:func:`check_tags`). At the end :func:`check_operations` matches the
@@ -110,10 +111,12 @@ class Report:
     def lines(self) -> list[str]:
         """The figures, one per line."""
         requests = [a for a in self.answers if a.kind != "cancel"]
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(Counter(a.kind for a in requests).items()))
         out = [
-            f"load: {self.tags} tags, {len(requests)} requests "
-            f"({Counter(a.kind for a in requests)}), {sum(a.in_progress for a in self.answers)} "
-            f"409 IdempotencyKeyInProgress answers retried, {self.wall_seconds:.0f} s wall",
+            f"load: {self.tags} tags, {len(requests)} requests ({kinds}) and "
+            f"{sum(1 for a in self.answers if a.kind == 'cancel')} cancels, "
+            f"{sum(a.in_progress for a in self.answers)} answers 409 IdempotencyKeyInProgress retried, "
+            f"{self.wall_seconds:.0f} s wall",
             "answers: " + ", ".join(f"{k}: {v}" for k, v in sorted(self.statuses().items())),
             f"accepted operations: {self.operations}, Step Functions executions: {self.executions}, "
             f"replays: {self.replays()}",
@@ -352,8 +355,23 @@ class LoadRun:
         )
         self.wait_ended(op for tag in live if (op := self.expect_one("final delete", tag, e, ("delete",))))
         self.check_tags("E")
+        self._replays_after_delete(a)
         self.check_answers()
         self.check_operations()
+
+    def _replays_after_delete(self, burst: list[Answer]) -> None:
+        """F: the first burst's winning creates sent again once every tag is DELETED: a client retrying that late
+        gets the original answer (the key's stored result), and no cluster comes back."""
+        winners = [x for x in burst if x.accepted and x.kind == "create"]
+        latest = {x.tag: x for x in winners}  # one per tag (a replay answers the same operation)
+        for x in self.burst(
+            "F", [{"kind": "create", "tag": t, "key": x.key, "variant": x.variant} for t, x in latest.items()]
+        ):
+            if x.operation_id != latest[x.tag].operation_id:
+                self.mismatch(f"a late replay of {x.tag}'s first create answered {x.status} {x.code} {x.operation_id}")
+        for tag in latest:
+            if self.cluster(tag) is not None:
+                self.mismatch(f"a late replay of {tag}'s first create brought the cluster back")
 
     def _late_replays(self, burst: list[Answer]) -> None:
         """k1 again, one request at a time: the same body replays k1's answer, another body is refused; and the
