@@ -117,10 +117,10 @@ def _launch(
         out = rt.client("stepfunctions").start_execution(
             stateMachineArn=state_machine_arn, name=operation.operation_id, input=json.dumps(payload.to_wire())
         )
-        arn: str | None = str(out["executionArn"])
+        arn = str(out["executionArn"])
     except Exception as exc:
-        arn = _started_anyway(rt, state_machine_arn, operation.operation_id)
-        if arn is None:
+        found = _started_anyway(rt, state_machine_arn, operation.operation_id)
+        if found is None:
             try:
                 rt.store.abandon_operation(
                     operation,
@@ -131,13 +131,14 @@ def _launch(
                     expected_cluster_status=started_status,
                 )
             except ConditionFailed:  # its execution began it meanwhile: it runs
-                arn = execution_arn(state_machine_arn, operation.operation_id)
-        if arn is None:
+                found = execution_arn(state_machine_arn, operation.operation_id)
+        if found is None:
             code = error_code(exc) or type(exc).__name__
             raise UpstreamUnavailable(
                 f"Step Functions did not start the workflow ({code}: {error_message(exc)}); "
                 "nothing was changed, retry later"
             ) from exc
+        arn = found
     try:
         recorded = rt.store.record_execution_arn(operation.operation_id, arn)
     except (ClientError, BotoCoreError, StoreError):
