@@ -46,12 +46,7 @@ ROLES = ("cancel", "delete", "steady", "delete")
 
 REFUSALS = {
     "create": {(409, "ClusterAlreadyExists"), (409, "IdempotencyKeyReused")},
-    "delete": {
-        (404, "ClusterNotFound"),
-        (409, "OperationInProgress"),
-        (409, "Conflict"),
-        (409, "IdempotencyKeyReused"),
-    },
+    "delete": {(404, "ClusterNotFound"), (409, "OperationInProgress"), (409, "Conflict")},
     "retry": {
         (409, "StageNotFailed"),
         (409, "OperationInProgress"),
@@ -60,7 +55,8 @@ REFUSALS = {
     },
     "cancel": set(),
 }
-"""The documented refusals of each kind of request when it loses a race (anything else is a mismatch)."""
+"""The documented refusals of each kind of request when it loses a race (anything else is a mismatch). Only creates
+and retries reuse a key with another body or route here; a delete's key is only ever repeated as is."""
 
 IN_PROGRESS_ATTEMPTS = 100
 """Attempts of one request while its key's first request is in progress (409 ``IdempotencyKeyInProgress``)."""

@@ -104,3 +104,35 @@ def test_given_several_environments_then_invocations_of_one_function_overlap_eac
 
     after = [json.loads(lambdas.invoke_in_process(alpha, {"n": n})[0]) for n in range(2)]
     assert {a["state"] for a in after} == {id(__import__(lambdas.REGISTRY["fn-alpha"].handler.split(".")[0]).STATE)}
+
+
+POWERTOOLS_HANDLER = """
+import time
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
+RESOLVER = APIGatewayHttpResolver()
+
+def handler(event, context):
+    BaseRouter.current_event = event["n"]  # what the Powertools resolver does with each event
+    time.sleep(0.1)
+    return {"seen": RESOLVER.current_event, "class": BaseRouter.current_event}
+"""
+
+
+def test_given_several_environments_then_powertools_class_state_is_not_shared(tmp_path: Path) -> None:
+    code_dir = tmp_path / "gamma"
+    code_dir.mkdir()
+    module = f"lambda_test_gamma_{id(tmp_path)}"
+    (code_dir / f"{module}.py").write_text(POWERTOOLS_HANDLER)
+    lambdas.REGISTRY["fn-gamma"] = lambdas.LambdaCode(code_dir=code_dir, handler=f"{module}.handler", timeout=10)
+    gamma = SimpleNamespace(function_name="fn-gamma", function_arn="arn:aws:lambda:::function:fn-gamma")
+    lambdas.set_environments(3, "fn-gamma")
+    try:
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            results = list(pool.map(lambda n: lambdas.invoke_in_process(gamma, {"n": n}), range(6)))
+    finally:
+        lambdas.set_environments(1, "fn-gamma")
+        lambdas.REGISTRY.pop("fn-gamma")
+    answers = [json.loads(payload) for payload, _, _ in results]
+    assert [(a["seen"], a["class"]) for a in answers] == [(n, n) for n in range(6)]

@@ -3,8 +3,9 @@
 Each function has one execution environment by default (its invocations run one at a time, as in one
 Lambda container); different functions run concurrently. :func:`set_environments` lets a function have
 several, as Lambda scales a function out under concurrent invocations: each further environment is a
-fresh import of the function's own modules (its directory's ``*.py``), so module globals (the Powertools
-resolver's current event, the idempotency config's Lambda context) are never shared by two invocations.
+fresh import of the function's own modules (its directory's ``*.py``), so module globals (the idempotency config's
+Lambda context) are never shared by two invocations, and the Powertools resolver's current event, kept on a class,
+is per thread.
 
 The deployer registers each function's local code directory and handler; moto keeps its own
 ``Invoke`` API, FunctionError header and logs. Handlers share one interpreter, so every handler
@@ -101,6 +102,7 @@ class _Environments:
             if index == 0:  # looked up at each call, as before there were several environments
                 handler = _load_handler(self.code)
             elif handler is None:
+                _powertools_router_state_per_thread()
                 handler = _load_private_handler(self.code)
                 with self.changed:
                     self.handlers[index] = handler
@@ -144,6 +146,8 @@ def set_environments(count: int, function_name: str | None = None) -> None:
     global _default_limit
     if count < 1:
         raise ValueError(f"count must be 1 or more; got {count}")
+    if count > 1:
+        _powertools_router_state_per_thread()
     with _environments_guard:
         if function_name is None:
             _default_limit = count
@@ -176,15 +180,54 @@ def _load_handler(code: LambdaCode) -> Any:
     return getattr(module, func_name)
 
 
+class _PerThread:
+    """A data descriptor whose value belongs to the thread that set it (on a class: through its metaclass too)."""
+
+    def __init__(self, name: str, local: threading.local) -> None:
+        self.name = name
+        self.local = local
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        try:
+            return getattr(self.local, self.name)
+        except AttributeError:
+            raise AttributeError(self.name) from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(self.local, self.name, value)
+
+
+def _powertools_router_state_per_thread() -> None:
+    """Powertools' resolver keeps the current event and Lambda context on the ``BaseRouter`` class (process-global:
+    one Lambda process runs one invocation at a time). In-process invocations of several environments run on their
+    own threads, so those two class attributes become per thread, read and written as before (idempotent)."""
+    try:  # the functions' dependency, not the sandbox's: nothing to do without it
+        BaseRouter: Any = importlib.import_module("aws_lambda_powertools.event_handler.api_gateway").BaseRouter
+    except ModuleNotFoundError:
+        return
+    meta = type(BaseRouter)
+    if getattr(meta, "_instantstart_per_thread", False):
+        return
+    local = threading.local()
+    names = ("current_event", "lambda_context")
+    per_thread = {name: _PerThread(name, local) for name in names}
+    # instance access (self.current_event) goes through the class, class-level access (BaseRouter.current_event = ...)
+    # through the metaclass: the class's entries first, while its metaclass still stores them
+    for name, descriptor in per_thread.items():
+        setattr(BaseRouter, name, descriptor)
+    BaseRouter.__class__ = type(f"PerThread{meta.__name__}", (meta,), {**per_thread, "_instantstart_per_thread": True})
+
+
 def _load_private_handler(code: LambdaCode) -> Any:
     """The handler of a private import of the function's own modules (a further execution environment).
 
-    The function's modules are imported afresh with ``sys.modules`` holding none of them, then taken out
-    again: the copy's modules refer to each other, and ``sys.modules`` keeps the first environment's.
+    The function's modules are imported afresh with ``sys.modules`` holding none of them, then taken out again: the
+    copy's modules refer to each other, and ``sys.modules`` keeps the first environment's. Libraries stay shared;
+    the one process global they keep per invocation (Powertools' current event) is made per thread first.
     """
     module_name, func_name = code.handler.rsplit(".", 1)
-    own = {path.stem for path in code.code_dir.glob("*.py")} | {module_name}
     with _import_lock:
+        own = {path.stem for path in code.code_dir.glob("*.py")} | {module_name}
         path = str(code.code_dir)
         if path not in sys.path:
             sys.path.insert(0, path)
