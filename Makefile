@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz openapi asl clean
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -66,6 +66,9 @@ test: $(STAMP) browser ## lint, types, contracts and every test
 # Long runs with figures, not part of `make test`.
 fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
+
+load: $(STAMP) ## concurrent creates, deletes and retries over 10 tags: no lost or duplicated operations (prints figures)
+	$(BIN)/pytest -q -p no:cacheprovider -s tests/load $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py

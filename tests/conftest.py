@@ -73,6 +73,7 @@ SLOWEST_FIRST = (
     "tests/integration/test_real_account_faults.py",
     "tests/integration/test_instance_group_subnets.py",
     "tests/integration/test_failure_and_retry.py",
+    "tests/integration/test_load_races.py",
     "tests/mcp/test_mcp_tools.py",
     "tests/integration/test_mlflow.py",
     "tests/integration/test_features_storage.py",

@@ -80,6 +80,14 @@ def verify_sigv4(
     return None
 
 
+class _ApiServer(ThreadingHTTPServer):
+    """One thread per connection; a listen backlog of 128 (``http.server``'s default, 5, resets the connections of
+    a burst of concurrent clients, which API Gateway accepts)."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
 class HttpApiServer:
     """Serves the template's HTTP API routes on 127.0.0.1.
 
@@ -156,8 +164,7 @@ class HttpApiServer:
                     return self._handle
                 raise AttributeError(name)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._server.daemon_threads = True
+        self._server = _ApiServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="http-api", daemon=True)
         self._thread.start()
 

@@ -1,7 +1,11 @@
 """Lambda without Docker: moto's runtime is replaced by an in-process import-and-call of the handler.
 
-Each function has one execution environment (its invocations run one at a time, as in one Lambda
-container); different functions run concurrently.
+Each function has one execution environment by default (its invocations run one at a time, as in one
+Lambda container); different functions run concurrently. :func:`set_environments` lets a function have
+several, as Lambda scales a function out under concurrent invocations: each further environment is a
+fresh import of the function's own modules (its directory's ``*.py``), so module globals (the idempotency config's
+Lambda context) are never shared by two invocations, and the Powertools resolver's current event, kept on a class,
+is per thread.
 
 The deployer registers each function's local code directory and handler; moto keeps its own
 ``Invoke`` API, FunctionError header and logs. Handlers share one interpreter, so every handler
@@ -11,6 +15,7 @@ functions share one process environment (the deployer refuses conflicting variab
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -19,7 +24,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,19 +70,94 @@ REGISTRY: dict[str, LambdaCode] = {}
 """Function name -> local code, filled by the deployer."""
 
 _import_lock = threading.Lock()
-_function_locks: dict[str, threading.Lock] = {}
-_function_locks_guard = threading.Lock()
 
 
-def _function_lock(name: str) -> threading.Lock:
-    """One execution environment per function: like a Lambda container, it runs one invocation at a time.
+class _Environments:
+    """The execution environments of one function's code: at most ``limit`` invocations run at once, each in its own.
 
-    Handlers keep per-invocation state in module globals (the Powertools resolver's current event,
-    the logger's keys); real Lambda never runs two invocations in one environment. Different
-    functions still run in parallel, so a function invoking another cannot deadlock.
+    Like a Lambda container, an environment runs one invocation at a time: handlers keep per-invocation
+    state in module globals (the Powertools resolver's current event, the logger's keys), and real Lambda
+    never runs two invocations in one environment. Environment 0 is the function's modules as imported
+    (``sys.modules``, so a test that patches a handler module patches it); environment n > 0 is a private
+    import of them, made when n invocations already run, and used only while the limit is above n. Different
+    functions always run in parallel, so a function invoking another cannot deadlock.
     """
-    with _function_locks_guard:
-        return _function_locks.setdefault(name, threading.Lock())
+
+    def __init__(self, code: LambdaCode, limit: int) -> None:
+        self.code = code
+        self.limit = limit
+        self.handlers: dict[int, Any] = {}
+        self.busy: set[int] = set()
+        self.changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def acquire(self) -> Iterator[Any]:
+        """The handler of the lowest-numbered idle environment below ``limit`` (made on first use), held inside."""
+        with self.changed:
+            while (index := next((i for i in range(self.limit) if i not in self.busy), None)) is None:
+                self.changed.wait()
+            self.busy.add(index)
+            handler = self.handlers.get(index)
+        try:
+            if index == 0:  # looked up at each call, as before there were several environments
+                handler = _load_handler(self.code)
+            elif handler is None:
+                _powertools_router_state_per_thread()
+                handler = _load_private_handler(self.code)
+                with self.changed:
+                    self.handlers[index] = handler
+            yield handler
+        finally:
+            with self.changed:
+                self.busy.discard(index)
+                self.changed.notify_all()
+
+    def set_limit(self, limit: int) -> None:
+        with self.changed:
+            self.limit = limit
+            self.changed.notify_all()
+
+
+_environments: dict[str, _Environments] = {}
+_limits: dict[str, int] = {}
+_default_limit = 1
+_environments_guard = threading.Lock()
+
+
+def _environments_of(name: str, code: LambdaCode) -> _Environments:
+    """The environments of function ``name``; new ones when its code changed (a new deployment)."""
+    with _environments_guard:
+        pool = _environments.get(name)
+        if pool is None or pool.code != code:
+            pool = _environments[name] = _Environments(code, _limits.get(name, _default_limit))
+        return pool
+
+
+def set_environments(count: int, function_name: str | None = None) -> None:
+    """Let ``function_name`` (None: every function) run up to ``count`` invocations at once.
+
+    1 (the default) is one Lambda container per function; more is Lambda scaling out under concurrent
+    requests, which is what lets two API requests race on the same records. Lowering the count takes
+    effect as the running invocations end.
+
+    Raises:
+        ValueError: ``count`` is below 1.
+    """
+    global _default_limit
+    if count < 1:
+        raise ValueError(f"count must be 1 or more; got {count}")
+    if count > 1:
+        _powertools_router_state_per_thread()
+    with _environments_guard:
+        if function_name is None:
+            _default_limit = count
+            _limits.clear()
+            pools = list(_environments.values())
+        else:
+            _limits[function_name] = count
+            pools = [p for name, p in _environments.items() if name == function_name]
+    for pool in pools:
+        pool.set_limit(count)
 
 
 _invocations: list[dict[str, Any]] = []
@@ -97,6 +177,67 @@ def _load_handler(code: LambdaCode) -> Any:
         if path not in sys.path:
             sys.path.insert(0, path)
         module = importlib.import_module(module_name)
+    return getattr(module, func_name)
+
+
+class _PerThread:
+    """A data descriptor whose value belongs to the thread that set it (on a class: through its metaclass too)."""
+
+    def __init__(self, name: str, local: threading.local) -> None:
+        self.name = name
+        self.local = local
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        try:
+            return getattr(self.local, self.name)
+        except AttributeError:
+            raise AttributeError(self.name) from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(self.local, self.name, value)
+
+
+def _powertools_router_state_per_thread() -> None:
+    """Powertools' resolver keeps the current event and Lambda context on the ``BaseRouter`` class (process-global:
+    one Lambda process runs one invocation at a time). In-process invocations of several environments run on their
+    own threads, so those two class attributes become per thread, read and written as before (idempotent)."""
+    try:  # the functions' dependency, not the sandbox's: nothing to do without it
+        BaseRouter: Any = importlib.import_module("aws_lambda_powertools.event_handler.api_gateway").BaseRouter
+    except ModuleNotFoundError:
+        return
+    meta = type(BaseRouter)
+    if getattr(meta, "_instantstart_per_thread", False):
+        return
+    local = threading.local()
+    names = ("current_event", "lambda_context")
+    per_thread = {name: _PerThread(name, local) for name in names}
+    # instance access (self.current_event) goes through the class, class-level access (BaseRouter.current_event = ...)
+    # through the metaclass: the class's entries first, while its metaclass still stores them
+    for name, descriptor in per_thread.items():
+        setattr(BaseRouter, name, descriptor)
+    BaseRouter.__class__ = type(f"PerThread{meta.__name__}", (meta,), {**per_thread, "_instantstart_per_thread": True})
+
+
+def _load_private_handler(code: LambdaCode) -> Any:
+    """The handler of a private import of the function's own modules (a further execution environment).
+
+    The function's modules are imported afresh with ``sys.modules`` holding none of them, then taken out again: the
+    copy's modules refer to each other, and ``sys.modules`` keeps the first environment's. Libraries stay shared;
+    the one process global they keep per invocation (Powertools' current event) is made per thread first.
+    """
+    module_name, func_name = code.handler.rsplit(".", 1)
+    with _import_lock:
+        own = {path.stem for path in code.code_dir.glob("*.py")} | {module_name}
+        path = str(code.code_dir)
+        if path not in sys.path:
+            sys.path.insert(0, path)
+        saved = {name: sys.modules.pop(name) for name in own if name in sys.modules}
+        try:
+            module = importlib.import_module(module_name)
+        finally:
+            for name in own:
+                sys.modules.pop(name, None)
+            sys.modules.update(saved)
     return getattr(module, func_name)
 
 
@@ -124,8 +265,7 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     started = time.monotonic()
     errored = False
     try:
-        handler = _load_handler(code)
-        with _function_lock(name), iam_audit.acting_as(name):
+        with _environments_of(name, code).acquire() as handler, iam_audit.acting_as(name):
             context._started = time.monotonic()
             result = handler(event, context)
         payload = json.dumps(result, default=str)

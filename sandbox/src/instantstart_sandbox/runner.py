@@ -79,6 +79,10 @@ class Sandbox:
             ``sandbox.aws.extension.hyperpod.state_change_events``.
         engine_log: file for moto's own log records (the Step Functions engine's internals); default
             a new file under ``<tmp>/instantstart-sandbox/``. Its path is :attr:`engine_log_path`.
+        lambda_environments: how many invocations of one deployed function may run at once, each in its own
+            execution environment (default 1: one container per function). More lets concurrent API requests
+            race as they do when Lambda scales out; settable later with
+            :func:`instantstart_sandbox.lambdas.set_environments`.
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
@@ -92,6 +96,7 @@ class Sandbox:
         template_path: Path | str | None = None,
         hyperpod_state_change_events: bool = True,
         engine_log: Path | str | None = None,
+        lambda_environments: int = 1,
     ) -> None:
         self.template_path = resolve_template(template_path)
         self.hyperpod_state_change_events = hyperpod_state_change_events
@@ -103,6 +108,7 @@ class Sandbox:
             / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
         )
         self.time_scale = time_scale
+        self.lambda_environments = lambda_environments
         self.log_level = log_level
         self.region = region
         self.account_id = ACCOUNT_ID
@@ -178,6 +184,7 @@ class Sandbox:
         # Only the log level is the sandbox's own: Lambda logs would otherwise flood the terminal.
         os.environ.update(self.deployment.environment)
         os.environ["POWERTOOLS_LOG_LEVEL"] = self.log_level
+        lambdas.set_environments(self.lambda_environments)
         site = self.template_path.parent / "console" / "site"
         self.http = HttpApiServer(
             self.deployment.routes,

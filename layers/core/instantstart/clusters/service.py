@@ -9,9 +9,12 @@ in the store (:class:`~instantstart.store.table.ConditionFailed`) becomes the AP
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.capacity.preflight import check_some_instances, preflight
@@ -33,7 +36,9 @@ from instantstart.models.common import ClusterStatus, OperationStatus, Operation
 from instantstart.models.operation import OperationList, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.runtime import Runtime
-from instantstart.store.table import RETRYABLE_STAGE, ConditionFailed, InvalidPageToken
+from instantstart.store.table import RETRYABLE_STAGE, ConditionFailed, InvalidPageToken, StoreError
+
+logger = logging.getLogger(__name__)
 
 NOT_STARTED = StageError(code="ExecutionNotStarted", message="Step Functions did not start the workflow")
 
@@ -65,6 +70,21 @@ def _new_operation(
     )
 
 
+def _started_anyway(rt: Runtime, state_machine_arn: str, operation_id: str) -> str | None:
+    """The ARN of the execution named ``operation_id`` when it exists although ``StartExecution`` raised (the call
+    reached Step Functions and its answer was lost: a timeout, a reset connection), else None.
+
+    The name is the operation's own id, so an execution with it is this operation's. Calls Step Functions
+    ``DescribeExecution``; any error there counts as not started.
+    """
+    arn = execution_arn(state_machine_arn, operation_id)
+    try:
+        rt.client("stepfunctions").describe_execution(executionArn=arn)
+    except (ClientError, BotoCoreError):
+        return None
+    return arn
+
+
 def _launch(
     rt: Runtime,
     operation: OperationRecord,
@@ -76,6 +96,13 @@ def _launch(
     started_status: ClusterStatus,
 ) -> OperationView:
     """Start the execution of ``operation``; if Step Functions refuses, undo its records (nothing half-written).
+
+    Once the execution exists the answer is the operation, whatever fails after: a request whose workflow runs
+    is never answered as failed (its client would retry with the same ``Idempotency-Key`` and, the failure not
+    being stored, start nothing or be refused, while the first workflow runs unanswered). So a ``StartExecution``
+    error is checked with ``DescribeExecution`` before the records are rolled back, a rollback that finds the
+    operation already begun (its execution started) keeps it, and the ARN's recording is best effort (it is
+    derived from the operation id when missing, :func:`execution_arn`).
 
     Raises:
         UpstreamUnavailable: Step Functions did not start the execution (the records were rolled back).
@@ -91,21 +118,34 @@ def _launch(
         out = rt.client("stepfunctions").start_execution(
             stateMachineArn=state_machine_arn, name=operation.operation_id, input=json.dumps(payload.to_wire())
         )
+        arn = str(out["executionArn"])
     except Exception as exc:
-        rt.store.abandon_operation(
-            operation,
-            error=NOT_STARTED,
-            now=records.now(),
-            cluster_status=undo_to,
-            current_operation_id=undo_operation_id,
-            expected_cluster_status=started_status,
-        )
-        code = error_code(exc) or type(exc).__name__
-        raise UpstreamUnavailable(
-            f"Step Functions did not start the workflow ({code}: {error_message(exc)}); "
-            "nothing was changed, retry later"
-        ) from exc
-    return views.operation_view(rt.store.record_execution_arn(operation.operation_id, str(out["executionArn"])))
+        found = _started_anyway(rt, state_machine_arn, operation.operation_id)
+        if found is None:
+            try:
+                rt.store.abandon_operation(
+                    operation,
+                    error=NOT_STARTED,
+                    now=records.now(),
+                    cluster_status=undo_to,
+                    current_operation_id=undo_operation_id,
+                    expected_cluster_status=started_status,
+                )
+            except ConditionFailed:  # its execution began it meanwhile: it runs
+                found = execution_arn(state_machine_arn, operation.operation_id)
+        if found is None:
+            code = error_code(exc) or type(exc).__name__
+            raise UpstreamUnavailable(
+                f"Step Functions did not start the workflow ({code}: {error_message(exc)}); "
+                "nothing was changed, retry later"
+            ) from exc
+        arn = found
+    try:
+        recorded = rt.store.record_execution_arn(operation.operation_id, arn)
+    except (ClientError, BotoCoreError, StoreError):
+        logger.warning("operation %s: execution %s started, its ARN not recorded", operation.operation_id, arn)
+        recorded = operation.model_copy(update={"execution_arn": arn})
+    return views.operation_view(recorded)
 
 
 def _free_tag(rt: Runtime, tag: str) -> ClusterRecord | None:
