@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz openapi asl clean
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz crash openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -52,6 +52,9 @@ test: $(STAMP) ## lint, types, contracts and every test
 # Long runs with figures, not part of `make test`.
 fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
+
+crash: $(STAMP) ## kill every workflow step after each of its AWS calls: converged, duplicates (prints figures)
+	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-300} $(BIN)/pytest -q -p no:cacheprovider -s tests/crash $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py
