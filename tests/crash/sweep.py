@@ -119,13 +119,22 @@ def records(store: Store, tag: str, operation_ids: Iterable[str]) -> dict[str, A
     assert cluster is not None, f"no record of cluster {tag}"
     stages = store.get_stages(tag, cluster.generation)
     ops = [store.get_operation(o) for o in operation_ids]
-    out = {
+    out: dict[str, Any] = {
         "cluster": cluster.model_dump(mode="json", by_alias=True, exclude={"hyper_pod", "eks", "nodes", "storage"}),
         # a wait's token and its timed-out rounds depend on timing, not on what the steps did
         "stages": [s.model_dump(mode="json", by_alias=True, exclude=WAIT_STATE) for s in stages],
         "operations": [o.model_dump(mode="json", by_alias=True) for o in ops if o],
     }
+    for stage in out["stages"]:
+        # what the last check of an add-on saw while it waited for nodes (CREATING or DEGRADED) depends on timing
+        addons = [v for k, v in stage["resources"].items() if k.startswith("addon:") and isinstance(v, dict)]
+        for addon in addons:
+            if addon.get("status") in WAITING_ADDON:
+                addon["status"] = "waiting for nodes"
     return dict(normalise(out, tag))
+
+
+WAITING_ADDON = ("CREATING", "DEGRADED")
 
 
 @dataclass
@@ -198,7 +207,7 @@ def aws_state(aws: Aws, tag: str) -> dict[str, Any]:
         )
         state["security_groups"] = sorted(
             (
-                g["GroupName"].replace(tag, "<tag>"),
+                re.sub(r"-[0-9a-f]{10}$", "-<id>", g["GroupName"]),  # EKS's cluster security group
                 sorted(
                     (r["IpProtocol"], len(r.get("UserIdGroupPairs", [])), len(r.get("IpRanges", [])))
                     for r in g["IpPermissions"]
@@ -274,7 +283,7 @@ def aws_state(aws: Aws, tag: str) -> dict[str, Any]:
     if lifecycle:
         listed = s3.list_objects_v2(Bucket=lifecycle, Prefix=f"clusters/{tag}/").get("Contents", [])
         state["lifecycle_objects"] = sorted(o["Key"].replace(tag, "<tag>") for o in listed)
-    return state
+    return dict(normalise(json.loads(json.dumps(state)), tag))
 
 
 COUNTED = (

@@ -52,7 +52,7 @@ def test_given_steps_killed_after_aws_writes_and_a_timed_out_step_then_create_an
     assert (crashed.create, crashed.delete) == ("SUCCEEDED", "SUCCEEDED"), crashed.ready_records.get("operations")
     verdict = judge(crashed, clean)
     assert verdict.extra == {}, f"duplicates: {verdict.extra}"
-    assert verdict.problems == []
+    assert verdict.problems == [], "\n".join(verdict.problems)
     assert crashed.ready_aws["dns"] == [True, True]
-    assert [rules for _, rules in crashed.ready_aws["security_groups"]] == [[("-1", 1, 0)]]
+    assert ["instantstart-<tag>-cluster", [["-1", 1, 0]]] in crashed.ready_aws["security_groups"]
     assert crashed.deleted_aws["vpcs"] == 0 and crashed.deleted_aws["iam_roles"] == []
