@@ -54,6 +54,8 @@ class StepAction:
     stage: str | None
     calls: int
     """The most AWS calls one invocation of it made in the recorded run."""
+    fewest: int = 0
+    """The fewest AWS calls one invocation of it made (a point every invocation reaches)."""
 
     @property
     def name(self) -> str:
@@ -72,9 +74,11 @@ class StepAction:
 
 
 def recorded_steps(sandbox: Sandbox, tag: str) -> list[StepAction]:
-    """Every step action the steps function ran for cluster ``tag`` (create and delete), with its most AWS calls."""
+    """Every step action the steps function ran for cluster ``tag`` (create and delete), with the most and the fewest
+    AWS calls one invocation of it made."""
     function = sandbox.function_name(STEPS_FUNCTION)
     most: dict[tuple[str, str, str | None], int] = {}
+    fewest: dict[tuple[str, str, str | None], int] = {}
     for invocation in lambdas.invocations():
         event = invocation["event"]
         if invocation["function"] != function or event.get("clusterTag") != tag or invocation["fault"]:
@@ -82,9 +86,9 @@ def recorded_steps(sandbox: Sandbox, tag: str) -> list[StepAction]:
         workflow = "delete" if event.get("operationType") == "DELETE_CLUSTER" else "create"
         key = (workflow, str(event["action"]), event.get("stage"))
         most[key] = max(most.get(key, 0), int(invocation["calls"]))
-    return [
-        StepAction(w, a, s, n) for (w, a, s), n in sorted(most.items(), key=lambda kv: (kv[0][0] != "create", kv[0]))
-    ]
+        fewest[key] = min(fewest.get(key, most[key]), int(invocation["calls"]))
+    ordered = sorted(most, key=lambda key: (key[0] != "create", key))
+    return [StepAction(w, a, s, most[(w, a, s)], fewest[(w, a, s)]) for w, a, s in ordered]
 
 
 # -- what a clean run leaves ------------------------------------------------------------------------------------

@@ -259,3 +259,28 @@ def test_given_an_operation_finished_when_the_same_end_runs_again_then_it_answer
     assert (rt.store.get_cluster("demo"), rt.store.get_operation(op)) == (cluster, operation)
     with pytest.raises(ConditionFailed):
         records.finish_operation(rt, status=OperationStatus.FAILED, **end)
+
+
+def test_given_a_compute_subnet_made_by_an_attempt_that_died_when_found_again_then_it_names_this_cluster_as_its_owner(
+    ec2: Any,
+) -> None:
+    net = vpc.ensure_network(ec2, "demo", "us-west-2", ZONE)
+    where = {
+        "tag": "demo",
+        "vpc_id": str(net.vpc_id),
+        "availability_zone": ZONE,
+        "nat_gateway_id": str(net.nat_gateway_id),
+        "s3_endpoint_id": str(net.s3_endpoint_id),
+    }
+    counter = Crashing(ec2, after=0)
+    vpc.ensure_compute_subnet(counter, **where)  # a clean run elsewhere, only to learn where CreateSubnet falls
+
+    with pytest.raises(Crash):
+        vpc.ensure_compute_subnet(
+            Crashing(ec2, after=counter.operations.index("create_subnet") + 1),
+            **{**where, "availability_zone": "us-west-2a"},
+        )
+    found = vpc.ensure_compute_subnet(ec2, **{**where, "availability_zone": "us-west-2a"})
+
+    # the network stage records "created" for a subnet carrying its own cluster tag, whichever attempt made it
+    assert (found.source, found.owner_tag) == ("reused", "demo")

@@ -520,7 +520,13 @@ def _ensure_routed_subnet(
     if route_table_id not in endpoint.get("RouteTableIds", []):
         ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
     return ComputeSubnet(
-        subnet_id=sid, route_table_id=route_table_id, cidr_block=str(subnet["CidrBlock"]), source=source
+        subnet_id=sid,
+        route_table_id=route_table_id,
+        cidr_block=str(subnet["CidrBlock"]),
+        source=source,
+        owner_tag={t["Key"]: t["Value"] for t in subnet.get("Tags", [])}.get(
+            TAG_KEY, tag if source == "created" else None
+        ),
     )
 
 
