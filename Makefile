@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load openapi asl clean
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -69,6 +69,9 @@ fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi
 
 load: $(STAMP) ## concurrent creates, deletes and retries over 10 tags: no lost or duplicated operations (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/load $(PYTEST_ARGS)
+
+crash: $(STAMP) ## kill every workflow step after each of its AWS calls: converged, duplicates (prints figures)
+	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-300} $(BIN)/pytest -q -p no:cacheprovider -s tests/crash $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py

@@ -4,7 +4,8 @@ Run ``python statemachines/build.py`` after changing a workflow; a contract test
 committed JSON differs from what this produces. The stage list comes from the core's ``StageName``
 (its order is the create order; teardown runs it in reverse). Conventions:
 every Task has Retry (throttling, Lambda service errors, transient SDK errors, IAM role propagation,
-S3 OperationAborted; exponential backoff with full jitter) and Catch to the single failure path; every
+S3 OperationAborted; in the create and delete workflows also a crashed or timed-out function; exponential
+backoff with full jitter) and Catch to the single failure path; every
 poll loop has a counter, a bound from the execution input and a failure branch; intervals are realistic
 seconds from the input.
 """
@@ -89,6 +90,22 @@ RETRY: list[dict[str, Any]] = [
         "JitterStrategy": "FULL",
     },
 ]
+
+CRASH_RETRY: dict[str, Any] = {
+    # The function died after some AWS call and before it answered: a crashed runtime ("Runtime.ExitError", out of
+    # memory) or one killed at its Timeout ("Sandbox.Timedout"); Step Functions' documentation names these unhandled
+    # errors "Lambda.Unknown", Lambda's invoke answer names them by errorType: both readings are matched. Every step
+    # of the create and delete workflows inspects AWS and the records before it writes, so running it again
+    # converges (checked by tests/crash: each step killed after each of its AWS calls). Not ``States.Timeout``: the
+    # event-or-poll waits' own timeout is caught to re-enter the wait, and no other task has a TimeoutSeconds.
+    "ErrorEquals": ["Lambda.Unknown", "Runtime.ExitError", "Sandbox.Timedout"],
+    "IntervalSeconds": 2,
+    "MaxAttempts": 3,
+    "BackoffRate": 2,
+    "MaxDelaySeconds": 30,
+    "JitterStrategy": "FULL",
+}
+"""Retry of a crashed or timed-out step (create and delete workflows: :func:`with_crash_retry`)."""
 
 COMMON = {
     "operationId.$": "$.operationId",
@@ -461,6 +478,20 @@ def _branch(chain: list[StageName]) -> dict[str, Any]:
     return {"StartAt": f"Begin {chain[0].display_name} Stage", "States": states}
 
 
+def with_crash_retry(definition: dict[str, Any]) -> dict[str, Any]:
+    """``definition`` with :data:`CRASH_RETRY` after the common retries of every Task (inside Parallel branches too).
+
+    Only for workflows whose every step is idempotent (create, delete); the day-2 workflow's changes are not swept
+    by the crash suite, so a crash there ends the operation FAILED with the error verbatim.
+    """
+    for state in definition["States"].values():
+        if state["Type"] == "Task":
+            state["Retry"] = [*state["Retry"], CRASH_RETRY]
+        for branch in state.get("Branches", []):
+            with_crash_retry(branch)
+    return definition
+
+
 def create_cluster(graph: list[StageName | list[list[StageName]]] | None = None) -> dict[str, Any]:
     """The create-cluster (and retry-stage) workflow over ``graph`` (:data:`CREATE_GRAPH`), entered at
     ``$.startStage``.
@@ -529,12 +560,14 @@ def create_cluster(graph: list[StageName | list[list[StageName]]] | None = None)
     states["Complete Operation"] = task("complete_create", "Cluster Ready")
     states["Cluster Ready"] = {"Type": "Succeed"}
     states |= failure_path()
-    return {
-        "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: network, access, then "
-        "dependencies and hyperpod beside storage, then verify. Progress is recorded in DynamoDB by every step.",
-        "StartAt": "Initialize Workflow",
-        "States": states,
-    }
+    return with_crash_retry(
+        {
+            "Comment": "Create (or retry from a stage) a HyperPod cluster orchestrated by EKS: network, access, then "
+            "dependencies and hyperpod beside storage, then verify. Progress is recorded in DynamoDB by every step.",
+            "StartAt": "Initialize Workflow",
+            "States": states,
+        }
+    )
 
 
 def _no_teardown(after: str) -> dict[str, dict[str, Any]]:
@@ -596,12 +629,14 @@ def delete_cluster() -> dict[str, Any]:
     states["Complete Operation"] = task("complete_delete", "Cluster Deleted")
     states["Cluster Deleted"] = {"Type": "Succeed"}
     states |= failure_path()
-    return {
-        "Comment": "Delete a cluster: " + ", ".join(s.value for s in reversed(StageName)) + ", in that order; "
-        "only resources carrying the cluster's ownership tags are touched.",
-        "StartAt": "Initialize Workflow",
-        "States": states,
-    }
+    return with_crash_retry(
+        {
+            "Comment": "Delete a cluster: " + ", ".join(s.value for s in reversed(StageName)) + ", in that order; "
+            "only resources carrying the cluster's ownership tags are touched.",
+            "StartAt": "Initialize Workflow",
+            "States": states,
+        }
+    )
 
 
 UPDATE_FAILURE = "Record Change Failure"

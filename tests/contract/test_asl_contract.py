@@ -159,6 +159,29 @@ def test_given_a_workflow_then_every_task_has_retry_and_a_catch_all(asl: Path) -
         assert {"Lambda.ServiceException", "Lambda.TooManyRequestsException", "ThrottlingException"} <= retried, name
 
 
+CRASHES = {"Lambda.Unknown", "Runtime.ExitError", "Sandbox.Timedout"}
+"""The names a crashed or timed-out Lambda reaches Step Functions under (statemachines/build.py::CRASH_RETRY)."""
+
+
+def test_given_the_create_and_delete_workflows_then_every_task_retries_a_crashed_or_timed_out_step() -> None:
+    for name in ("create_cluster.asl.json", "delete_cluster.asl.json"):
+        tasks = [(w, n, s) for w, n, s in all_states(ROOT / "statemachines" / name) if s["Type"] == "Task"]
+        for where, state_name, state in tasks:
+            retried = [set(r["ErrorEquals"]) for r in state["Retry"]]
+            assert CRASHES in retried, f"{name} {where}{state_name} does not retry a crashed step"
+            # a wait's own States.Timeout is caught to enter it again: a retrier of it would come first
+            assert not any("States.Timeout" in r for r in retried), f"{where}{state_name} retries States.Timeout"
+            crash = next(r for r in state["Retry"] if set(r["ErrorEquals"]) == CRASHES)
+            assert crash["MaxAttempts"] <= 3, "a step that crashes every time fails verbatim soon"
+
+
+def test_given_the_update_workflow_then_a_crashed_change_fails_the_operation_instead_of_running_again() -> None:
+    for where, name, state in all_states(ROOT / "statemachines" / "update_cluster.asl.json"):
+        if state["Type"] == "Task":
+            retried = {e for r in state["Retry"] for e in r["ErrorEquals"]}
+            assert not retried & CRASHES, f"{where}{name}: day-2 changes are not swept by make crash"
+
+
 def test_given_a_workflow_then_every_retry_backs_off_exponentially_with_full_jitter(asl: Path) -> None:
     for where, name, state in all_states(asl):
         for retry in state.get("Retry", []):

@@ -4,9 +4,12 @@ shape."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -136,3 +139,114 @@ def test_given_several_environments_then_powertools_class_state_is_not_shared(tm
         lambdas.REGISTRY.pop("fn-gamma")
     answers = [json.loads(payload) for payload, _, _ in results]
     assert [(a["seen"], a["class"]) for a in answers] == [(n, n) for n in range(6)]
+
+
+CALLING = """
+import boto3
+from botocore.stub import Stubber
+DONE = []
+
+def handler(event, context):
+    client = boto3.client("sts", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    identity = {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/x", "UserId": "x"}
+    with Stubber(client) as stub:
+        for _ in range(3):
+            stub.add_response("get_caller_identity", identity)
+        for i in range(3):
+            client.get_caller_identity()
+            DONE.append((event["n"], i))
+    return {"done": len(DONE)}
+"""
+
+
+@pytest.fixture
+def caller(tmp_path: Path) -> Iterator[SimpleNamespace]:
+    """A deployed function making three AWS calls (STS, stubbed), noting each answer it got; faults cleared after."""
+    module = f"lambda_test_calls_{id(tmp_path)}"
+    (tmp_path / f"{module}.py").write_text(CALLING)
+    lambdas.REGISTRY["fn-calls"] = lambdas.LambdaCode(code_dir=tmp_path, handler=f"{module}.handler", timeout=1)
+    lambdas.install()
+    yield SimpleNamespace(function_name="fn-calls", function_arn="arn:aws:lambda:::function:fn-calls", module=module)
+    lambdas.FAULTS.clear()
+
+
+def _done(caller: SimpleNamespace) -> list[tuple[int, int]]:
+    return list(__import__(caller.module).DONE)
+
+
+def _last(caller: SimpleNamespace) -> dict[str, Any]:
+    return [i for i in lambdas.invocations() if i["function"] == caller.function_name][-1]
+
+
+def test_given_a_crash_after_the_second_aws_call_then_nothing_after_it_runs_and_the_caller_gets_lambdas_crash(
+    caller: SimpleNamespace,
+) -> None:
+    fault = lambdas.FAULTS.crash("fn-calls", after_calls=2, when={"n": 1})
+
+    payload, errored, _ = lambdas.invoke_in_process(caller, {"n": 1})
+
+    assert errored
+    error = json.loads(payload)
+    assert error["errorType"] == "Runtime.ExitError"
+    assert error["errorMessage"].startswith("RequestId: ") and "Runtime exited with error" in error["errorMessage"]
+    assert _done(caller) == [(1, 0)], "the second call's answer never reached the handler"
+    assert _last(caller) | {"seconds": 0} == {
+        "function": "fn-calls",
+        "errored": True,
+        "seconds": 0,
+        "calls": 2,
+        "event": {"n": 1},
+        "fault": "crash",
+    }
+    assert fault.remaining == 0 and fault.fired[0]["calls"] == 2
+
+    again, errored, _ = lambdas.invoke_in_process(caller, {"n": 1})  # the fault is spent: a normal run
+    assert not errored and json.loads(again) == {"done": 4}
+    assert (_last(caller)["calls"], _last(caller)["fault"]) == (3, None)
+
+
+def test_given_a_fault_for_other_events_or_past_the_last_call_then_the_invocation_runs_and_the_fault_waits(
+    caller: SimpleNamespace,
+) -> None:
+    other = lambdas.FAULTS.crash("fn-calls", after_calls=1, when={"n": 2}, error_type="Lambda.Unknown")
+    late = lambdas.FAULTS.crash("fn-calls", after_calls=4)
+
+    payload, errored, _ = lambdas.invoke_in_process(caller, {"n": 1})
+    assert not errored and json.loads(payload) == {"done": 3}
+    assert other.remaining == 1, "the event does not hold n=2"
+
+    payload, errored, _ = lambdas.invoke_in_process(caller, {"n": 2})
+    assert errored and json.loads(payload)["errorType"] == "Lambda.Unknown"
+    assert (other.remaining, late.remaining) == (0, 1), "the run with three calls never reached a fourth"
+
+
+def test_given_a_crash_after_an_operation_then_it_kills_right_after_the_first_call_of_that_operation(
+    caller: SimpleNamespace,
+) -> None:
+    lambdas.FAULTS.crash("fn-calls", after_calls=0, after_operation="GetCallerIdentity")
+
+    _, errored, _ = lambdas.invoke_in_process(caller, {"n": 3})
+
+    assert errored and _last(caller)["calls"] == 1 and _done(caller) == []
+
+
+def test_given_a_timeout_then_the_caller_gets_sandbox_timedout_after_the_functions_timeout_and_the_next_runs_meanwhile(
+    caller: SimpleNamespace,
+) -> None:
+    lambdas.FAULTS.timeout("fn-calls", after_calls=1, when={"n": 1})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = time.monotonic()
+        hung = pool.submit(lambdas.invoke_in_process, caller, {"n": 1})
+        time.sleep(0.2)
+        payload, errored, _ = lambdas.invoke_in_process(caller, {"n": 2})
+        next_done = time.monotonic() - started
+        timed_out, hung_errored, _ = hung.result()
+        took = time.monotonic() - started
+
+    assert not errored and json.loads(payload) == {"done": 3}
+    assert next_done < 1.0, "the frozen invocation does not hold the execution environment"
+    assert hung_errored and took >= 1.0, took
+    error = json.loads(timed_out)
+    assert error["errorType"] == "Sandbox.Timedout"
+    assert error["errorMessage"].endswith("Error: Task timed out after 1.00 seconds")
+    assert _done(caller) == [(2, 0), (2, 1), (2, 2)]

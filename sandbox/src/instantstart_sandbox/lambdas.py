@@ -11,11 +11,18 @@ The deployer registers each function's local code directory and handler; moto ke
 ``Invoke`` API, FunctionError header and logs. Handlers share one interpreter, so every handler
 module name must be unique across function directories (a contract test checks it) and all
 functions share one process environment (the deployer refuses conflicting variables).
+
+Every invocation counts the AWS calls its handler makes (the botocore API calls of the handler's thread; the
+invocation log has them, with the event's scalar fields). :data:`FAULTS` kills one invocation right after its
+n-th AWS call returned, the way Lambda ends a crashed runtime (``Runtime.ExitError``) or a function that ran
+past its ``Timeout`` (``Sandbox.Timedout``): the handler's thread is frozen for good at that point (no ``finally``
+block, no later write runs: the process is gone) and the caller gets the error payload.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import json
 import logging
@@ -24,10 +31,11 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from instantstart_sandbox.clock import SimClock
@@ -165,9 +173,244 @@ _invocations_lock = threading.Lock()
 
 
 def invocations() -> list[dict[str, Any]]:
-    """A copy of the invocation log: ``{"function", "errored", "seconds"}`` per call (for tests/benchmarks)."""
+    """A copy of the invocation log, one dict per call: ``function``, ``errored``, ``seconds`` (wall), ``calls`` (the
+    AWS calls its handler made), ``event`` (the event's top-level string, number and boolean fields, none whose name
+    mentions a token) and ``fault`` (``crash``/``timeout`` when :data:`FAULTS` killed it, else None)."""
     with _invocations_lock:
         return list(_invocations)
+
+
+CRASH_ERROR = "Runtime.ExitError"
+"""The ``errorType`` Lambda answers for a runtime that exited during an invocation (killed, out of memory, ...)."""
+
+TIMEOUT_ERROR = "Sandbox.Timedout"
+"""The ``errorType`` Lambda answers for an invocation that ran past the function's ``Timeout``."""
+
+FaultKind = Literal["crash", "timeout"]
+
+
+@dataclass
+class InvocationFault:
+    """Kill the next ``remaining`` invocations of ``function`` whose event holds ``when`` (key by key) right after
+    their ``after_calls``-th AWS call returned (0: before the handler runs), or, with ``after_operation``, right after
+    their first call of that operation (``CreateVpc``) returned.
+
+    ``crash``: the caller gets ``error_type`` at once. ``timeout``: the caller gets it once the function's
+    ``Timeout`` (from the template, simulated seconds) has passed since the invocation started. An invocation that
+    ends before its ``after_calls``-th call is not killed and leaves the fault to the next matching one.
+    """
+
+    kind: FaultKind
+    function: str
+    after_calls: int
+    when: dict[str, Any]
+    error_type: str
+    remaining: int = 1
+    after_operation: str | None = None
+    fired: list[dict[str, Any]] = field(default_factory=list)
+    """One ``{"function", "event", "calls", "errorType"}`` per invocation it killed."""
+    armed: bool = False
+    """An invocation carries it now (it is not offered to another one meanwhile)."""
+
+    def matches(self, function: str, event: Any) -> bool:
+        """Whether an invocation of ``function`` with ``event`` is one this fault is for (and it is free)."""
+        if function != self.function or self.remaining <= 0 or self.armed:
+            return False
+        return isinstance(event, Mapping) and all(event.get(k) == v for k, v in self.when.items())
+
+
+class LambdaFaults:
+    """The invocation faults of the in-process runtime (thread-safe): :meth:`crash`, :meth:`timeout`, :meth:`clear`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[InvocationFault] = []
+
+    def crash(
+        self,
+        function: str,
+        *,
+        after_calls: int,
+        when: Mapping[str, Any] | None = None,
+        times: int = 1,
+        error_type: str = CRASH_ERROR,
+        after_operation: str | None = None,
+    ) -> InvocationFault:
+        """Kill the runtime of the next ``times`` matching invocations of ``function`` (its deployed name) right after
+        their ``after_calls``-th AWS call (or their first ``after_operation`` call, e.g. ``CreateVpc``); the caller
+        gets ``{"errorType": error_type, "errorMessage"}`` at once (Lambda's ``Runtime.ExitError`` by default; Step
+        Functions documents unhandled errors as ``Lambda.Unknown``).
+
+        Raises:
+            ValueError: ``after_calls`` < 0 or ``times`` < 1.
+        """
+        fault = InvocationFault("crash", function, after_calls, dict(when or {}), error_type, times, after_operation)
+        return self._add(fault)
+
+    def timeout(
+        self,
+        function: str,
+        *,
+        after_calls: int,
+        when: Mapping[str, Any] | None = None,
+        times: int = 1,
+        after_operation: str | None = None,
+    ) -> InvocationFault:
+        """Make the next ``times`` matching invocations of ``function`` hang right after their ``after_calls``-th AWS
+        call (or their first ``after_operation`` call) until the function's ``Timeout`` passed; the caller then gets
+        ``Sandbox.Timedout``.
+
+        Raises:
+            ValueError: ``after_calls`` < 0 or ``times`` < 1.
+        """
+        fault = InvocationFault(
+            "timeout", function, after_calls, dict(when or {}), TIMEOUT_ERROR, times, after_operation
+        )
+        return self._add(fault)
+
+    def _add(self, fault: InvocationFault) -> InvocationFault:
+        if fault.after_calls < 0 or fault.remaining < 1:
+            raise ValueError("after_calls must be >= 0 and times >= 1")
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        """Forget every fault (invocations already frozen stay frozen)."""
+        with self._lock:
+            self._faults.clear()
+
+    def faults(self) -> list[InvocationFault]:
+        """Every fault added since the last :meth:`clear` (spent ones too)."""
+        with self._lock:
+            return list(self._faults)
+
+    def arm(self, function: str, event: Any) -> InvocationFault | None:
+        """The first free fault for this invocation, now carried by it (None: none matches)."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(function, event):
+                    fault.armed = True
+                    return fault
+        return None
+
+    def disarm(self, fault: InvocationFault, killed: dict[str, Any] | None) -> None:
+        """The invocation carrying ``fault`` ended; ``killed`` (its record) when the fault killed it."""
+        with self._lock:
+            fault.armed = False
+            if killed is not None:
+                fault.remaining -= 1
+                fault.fired.append(killed)
+
+
+FAULTS = LambdaFaults()
+"""The runtime's invocation faults (``Sandbox.lambda_faults``)."""
+
+_clock: SimClock | None = None
+
+
+def use_sim_clock(clock: SimClock | None) -> None:
+    """A timed-out invocation's ``Timeout`` passes on ``clock`` (simulated seconds), None: in real seconds."""
+    global _clock
+    _clock = clock
+
+
+def _wait_out_timeout(timeout: int, started: float) -> None:
+    """Block until ``timeout`` simulated seconds have passed since ``started`` (``time.monotonic()``)."""
+    scale = _clock.scale if _clock is not None else 1.0
+    left = timeout - (time.monotonic() - started) * scale
+    if left > 0:
+        if _clock is not None:
+            _clock.sleep(left)
+        else:
+            time.sleep(left)
+
+
+@dataclass
+class _Invocation:
+    """One running invocation: its AWS calls so far and, when a fault is armed on it, whether it was killed."""
+
+    fault: InvocationFault | None = None
+    calls: int = 0
+    killed: threading.Event = field(default_factory=threading.Event)
+
+    def called(self, operation: str) -> None:
+        """An AWS call of the handler returned (or raised): count it; at the fault's call, freeze this thread."""
+        self.calls += 1
+        fault = self.fault
+        if fault is not None and (
+            operation == fault.after_operation if fault.after_operation else self.calls == fault.after_calls
+        ):
+            self.killed.set()
+            threading.Event().wait()  # the runtime is gone: nothing after this call ever runs
+
+
+_CURRENT: ContextVar[_Invocation | None] = ContextVar("sandbox_invocation", default=None)
+_calls_hooked = False
+
+
+def _hook_aws_calls() -> None:
+    """Count every botocore API call made inside a handler (idempotent)."""
+    global _calls_hooked
+    if _calls_hooked:
+        return
+    from botocore.client import BaseClient
+
+    cls: Any = BaseClient
+    original = cls._make_api_call
+
+    def _make_api_call(self: Any, operation_name: str, api_params: Any) -> Any:
+        invocation = _CURRENT.get()
+        if invocation is None:
+            return original(self, operation_name, api_params)
+        try:
+            return original(self, operation_name, api_params)
+        finally:
+            invocation.called(operation_name)
+
+    cls._make_api_call = _make_api_call
+    _calls_hooked = True
+
+
+def _event_summary(event: Any) -> dict[str, Any]:
+    """The event's top-level scalar fields, without any whose name mentions a token."""
+    if not isinstance(event, Mapping):
+        return {}
+    return {
+        str(k): v for k, v in event.items() if isinstance(v, str | int | float | bool) and "token" not in str(k).lower()
+    }
+
+
+_KILLED = object()
+
+
+def _run_killable(name: str, handler: Any, event: Any, context: LambdaContext, invocation: _Invocation) -> Any:
+    """Run the handler in a thread of its own: its result, or what it raised, or :data:`_KILLED` once the armed
+    fault froze it (the frozen thread is left behind)."""
+    assert invocation.fault is not None
+    if invocation.fault.after_calls == 0 and not invocation.fault.after_operation:
+        return _KILLED
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def run() -> None:
+        token = _CURRENT.set(invocation)
+        try:
+            with iam_audit.acting_as(name):
+                outcome["result"] = handler(event, context)
+        except Exception as exc:  # noqa: BLE001 - handed to the invoking thread
+            outcome["error"] = exc
+        finally:
+            _CURRENT.reset(token)
+            finished.set()
+
+    threading.Thread(target=contextvars.copy_context().run, args=(run,), name=f"lambda-{name}", daemon=True).start()
+    while not finished.wait(0.005):
+        if invocation.killed.is_set():
+            return _KILLED
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
 
 
 def _load_handler(code: LambdaCode) -> Any:
@@ -244,7 +487,8 @@ def _load_private_handler(code: LambdaCode) -> Any:
 def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     """Run a deployed function's handler in this process: ``(payload JSON, errored, logs)``.
 
-    The error payload has the Lambda shape ``{"errorType", "errorMessage", "stackTrace"}``.
+    The error payload has the Lambda shape ``{"errorType", "errorMessage", "stackTrace"}``. An invocation a fault of
+    :data:`FAULTS` kills answers ``{"errorType", "errorMessage"}`` as Lambda does for a crashed or timed-out runtime.
     """
     name = function.function_name
     code = REGISTRY.get(name)
@@ -264,11 +508,38 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     )
     started = time.monotonic()
     errored = False
+    invocation = _Invocation(fault=FAULTS.arm(name, event))
+    killed: dict[str, Any] | None = None
     try:
-        with _environments_of(name, code).acquire() as handler, iam_audit.acting_as(name):
+        with _environments_of(name, code).acquire() as handler:
             context._started = time.monotonic()
-            result = handler(event, context)
-        payload = json.dumps(result, default=str)
+            if invocation.fault is None:
+                token = _CURRENT.set(invocation)
+                try:
+                    with iam_audit.acting_as(name):
+                        result = handler(event, context)
+                finally:
+                    _CURRENT.reset(token)
+            else:
+                result = _run_killable(name, handler, event, context, invocation)
+        if result is _KILLED:
+            assert invocation.fault is not None
+            fault = invocation.fault
+            killed = {"function": name, "event": _event_summary(event), "calls": invocation.calls}
+            killed["errorType"] = fault.error_type
+            if fault.kind == "timeout":
+                # The environment is gone (the lock is free for the next invocation); the caller waits the Timeout.
+                _wait_out_timeout(code.timeout, started)
+                message = f"Task timed out after {code.timeout:.2f} seconds"
+            else:
+                message = "Runtime exited with error: signal: killed"
+            errored = True
+            payload = json.dumps(
+                {"errorType": fault.error_type, "errorMessage": f"RequestId: {context.aws_request_id} Error: {message}"}
+            )
+            logger.info("lambda %s killed (%s) after %d AWS calls", name, fault.kind, invocation.calls)
+        else:
+            payload = json.dumps(result, default=str)
     except Exception as exc:
         errored = True
         payload = json.dumps(
@@ -285,8 +556,20 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
             exc,
             exc_info=logger.isEnabledFor(logging.DEBUG),
         )
+    finally:
+        if invocation.fault is not None:
+            FAULTS.disarm(invocation.fault, killed)
     with _invocations_lock:
-        _invocations.append({"function": name, "errored": errored, "seconds": time.monotonic() - started})
+        _invocations.append(
+            {
+                "function": name,
+                "errored": errored,
+                "seconds": time.monotonic() - started,
+                "calls": invocation.calls,
+                "event": _event_summary(event),
+                "fault": invocation.fault.kind if killed is not None and invocation.fault else None,
+            }
+        )
     return payload, errored, ""
 
 
@@ -329,6 +612,7 @@ def install() -> None:
     """Replace moto's Docker runtime with :func:`invoke_in_process` (idempotent)."""
     from moto.awslambda.models import LambdaFunction
 
+    _hook_aws_calls()
     if getattr(LambdaFunction, "_instantstart_patched", False):
         return
 

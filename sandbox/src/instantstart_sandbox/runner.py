@@ -175,6 +175,7 @@ class Sandbox:
         iam_audit.install()
         lambdas.use_clock(self.clock.now)
         lambdas.sdk_backoff_on(self.clock)
+        lambdas.use_sim_clock(self.clock)
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
@@ -197,6 +198,24 @@ class Sandbox:
         self.http.start()
         logging.getLogger(__name__).info("sandbox API at %s", self.http.url)
         return self
+
+    @property
+    def lambda_faults(self) -> lambdas.LambdaFaults:
+        """Crash or time out invocations of the deployed functions after their n-th AWS call
+        (:data:`instantstart_sandbox.lambdas.FAULTS`)."""
+        return lambdas.FAULTS
+
+    def function_name(self, logical_id: str) -> str:
+        """The deployed name of the template's function ``logical_id`` (e.g. ``ClusterStepsFunction``).
+
+        Raises:
+            KeyError: the template has no such function.
+        """
+        assert self.deployment is not None, "start() first"
+        name = self.deployment.physical[logical_id]
+        if name not in lambdas.REGISTRY:
+            raise KeyError(f"{logical_id} is not a function of the template")
+        return name
 
     def audit_iam(self) -> iam_audit.AuditReport:
         """Every AWS call the deployed functions made so far, judged against their roles in the template: the
@@ -222,8 +241,10 @@ class Sandbox:
             self.aws.stop()
         if self.kube:
             self.kube.stop()
+        lambdas.FAULTS.clear()
         lambdas.use_clock(None)
         lambdas.sdk_backoff_on(None)
+        lambdas.use_sim_clock(None)
         self.clock.stop()
 
     def __enter__(self) -> Sandbox:

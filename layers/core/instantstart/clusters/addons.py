@@ -96,13 +96,19 @@ def ensure_role(
 ) -> tuple[str, bool]:
     """The role ``name`` (created with its ownership tags, trust and one inline policy when absent).
 
-    Returns ``(arn, created)``. Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
+    A role that exists without its inline policy ``policy_name`` (an attempt died between ``CreateRole`` and
+    ``PutRolePolicy``) gets it. Returns ``(arn, created)``. Calls IAM ``GetRole``, ``ListRolePolicies``,
+    ``CreateRole``, ``PutRolePolicy``.
     """
     try:
-        return str(iam.get_role(RoleName=name)["Role"]["Arn"]), False
+        arn = str(iam.get_role(RoleName=name)["Role"]["Arn"])
     except ClientError as exc:
         if error_code(exc) != "NoSuchEntity":
             raise
+    else:
+        if policy_name not in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+            iam.put_role_policy(RoleName=name, PolicyName=policy_name, PolicyDocument=json.dumps(policy))
+        return arn, False
     kwargs: dict[str, Any] = {
         "RoleName": name,
         "Path": path,
@@ -247,14 +253,29 @@ def ensure_addon(
     """Create ``addon`` on the cluster unless it exists; returns its status (and role, when it needs one).
 
     Add-ons that need AWS permissions get a role through EKS Pod Identity (:func:`create_addon`: inline
-    ``podIdentityAssociations`` first, ``CreatePodIdentityAssociation`` for versions that reject them).
+    ``podIdentityAssociations`` first, ``CreatePodIdentityAssociation`` for versions that reject them). An owned
+    add-on found without any association gets its association (an attempt died between the two calls).
     """
     try:
         existing = eks.describe_addon(clusterName=cluster_name, addonName=addon.name)["addon"]
-        return AddonResource(status=existing["status"])
     except ClientError as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
+    else:
+        if (
+            addon.service_account
+            and not existing.get("podIdentityAssociations")
+            and owned_by(existing.get("tags"), tag)
+        ):
+            # created without inline associations (a version that refuses them) by an attempt that died before
+            # CreatePodIdentityAssociation: the association is still owed
+            owed = _storage_role(
+                iam, tag=tag, account_id=account_id, region=region, path=role_path, boundary=permissions_boundary
+            )
+            tags = ownership_tags(tag)
+            ensure_pod_identity_association(eks, cluster_name, addon.namespace, addon.service_account, owed, tags)
+            return AddonResource(status=existing["status"], role_arn=owed)
+        return AddonResource(status=existing["status"])
     role_arn = None
     associations: list[tuple[str, str]] = []
     if addon.service_account:

@@ -102,8 +102,9 @@ def stage_imported(rt: Runtime, tag: str, generation: int, stage: StageName) -> 
 def begin_stage(rt: Runtime, *, operation_id: str, tag: str, generation: int, stage: StageName) -> StageStarted:
     """Mark ``stage`` RUNNING (from PENDING or FAILED), count the attempt, and the operation RUNNING.
 
-    A redelivered task finding the stage already RUNNING for this operation is a no-op; a stage that
-    already SUCCEEDED is not run again (``skip``: a retry walks the graph past it).
+    A redelivered task finding the stage already RUNNING for this operation writes nothing (it publishes the event
+    again: the attempt that wrote the record may have died before publishing); a stage that already SUCCEEDED is
+    not run again (``skip``: a retry walks the graph past it).
 
     Raises:
         ConditionFailed: the stage is RUNNING for another operation.
@@ -119,6 +120,7 @@ def begin_stage(rt: Runtime, *, operation_id: str, tag: str, generation: int, st
         current = rt.store.get_stage(tag, generation, stage)
         if not (current and current.status.value == "RUNNING" and current.operation_id == operation_id):
             raise
+        publish(rt, StageStateChange.of(current))  # at least once: the attempt that wrote it may have died first
     mark_operation_running(rt, operation_id)
     return StageStarted(stage=stage)
 
@@ -154,14 +156,31 @@ def stage_resources(rt: Runtime, tag: str, generation: int, stage: StageName, mo
 
 
 def complete_stage(
-    rt: Runtime, *, tag: str, generation: int, stage: StageName, observed_status: str | None = None
+    rt: Runtime,
+    *,
+    tag: str,
+    generation: int,
+    stage: StageName,
+    observed_status: str | None = None,
+    operation_id: str | None = None,
 ) -> StepResult:
     """RUNNING -> SUCCEEDED for ``stage``; publishes a Stage State Change event.
 
+    With ``operation_id``, a stage this operation already completed is a redelivery (an attempt died after the
+    write): nothing is written, the event is published again.
+
     Raises:
-        ConditionFailed: the stage is not RUNNING.
+        ConditionFailed: the stage is not RUNNING (nor SUCCEEDED by ``operation_id``).
     """
-    record = rt.store.complete_stage(tag, generation, stage, now=now(), observed_status=observed_status)
+    try:
+        record = rt.store.complete_stage(tag, generation, stage, now=now(), observed_status=observed_status)
+    except ConditionFailed:
+        current = rt.store.get_stage(tag, generation, stage)
+        if operation_id is None or not (
+            current and current.status.value == "SUCCEEDED" and current.operation_id == operation_id
+        ):
+            raise
+        record = current
     publish(rt, StageStateChange.of(record))
     return StepResult(status=record.status.value)
 
@@ -333,11 +352,21 @@ def finish_operation(
 ) -> StepResult:
     """End the operation (``status``) and move the cluster to ``cluster_status`` in one transaction.
 
+    An operation that already ended with ``status`` is a redelivery (an attempt died after the transaction):
+    nothing is written, the event is published again.
+
     Raises:
-        ConditionFailed: the operation already ended or is no longer the cluster's current operation.
+        ConditionFailed: the operation already ended with another status, or is no longer the cluster's current
+            operation.
     """
-    op = rt.store.finish_operation(
-        operation_id, tag, status=status, cluster_status=cluster_status, now=now(), error=error
-    )
+    try:
+        op = rt.store.finish_operation(
+            operation_id, tag, status=status, cluster_status=cluster_status, now=now(), error=error
+        )
+    except ConditionFailed:
+        current = rt.store.get_operation(operation_id)
+        if current is None or current.status is not status:
+            raise
+        op = current
     publish(rt, OperationStateChange.of(op))
     return StepResult(status=status.value)

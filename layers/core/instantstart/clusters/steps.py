@@ -56,7 +56,12 @@ def complete_stage(rt: Runtime, p: StepPayload) -> BaseModel:
     stage = _stage(p)
     observed = dependencies.summary(rt, p.cluster_tag, p.generation) if stage is StageName.DEPENDENCIES else None
     result = records.complete_stage(
-        rt, tag=p.cluster_tag, generation=p.generation, stage=stage, observed_status=observed
+        rt,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=stage,
+        observed_status=observed,
+        operation_id=p.operation_id,
     )
     for waiting, wait in WAITING_ON.get(stage, []):
         waits.wake(rt, p.cluster_tag, p.generation, waiting, wait)

@@ -103,6 +103,8 @@ class ComputeSubnet(StageResources):
     cidr_block: str
     source: str
     """``reused`` (the zone's tagged ``hp-compute-<az>`` subnet) or ``created``."""
+    owner_tag: str | None = None
+    """The cluster tag the subnet carries (``instantstart:cluster-tag``): which cluster's control plane created it."""
 
 
 class HyperPodResources(StageResources):

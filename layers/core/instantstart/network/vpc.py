@@ -66,24 +66,33 @@ def control_plane_zones(ec2: Ec2, preferred: str) -> list[str]:
 
 
 def ensure_vpc(ec2: Ec2, tag: str) -> dict[str, str]:
-    """The cluster's VPC (a free /16 of 10.0.0.0/8), created with DNS support if absent.
+    """The cluster's VPC (a free /16 of 10.0.0.0/8), created if absent, with DNS support and DNS hostnames on.
 
-    Returns ``{"vpcId", "cidrBlock"}``. Calls ``DescribeVpcs``, ``CreateVpc``, ``ModifyVpcAttribute``.
+    The DNS attributes are checked on a VPC that exists too: an attempt that died between ``CreateVpc`` and
+    ``ModifyVpcAttribute`` left one without them (EKS's private endpoint needs both). Returns ``{"vpcId",
+    "cidrBlock"}``. Calls ``DescribeVpcs``, ``CreateVpc``, ``DescribeVpcAttribute``, ``ModifyVpcAttribute``.
     """
     found = ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]
     if found:
-        return {"vpcId": found[0]["VpcId"], "cidrBlock": found[0]["CidrBlock"]}
-    used = [
-        assoc["CidrBlock"]
-        for vpc in ec2.describe_vpcs()["Vpcs"]
-        for assoc in vpc.get("CidrBlockAssociationSet", [{"CidrBlock": vpc["CidrBlock"]}])
-    ]
-    cidr = free_vpc_cidr(used)
-    vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=_spec("vpc", tag, f"instantstart-{tag}", "vpc"))["Vpc"]
-    vpc_id = vpc["VpcId"]
-    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
-    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
+        vpc_id, cidr = str(found[0]["VpcId"]), str(found[0]["CidrBlock"])
+    else:
+        used = [
+            assoc["CidrBlock"]
+            for vpc in ec2.describe_vpcs()["Vpcs"]
+            for assoc in vpc.get("CidrBlockAssociationSet", [{"CidrBlock": vpc["CidrBlock"]}])
+        ]
+        cidr = free_vpc_cidr(used)
+        vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=_spec("vpc", tag, f"instantstart-{tag}", "vpc"))
+        vpc_id = str(vpc["Vpc"]["VpcId"])
+    _ensure_dns(ec2, vpc_id)
     return {"vpcId": vpc_id, "cidrBlock": cidr}
+
+
+def _ensure_dns(ec2: Ec2, vpc_id: str) -> None:
+    """DNS support, then DNS hostnames (which needs support), on ``vpc_id`` where they are off."""
+    for attribute, key in (("enableDnsSupport", "EnableDnsSupport"), ("enableDnsHostnames", "EnableDnsHostnames")):
+        if not ec2.describe_vpc_attribute(VpcId=vpc_id, Attribute=attribute)[key]["Value"]:
+            ec2.modify_vpc_attribute(VpcId=vpc_id, **{key: {"Value": True}})
 
 
 def _ensure_subnet(ec2: Ec2, tag: str, vpc_id: str, cidr: str, az: str, name: str, role: str) -> str:
@@ -211,7 +220,8 @@ def ensure_s3_endpoint(ec2: Ec2, tag: str, vpc_id: str, region: str, route_table
 
 
 def ensure_security_group(ec2: Ec2, tag: str, vpc_id: str) -> str:
-    """The cluster security group (all traffic within itself); returns its id.
+    """The cluster security group (all traffic within itself; the rule is added to a group found without it);
+    returns its id.
 
     Calls ``DescribeSecurityGroups``, ``CreateSecurityGroup``, ``AuthorizeSecurityGroupIngress``.
     """
@@ -219,7 +229,14 @@ def ensure_security_group(ec2: Ec2, tag: str, vpc_id: str) -> str:
         Filters=[*_owned_filters(tag, "cluster-sg"), {"Name": "vpc-id", "Values": [vpc_id]}]
     )["SecurityGroups"]
     if groups:
-        return str(groups[0]["GroupId"])
+        sg_id = str(groups[0]["GroupId"])
+        # an attempt that died between CreateSecurityGroup and AuthorizeSecurityGroupIngress left it without its rule
+        if _allows_itself(groups[0]):
+            return sg_id
+        ec2.authorize_security_group_ingress(
+            GroupId=sg_id, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg_id}]}]
+        )
+        return sg_id
     sg_id = str(
         ec2.create_security_group(
             GroupName=f"instantstart-{tag}-cluster",
@@ -233,6 +250,15 @@ def ensure_security_group(ec2: Ec2, tag: str, vpc_id: str) -> str:
         GroupId=sg_id, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg_id}]}]
     )
     return sg_id
+
+
+def _allows_itself(group: dict[str, Any]) -> bool:
+    """Whether a described security group lets all traffic in from itself."""
+    return any(
+        rule.get("IpProtocol") == "-1"
+        and any(pair.get("GroupId") == group["GroupId"] for pair in rule.get("UserIdGroupPairs", []))
+        for rule in group.get("IpPermissions", [])
+    )
 
 
 def _private_subnet_name(tag: str, zone: str) -> str:
@@ -494,7 +520,13 @@ def _ensure_routed_subnet(
     if route_table_id not in endpoint.get("RouteTableIds", []):
         ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
     return ComputeSubnet(
-        subnet_id=sid, route_table_id=route_table_id, cidr_block=str(subnet["CidrBlock"]), source=source
+        subnet_id=sid,
+        route_table_id=route_table_id,
+        cidr_block=str(subnet["CidrBlock"]),
+        source=source,
+        owner_tag={t["Key"]: t["Value"] for t in subnet.get("Tags", [])}.get(
+            TAG_KEY, tag if source == "created" else None
+        ),
     )
 
 

@@ -85,7 +85,8 @@ def ensure_compute_subnets(rt: Runtime, p: StepPayload) -> NetworkResources:
 
     Both through :func:`instantstart.capacity.subnets.ensure_group_subnet` (under the VPC's subnet lock, so a
     concurrent group add never makes a second subnet for the zone); recorded on this stage (``computeSubnetId``,
-    ``computeSubnetCidr``, ``computeSubnetSource``, ``dedicatedSubnetIds``), whose teardown deletes them with
+    ``computeSubnetCidr``, ``computeSubnetSource``: ``created`` when the subnet carries this cluster's tag, whichever
+    attempt made it, ``dedicatedSubnetIds``), whose teardown deletes them with
     the VPC's other owned subnets. In an imported VPC the NAT gateway, public subnet and S3 endpoint the subnets
     route through are created first, owned by the cluster (:func:`imported_egress`). Returns the network
     resources with the subnets.
@@ -116,7 +117,8 @@ def ensure_compute_subnets(rt: Runtime, p: StepPayload) -> NetworkResources:
     subnets = NetworkResources(
         compute_subnet_id=subnet.subnet_id,
         compute_subnet_cidr=subnet.cidr_block,
-        compute_subnet_source=subnet.source,
+        # made by this cluster's control plane, possibly by an attempt that died before recording it: created
+        compute_subnet_source="created" if subnet.owner_tag == p.cluster_tag else subnet.source,
         dedicated_subnet_ids={**(net.dedicated_subnet_ids or {}), **dedicated} or None,
     )
     _record_resources(rt, p, subnets)
