@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz openapi asl clean
+.PHONY: install demo test lint typecheck contract unit sandbox-tests integration fuzz faults openapi asl clean
 
 $(STAMP): pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -52,6 +52,12 @@ test: $(STAMP) ## lint, types, contracts and every test
 # Long runs with figures, not part of `make test`.
 fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
+
+# Budget: 15 minutes of wall time on a 2-core machine (enforced: the run fails past it). Clusters run at once in one
+# sandbox at INSTANTSTART_TEST_TIME_SCALE (default here 240) with INSTANTSTART_FAULT_WORKERS in flight (default 6).
+faults: $(STAMP) ## fault matrix: each AWS operation of the create/delete workflows x {throttling, 5xx, timeout, documented error} x {1, 3}; fails on a BAD cell
+	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-240} timeout --signal=INT 900 \
+		$(BIN)/pytest -q -p no:cacheprovider -s tests/faults $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py

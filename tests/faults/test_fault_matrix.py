@@ -1,0 +1,306 @@
+"""The fault matrix: every AWS operation the create and delete workflows call x {throttling, 5xx, connection
+timeout, the operation's documented failure} x {once, three times}. Each cell must end ``converged`` (READY /
+DELETED) or ``failed-clean`` (the operation FAILED with the AWS code and message verbatim on the stage that made the
+call, and a retry through the API then converges). Anything else is BAD and fails the run.
+
+Run with ``make faults`` (figures printed; not part of ``make test``). One sandbox, clusters concurrently, each
+cluster's faults scoped to its own workflow calls (the sandbox labels each invocation with its cluster tag).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox import iam_audit
+from instantstart_sandbox.runner import Sandbox
+from tests import secret_scan
+from tests.faults import matrix
+from tests.faults.matrix import BAD, CONVERGED, FAILED_CLEAN, Cell, Fault, Operation
+
+GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
+ZONE = "us-west-2c"
+WORKERS = int(os.environ.get("INSTANTSTART_FAULT_WORKERS", "6"))
+"""Clusters in flight at once."""
+OPERATION_TIMEOUT = float(os.environ.get("INSTANTSTART_FAULT_OPERATION_TIMEOUT", "420"))
+"""Wall seconds one operation may take before its cell is BAD (it never ended)."""
+NOT_REACHED = "not-reached"
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+@dataclass
+class Case:
+    """Faults injected into one create or one delete: one cell, or a whole column at once (``group``)."""
+
+    workflow: str
+    column: str
+    times: int
+    faults: list[tuple[Operation, Fault]]
+
+    @property
+    def group(self) -> bool:
+        return len(self.faults) > 1
+
+
+@dataclass
+class Run:
+    """The shared state of one matrix run."""
+
+    sandbox: Sandbox
+    stages: dict[str, dict[str, str]]
+    lock: threading.Lock
+
+    @property
+    def faults(self) -> Any:
+        return self.sandbox.aws.extension.faults
+
+    def client(self) -> InstantStartClient:
+        api = InstantStartClient(self.sandbox.api_url, region=self.sandbox.region)
+        api._http.event_hooks["response"].append(secret_scan.scan_response)
+        return api
+
+    def taken(self, tag: str, operation: Operation) -> list[Any]:
+        return [
+            t
+            for t in list(self.faults.taken)
+            if matrix.tag_of(t.call) == tag and (t.call.service, t.call.operation) == operation
+        ]
+
+
+def _operation(api: InstantStartClient, operation_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + OPERATION_TIMEOUT
+    current = dict(api.get_operation(operation_id))
+    while current["status"] not in ENDED and time.monotonic() < deadline:
+        time.sleep(1.0)
+        current = dict(api.get_operation(operation_id))
+    return current
+
+
+def _cluster(api: InstantStartClient, tag: str) -> dict[str, Any] | None:
+    try:
+        return dict(api.get_cluster(tag))
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _failure_problem(
+    run: Run, tag: str, case: Case, operation: Operation, fault: Fault, cluster: dict[str, Any], ended: dict[str, Any]
+) -> tuple[str, str | None]:
+    """``(problem or "", the failed stage)`` of a FAILED create: one stage FAILED with the fault verbatim, the one
+    whose step made the faulted call, and the operation FAILED with the same error."""
+    failed = [
+        s
+        for s in cluster["stages"]
+        if s["status"] == "FAILED" and (s.get("error") or {}).get("code") != "StageInterrupted"
+    ]
+    if len(failed) != 1:
+        return f"FAILED stages {[(s['name'], s.get('error')) for s in failed]}", None
+    stage = failed[0]
+    if not matrix.recorded_verbatim(stage.get("error"), fault):
+        return f"stage {stage['name']} recorded {stage.get('error')}; injected {fault.code}: {fault.message!r}", None
+    if not matrix.recorded_verbatim(ended.get("error"), fault):
+        return f"operation recorded {ended.get('error')}; injected {fault.code}", None
+    taken = run.taken(tag, operation)
+    expected = matrix.stage_of(taken[-1].call, run.stages[case.workflow]) if taken else None
+    if expected and stage["name"] != expected:
+        return f"error recorded on stage {stage['name']}, but the call was made for stage {expected}", None
+    return "", str(stage["name"])
+
+
+def _judge_create(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
+    ended = _operation(api, started["operationId"])
+    retries = 0
+    while True:
+        cluster = _cluster(api, tag)
+        if cluster is None:
+            return Cell(BAD, f"cluster gone after operation {ended['status']}")
+        if ended["status"] == "SUCCEEDED" and cluster["status"] == "READY":
+            return Cell(CONVERGED if retries == 0 else FAILED_CLEAN, retries=retries)
+        if ended["status"] != "FAILED":
+            return Cell(BAD, f"operation {ended['status']} after {OPERATION_TIMEOUT:.0f} s, cluster {cluster['status']}")
+        stages = [(s["name"], s["status"], s.get("error")) for s in cluster["stages"] if s["status"] != "SUCCEEDED"]
+        if case.group:
+            return Cell(BAD, f"FAILED: {ended.get('error')} {stages}")
+        operation, fault = case.faults[0]
+        problem, stage = _failure_problem(run, tag, case, operation, fault, cluster, ended)
+        if problem:
+            return Cell(BAD, problem, retries)
+        if retries >= fault.times:
+            return Cell(BAD, f"still FAILED after {retries} retries: {ended.get('error')}", retries)
+        retries += 1
+        assert stage is not None
+        ended = _operation(api, api.retry_stage(tag, stage)["operationId"])
+
+
+def _judge_delete(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
+    ended = _operation(api, started["operationId"])
+    retries = 0
+    while True:
+        cluster = _cluster(api, tag)
+        if ended["status"] == "SUCCEEDED":
+            if cluster is not None:
+                return Cell(BAD, f"delete SUCCEEDED but the cluster is {cluster['status']}")
+            return Cell(CONVERGED if retries == 0 else FAILED_CLEAN, retries=retries)
+        if ended["status"] != "FAILED":
+            return Cell(BAD, f"delete {ended['status']} after {OPERATION_TIMEOUT:.0f} s")
+        if case.group:
+            return Cell(BAD, f"delete FAILED: {ended.get('error')}")
+        _, fault = case.faults[0]
+        if not matrix.recorded_verbatim(ended.get("error"), fault):
+            return Cell(BAD, f"delete recorded {ended.get('error')}; injected {fault.code}: {fault.message!r}", retries)
+        if cluster is None or cluster["status"] != "FAILED":
+            return Cell(BAD, f"after a FAILED delete the cluster is {cluster and cluster['status']}", retries)
+        taken = run.taken(tag, case.faults[0][0])
+        expected = matrix.stage_of(taken[-1].call, run.stages["delete"]) if taken else None
+        tearing = [s["name"] for s in cluster["stages"] if s.get("teardownStatus") == "RUNNING"]
+        if expected and tearing != [expected]:
+            return Cell(BAD, f"teardown RUNNING on {tearing}, but the call was made for stage {expected}", retries)
+        if retries >= fault.times:
+            return Cell(BAD, f"still FAILED after {retries} deletes: {ended.get('error')}", retries)
+        retries += 1
+        ended = _operation(api, api.delete_cluster(tag)["operationId"])
+
+
+def _run_case(run: Run, api: InstantStartClient, tag: str, case: Case) -> Cell:
+    when = matrix.for_tag(tag)
+    for operation, fault in case.faults:
+        matrix.inject(run.faults, operation, fault, when)
+    try:
+        if case.workflow == "create":
+            return _judge_create(run, api, tag, case, dict(api.create_cluster(tag, ZONE, [GROUP])))
+        return _judge_delete(run, api, tag, case, dict(api.delete_cluster(tag)))
+    finally:
+        run.faults.withdraw(when)
+
+
+def _lifecycle(run: Run, tag: str, create: Case | None, delete: Case | None) -> list[tuple[Case, Cell | None, str]]:
+    """Create cluster ``tag`` (with ``create``'s faults), then delete it (with ``delete``'s): each case's cell."""
+    api = run.client()
+    out: list[tuple[Case, Cell | None, str]] = []
+    try:
+        if create is not None:
+            cell = _run_case(run, api, tag, create)
+            out.append((create, cell, tag))
+            ready = cell.outcome != BAD
+        else:
+            ended = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+            ready = ended["status"] == "SUCCEEDED"
+        if not ready:
+            if delete is not None:
+                out.append((delete, None, tag))  # needs a READY cluster: another lifecycle runs it
+            try:  # free what the failed create holds, best effort
+                _operation(api, api.delete_cluster(tag)["operationId"])
+            except ApiError:
+                pass
+            return out
+        if delete is not None:
+            out.append((delete, _run_case(run, api, tag, delete), tag))
+        else:
+            _operation(api, api.delete_cluster(tag)["operationId"])
+        return out
+    finally:
+        api.close()
+
+
+@pytest.fixture(scope="module")
+def labelled(sandbox: Sandbox) -> Iterator[Sandbox]:
+    """The sandbox with every workflow invocation labelled ``tag|action|stage``."""
+    iam_audit.label_invocations(matrix.label)
+    yield sandbox
+    iam_audit.label_invocations(None)
+
+
+def _clean_run(run: Run, callers: set[str]) -> dict[str, list[Operation]]:
+    """Create and delete one cluster without faults; the operations each workflow's functions called."""
+    api = run.client()
+    calls = run.sandbox.aws.extension.calls
+    tag = "fmclean"
+    first = len(calls.calls())
+    created = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+    assert created["status"] == "SUCCEEDED", created
+    middle = len(calls.calls())
+    deleted = _operation(api, api.delete_cluster(tag)["operationId"])
+    assert deleted["status"] == "SUCCEEDED", deleted
+    recorded = calls.calls()
+    api.close()
+    return {
+        "create": matrix.workflow_operations(recorded[first:middle], tag, callers),
+        "delete": matrix.workflow_operations(recorded[middle:], tag, callers),
+    }
+
+
+def test_every_workflow_operation_under_every_fault_converges_or_fails_clean(labelled: Sandbox) -> None:
+    started = time.monotonic()
+    physical = labelled.deployment.physical  # type: ignore[union-attr]
+    callers = {physical[lid] for lid in matrix.WORKFLOW_FUNCTIONS}
+    run = Run(
+        labelled,
+        {
+            "create": matrix.action_stages(matrix.ROOT / "statemachines" / "create_cluster.asl.json"),
+            "delete": matrix.action_stages(matrix.ROOT / "statemachines" / "delete_cluster.asl.json"),
+        },
+        threading.Lock(),
+    )
+    operations = _clean_run(run, callers)
+    result = matrix.Matrix(rows=[(w, op) for w in ("create", "delete") for op in operations[w]])
+    print(f"\nrecorded a clean create + delete: {len(operations['create'])} create operations, "
+          f"{len(operations['delete'])} delete operations ({time.monotonic() - started:.0f} s)")
+
+    queues: dict[str, deque[Case]] = {"create": deque(), "delete": deque()}
+    for workflow, ops in operations.items():
+        for column in ("throttling", "5xx", "timeout"):
+            for times in matrix.TIMES:
+                faults = [(op, Fault.of(column, op[0], op[1], times)) for op in ops]
+                queues[workflow].append(Case(workflow, column, times, faults))
+        for times in matrix.TIMES:
+            for op in ops:
+                queues[workflow].append(Case(workflow, "documented", times, [(op, Fault.of("documented", *op, times))]))
+
+    def settle(case: Case, cell: Cell | None, tag: str) -> None:
+        if cell is None:
+            queues[case.workflow].appendleft(case)
+            return
+        if case.group:
+            for op, fault in case.faults:
+                if cell.outcome == CONVERGED and run.taken(tag, op):
+                    result.cells[(case.workflow, op, case.column, case.times)] = Cell(CONVERGED)
+                else:  # not reached in the group run, or the group did not converge: this cell on its own
+                    queues[case.workflow].append(Case(case.workflow, case.column, case.times, [(op, fault)]))
+            return
+        op, _ = case.faults[0]
+        if cell.outcome == CONVERGED and not run.taken(tag, op):
+            cell = Cell(NOT_REACHED, "the operation was not called in this run")
+        result.cells[(case.workflow, op, case.column, case.times)] = cell
+
+    tags = (f"fm{n}" for n in itertools.count(1))
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="fault-matrix") as pool:
+        running: set[Future[list[tuple[Case, Cell | None, str]]]] = set()
+        while queues["create"] or queues["delete"] or running:
+            while len(running) < WORKERS and (queues["create"] or queues["delete"]):
+                create = queues["create"].popleft() if queues["create"] else None
+                delete = queues["delete"].popleft() if queues["delete"] else None
+                running.add(pool.submit(_lifecycle, run, next(tags), create, delete))
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                for case, cell, tag in future.result():
+                    settle(case, cell, tag)
+
+    print(result.render())
+    print(result.summary())
+    print(f"fault matrix wall time: {time.monotonic() - started:.0f} s ({WORKERS} clusters at once, time scale "
+          f"{labelled.time_scale:g})")
+    not_reached = [k for k, c in result.cells.items() if c.outcome == NOT_REACHED]
+    assert not [k for k, c in result.cells.items() if c.outcome == BAD], result.summary()
+    assert not not_reached, f"cells whose operation was not called: {not_reached}"
