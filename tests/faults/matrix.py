@@ -36,11 +36,14 @@ _TAG = re.compile(r"clusterTag\W+([a-z][a-z0-9-]{1,22}[a-z0-9])|(?:hp|eks)-clust
 
 
 def label(function: str, event: Any) -> str | None:
-    """``"<cluster tag>|<step action or function>|<stage>"`` of one invocation of a workflow function.
+    """``"<cluster tag>|<step action or function>|<stage>"`` of one invocation of a workflow function (None for
+    other functions: ``function`` is the deployed name, ``<stack>-<logical id>``).
 
     A step payload names its ``clusterTag``, ``action`` and (mostly) ``stage``; an EventBridge event names
     the cluster in its EKS/HyperPod cluster name or, for an execution's status change, in the execution's input.
     """
+    if not function.endswith(WORKFLOW_FUNCTIONS):  # the API function's calls are not the workflows'
+        return None
     data = json.loads(event or "{}") if isinstance(event, str | bytes) else event
     if isinstance(data, dict) and isinstance(data.get("clusterTag"), str):
         return f"{data['clusterTag']}|{data.get('action') or function}|{data.get('stage') or ''}"
@@ -85,7 +88,7 @@ def stage_of(call: AwsCall, stages: dict[str, str]) -> str | None:
     """The stage a labelled call was made for (the payload's stage, else its action's), None for event calls."""
     if not call.label:
         return None
-    _, action, stage = (call.label.split("|") + ["", ""])[:3]
+    _, action, stage = [*call.label.split("|"), "", ""][:3]
     return stage or stages.get(action)
 
 
@@ -108,7 +111,10 @@ def workflow_operations(calls: Iterable[AwsCall], tag: str, callers: set[str]) -
 EC2_ERRORS: dict[str, tuple[str, str]] = {
     "CreateVpc": ("VpcLimitExceeded", "The maximum number of VPCs has been reached."),
     "CreateSubnet": ("SubnetLimitExceeded", "The maximum number of subnets has been reached for this VPC."),
-    "CreateInternetGateway": ("InternetGatewayLimitExceeded", "The maximum number of internet gateways has been reached."),
+    "CreateInternetGateway": (
+        "InternetGatewayLimitExceeded",
+        "The maximum number of internet gateways has been reached.",
+    ),
     "AllocateAddress": ("AddressLimitExceeded", "The maximum number of addresses has been reached."),
     "CreateNatGateway": ("NatGatewayLimitExceeded", "The maximum number of NAT gateways has been reached."),
     "CreateRouteTable": ("RouteTableLimitExceeded", "The maximum number of route tables has been reached."),
@@ -145,8 +151,25 @@ EC2_DEFAULT = ("UnauthorizedOperation", "You are not authorized to perform this 
 """EC2's documented refusal of any action (a permission boundary or SCP can refuse a read as well)."""
 
 _PREFER_NOT_FOUND = ("Delete", "Describe", "List", "Get", "Head", "Disassociate", "Detach", "Remove", "Revoke")
-_RETRIED_BY_SDK = re.compile(r"Throttl|RequestLimitExceeded|TooManyRequests|ServiceUnavailable|InternalServer|"
-                             r"InternalFailure|ServiceFailure|ServerException|SlowDown")
+_RETRIED_BY_SDK = re.compile(
+    r"Throttl|RequestLimitExceeded|TooManyRequests|ServiceUnavailable|InternalServer|InternalFailure|InternalException|"
+    r"InternalError|ServiceFailure|ServerException|SlowDown|^LimitExceededException$|TransactionInProgress|"
+    r"BandwidthLimitExceeded|ProvisionedThroughputExceeded"
+)
+"""Errors botocore's standard mode retries itself (throttling codes, 5xx): the other columns cover them."""
+
+_CONFLICT = "Transaction is ongoing for the item"
+DYNAMODB_ERRORS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    op: ("TransactionConflictException", _CONFLICT, {}) for op in ("PutItem", "UpdateItem", "DeleteItem")
+} | {
+    "TransactWriteItems": (
+        "TransactionCanceledException",
+        "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]",
+        {"CancellationReasons": [{"Code": "TransactionConflict", "Message": _CONFLICT}]},
+    )
+}
+"""DynamoDB writes: the failure any of them meets when another transaction holds the item (documented for each;
+botocore does not retry it). The model's other errors are an index size limit or a missing table."""
 
 
 def _rank(code: str, operation: str) -> int:
@@ -173,26 +196,29 @@ def _text(html: str) -> str:
 _SESSION = botocore.session.get_session()
 
 
-def documented_error(service: str, operation: str) -> tuple[str, str]:
+def documented_error(service: str, operation: str) -> tuple[str, str, dict[str, Any]]:
     """The documented failure injected into ``service``/``operation``: ``(code, message)``.
 
     From the operation's ``errors`` in botocore's service model, the first of: a capacity error, a limit or quota
     exceeded, (for reads and deletes first) a not-found, an in-use/conflict/dependency error, any other; errors
     botocore retries itself (throttling, 5xx) are left to their own columns. The message is the error shape's
-    documentation. EC2 from :data:`EC2_ERRORS`.
+    documentation. EC2 from :data:`EC2_ERRORS`, DynamoDB writes from :data:`DYNAMODB_ERRORS`. The third item: more
+    members of the error body.
     """
     if service == "ec2":
-        return EC2_ERRORS.get(operation, EC2_DEFAULT)
+        return (*EC2_ERRORS.get(operation, EC2_DEFAULT), {})
+    if service == "dynamodb" and operation in DYNAMODB_ERRORS:
+        return DYNAMODB_ERRORS[operation]
     model = _SESSION.get_service_model(service)
     shapes = model.operation_model(operation).error_shapes
     candidates = [s for s in shapes if not _RETRIED_BY_SDK.search(s.error_code or s.name)]
     if not candidates:
-        return ("AccessDeniedException" if model.protocol != "query" else "AccessDenied", "User is not authorized "
-                f"to perform: {service}:{operation}")
+        code = "AccessDeniedException" if model.protocol not in ("query", "rest-xml") else "AccessDenied"
+        return (code, f"User is not authorized to perform: {service}:{operation}", {})
     chosen = min(candidates, key=lambda s: (_rank(s.error_code or s.name, operation), s.name))
     code = chosen.error_code or chosen.name
     message = _text(chosen.documentation) or f"{code} ({service} {operation})"
-    return code, message[:300]
+    return code, message[:300], {}
 
 
 @dataclass(frozen=True)
@@ -204,6 +230,7 @@ class Fault:
     code: str
     message: str
     status: int = 400
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @staticmethod
     def of(column: str, service: str, operation: str, times: int) -> Fault:
@@ -215,8 +242,8 @@ class Fault:
             return Fault(column, times, "ServiceUnavailable", "Service is unable to handle request.", 503)
         if column == "timeout":
             return Fault(column, times, "ConnectTimeoutError", "Connect timeout on endpoint URL", 0)
-        code, message = documented_error(service, operation)
-        return Fault(column, times, code, message, 400)
+        code, message, extra = documented_error(service, operation)
+        return Fault(column, times, code, message, 400, extra)
 
 
 def inject(faults: Any, operation: Operation, fault: Fault, when: Callable[[AwsCall], bool]) -> None:
@@ -225,7 +252,8 @@ def inject(faults: Any, operation: Operation, fault: Fault, when: Callable[[AwsC
     if fault.column == "timeout":
         faults.timeout(service, name, fault.times, kind="connect-timeout", when=when)
     else:
-        faults.inject(service, name, fault.code, fault.message, status=fault.status, times=fault.times, when=when)
+        status, times, extra = fault.status, fault.times, fault.extra
+        faults.inject(service, name, fault.code, fault.message, status=status, times=times, when=when, extra=extra)
 
 
 def recorded_verbatim(error: dict[str, Any] | None, fault: Fault) -> bool:

@@ -434,6 +434,7 @@ def test_given_sdk_backoff_on_the_clock_when_throttled_past_every_attempt_then_s
 
 
 def _single_attempt(aws: AwsSandboxServer, service: str) -> Any:
+    aws.extension.faults.clear()  # what earlier tests left pending
     return boto3.client(
         service,
         endpoint_url=aws.endpoint_url,
@@ -484,6 +485,7 @@ def test_given_connect_timeouts_fewer_than_botocore_attempts_when_called_then_th
     from instantstart_sandbox.aws.faults import install_client_faults
 
     install_client_faults()
+    aws.extension.faults.clear()
     retrying = boto3.client(
         "eks",
         endpoint_url=aws.endpoint_url,

@@ -140,7 +140,7 @@ def label_invocations(labeller: Labeller | None) -> None:
         if current is not None:
             try:
                 label = current(str(self.function_name), event)
-            except Exception:
+            except Exception:  # noqa: BLE001  # a labeller's bug must not fail the invocation
                 label = None
         token = _LABEL.set(label)
         try:

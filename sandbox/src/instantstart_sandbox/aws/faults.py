@@ -87,6 +87,7 @@ class _Fault:
     remaining: int
     when: Callable[[AwsCall], bool] | None = None
     connection: str = ""  # "" (an AWS error), "connect-timeout" or "read-timeout"
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class FaultInjector:
         status: int = 400,
         times: int = 1,
         when: Callable[[AwsCall], bool] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Make the next ``times`` calls of ``service``/``operation`` answer the AWS error ``code``.
 
@@ -161,13 +163,14 @@ class FaultInjector:
         ``Error.Code == code`` and HTTP status ``status``. Status 5xx errors are retried by botocore's
         standard retry mode, as they would be against AWS. ``when``: only calls it accepts count (e.g.
         ``lambda call: call.label == "tag-a"``: the calls of one cluster's workflow, see
-        :attr:`AwsCall.label`); others pass.
+        :attr:`AwsCall.label`); others pass. ``extra``: more members of the error body (DynamoDB's
+        ``CancellationReasons``, ...).
         """
         if times < 1:
             raise ValueError("times must be >= 1")
         key = (MODELS.service_name(service), operation)
         with self._lock:
-            self._faults.setdefault(key, []).append(_Fault(code, message, status, times, when))
+            self._faults.setdefault(key, []).append(_Fault(code, message, status, times, when, extra=extra or {}))
 
     def timeout(
         self,
@@ -384,7 +387,7 @@ class FaultInjector:
                 self.taken.append(TakenFault(call, fault.connection or fault.code, fault.message, fault.connection))
             if fault.connection:
                 return ConnectionFault(fault.connection)
-            return AwsError(fault.code, fault.message, fault.status)
+            return AwsError(fault.code, fault.message, fault.status, **fault.extra)
 
     def take_capacity_failure(self, instance_types: list[str], zone: str = "", other_zones: str = "") -> str | None:
         """Consume one capacity failure matching any of ``instance_types``; its message, or None.
