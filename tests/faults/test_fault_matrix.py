@@ -38,9 +38,10 @@ OPERATION_TIMEOUT = float(os.environ.get("INSTANTSTART_FAULT_OPERATION_TIMEOUT",
 """Wall seconds one operation may take before its cell is BAD (it never ended)."""
 GROUP_SIZE = {1: 64, 3: 8}
 """Operations that get a transient fault in one cluster at once. botocore's standard retry mode stops retrying once
-a client's retry quota (500 tokens; 5 per retry, 10 after a timeout) is spent, and the in-process functions share
-one client per service, as a warm Lambda container does: three faults on every operation at once would spend it and
-no longer be the cell's fault. A group that does not converge is split in halves until each cell runs alone."""
+a client's retry quota (500 tokens; 5 per throttling retry, 14 per other retry) is spent, and the in-process
+functions share one client per service, as a warm Lambda container does: three faults on every operation at once
+would spend it and no longer be the cell's fault. A group that does not converge is split in halves until each cell
+runs alone."""
 NOT_REACHED = "not-reached"
 ONLY = [p.strip() for p in os.environ.get("INSTANTSTART_FAULT_ONLY", "").split(",") if p.strip()]
 """Run only the cells whose name (``create dynamodb:UpdateItem documented x1``) matches one of these patterns."""
