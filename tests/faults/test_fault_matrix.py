@@ -114,25 +114,27 @@ def _cluster(api: InstantStartClient, tag: str) -> dict[str, Any] | None:
 def _failure_problem(
     run: Run, tag: str, case: Case, operation: Operation, fault: Fault, cluster: dict[str, Any], ended: dict[str, Any]
 ) -> tuple[str, str | None]:
-    """``(problem or "", the failed stage)`` of a FAILED create: one stage FAILED with the fault verbatim, the one
-    whose step made the faulted call, and the operation FAILED with the same error."""
+    """``(problem or "", the stage to retry)`` of a FAILED create: the stages FAILED (other than ``StageInterrupted``)
+    hold the fault verbatim, each is a stage whose step made a faulted call (three faults can hit both parallel
+    branches), and the operation FAILED with the same error."""
     failed = [
         s
         for s in cluster["stages"]
         if s["status"] == "FAILED" and (s.get("error") or {}).get("code") != "StageInterrupted"
     ]
-    if len(failed) != 1:
-        return f"FAILED stages {[(s['name'], s.get('error')) for s in failed]}", None
-    stage = failed[0]
-    if not matrix.recorded_verbatim(stage.get("error"), fault):
-        return f"stage {stage['name']} recorded {stage.get('error')}; injected {fault.code}: {fault.message!r}", None
+    if not failed:
+        return f"no stage FAILED with the error: {[(s['name'], s['status']) for s in cluster['stages']]}", None
+    for stage in failed:
+        if not matrix.recorded_verbatim(stage.get("error"), fault):
+            error = stage.get("error")
+            return f"stage {stage['name']} recorded {error}; injected {fault.code}: {fault.message!r}", None
     if not matrix.recorded_verbatim(ended.get("error"), fault):
         return f"operation recorded {ended.get('error')}; injected {fault.code}", None
-    taken = run.taken(tag, operation)
-    expected = matrix.stage_of(taken[-1].call, run.stages[case.workflow]) if taken else None
-    if expected and stage["name"] != expected:
-        return f"error recorded on stage {stage['name']}, but the call was made for stage {expected}", None
-    return "", str(stage["name"])
+    faulted = {matrix.stage_of(t.call, run.stages[case.workflow]) for t in run.taken(tag, operation)} - {None}
+    wrong = [s["name"] for s in failed if s["name"] not in faulted]
+    if faulted and wrong:
+        return f"error recorded on stage(s) {wrong}, but the faulted calls were made for {sorted(faulted)}", None
+    return "", str(failed[0]["name"])
 
 
 def _judge_create(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
