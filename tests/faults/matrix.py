@@ -301,7 +301,10 @@ class Matrix:
         """The figures: operations, cells, and each outcome's count."""
         counts = {o: sum(1 for c in self.cells.values() if c.outcome == o) for o in (CONVERGED, FAILED_CLEAN, BAD)}
         operations = len({op for _, op in self.rows})
+        total = len(self.rows) * len(FAULTS) * len(TIMES)
+        left = total - len(self.cells)
         return (
-            f"fault matrix: {operations} operations ({len(self.rows)} workflow rows), {len(self.cells)} cells: "
+            f"fault matrix: {operations} operations ({len(self.rows)} workflow rows), {total} cells: "
             f"{counts[CONVERGED]} converged, {counts[FAILED_CLEAN]} failed-clean, {counts[BAD]} BAD"
+            + (f", {left} not judged" if left else "")
         )
