@@ -54,9 +54,10 @@ fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
 
 # Budget: 15 minutes of wall time on a 2-core machine (enforced: the run fails past it). Clusters run at once in one
-# sandbox at INSTANTSTART_TEST_TIME_SCALE (default here 240) with INSTANTSTART_FAULT_WORKERS in flight (default 6).
+# sandbox at INSTANTSTART_TEST_TIME_SCALE (default here 360) with INSTANTSTART_FAULT_WORKERS in flight (default 10);
+# INSTANTSTART_FAULT_BUDGET (default 840 s): no new cluster after it, the matrix printed, the run fails if cells are left.
 faults: $(STAMP) ## fault matrix: each AWS operation of the create/delete workflows x {throttling, 5xx, timeout, documented error} x {1, 3}; fails on a BAD cell
-	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-240} timeout --signal=INT 900 \
+	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-360} INSTANTSTART_FAULT_WORKERS=$${INSTANTSTART_FAULT_WORKERS:-10} timeout --signal=INT 960 \
 		$(BIN)/pytest -q -p no:cacheprovider -s tests/faults $(PYTEST_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
