@@ -218,7 +218,8 @@ def documented_error(service: str, operation: str) -> tuple[str, str, dict[str, 
     chosen = min(candidates, key=lambda s: (_rank(s.error_code or s.name, operation), s.name))
     code = chosen.error_code or chosen.name
     message = _text(chosen.documentation) or f"{code} ({service} {operation})"
-    return code, message[:300], {}
+    status = int((chosen.metadata.get("error") or {}).get("httpStatusCode") or 400)
+    return code, message[:300], {"__status__": status}
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,11 @@ class Fault:
         if column == "timeout":
             return Fault(column, times, "ConnectTimeoutError", "Connect timeout on endpoint URL", 0)
         code, message, extra = documented_error(service, operation)
-        return Fault(column, times, code, message, 400, extra)
+        extra = dict(extra)
+        status = int(extra.pop("__status__", 400))
+        if service == "s3" and operation.startswith("Head"):  # no body: botocore names the error by its status
+            code, message = str(status), {404: "Not Found", 403: "Forbidden"}.get(status, "Bad Request")
+        return Fault(column, times, code, message, status, extra)
 
 
 def inject(faults: Any, operation: Operation, fault: Fault, when: Callable[[AwsCall], bool]) -> None:
