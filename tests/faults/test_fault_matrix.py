@@ -376,4 +376,5 @@ def test_every_workflow_operation_under_every_fault_converges_or_fails_clean(lab
     not_reached = [k for k, c in result.cells.items() if c.outcome == NOT_REACHED]
     assert not [k for k, c in result.cells.items() if c.outcome == BAD], result.summary()
     assert not not_reached, f"cells whose operation was not called: {not_reached}"
-    assert not unjudged, f"{unjudged} cells not judged within the budget of {BUDGET:.0f} s"
+    if not ONLY:  # chosen cells: the others are not meant to run
+        assert not unjudged, f"{unjudged} cells not judged within the budget of {BUDGET:.0f} s"
