@@ -289,7 +289,12 @@ def wait_loop(
 def stage_edges(
     stage: StageName, title: str, first: str, last_next: str, *, catch_to: str
 ) -> dict[str, dict[str, Any]]:
-    """``Begin <Title> Stage`` (then ``first``) and ``Complete <Title> Stage`` (then ``last_next``)."""
+    """``Begin <Title> Stage`` (then ``first``) and ``Complete <Title> Stage`` (then ``last_next``).
+
+    ``Begin`` failing (its record cannot be written) goes through ``Begin <Title> Stage Failed``, which names this
+    stage as ``$.currentStage`` for the failure path: it still holds the stage before, which already SUCCEEDED, and
+    the error would otherwise be recorded on no stage at all.
+    """
     return {
         f"Begin {title} Stage": {
             **task(
@@ -297,9 +302,15 @@ def stage_edges(
                 f"Is {title} Stage Needed",
                 extra={"stage": stage.value},
                 result_path="$.currentStage",
-                catch_to=catch_to,
+                catch_to=f"Begin {title} Stage Failed",
             ),
             "ResultSelector": {"stage.$": "$.Payload.stage", "skip.$": "$.Payload.skip"},
+        },
+        f"Begin {title} Stage Failed": {
+            "Type": "Pass",
+            "Result": {"stage": stage.value, "skip": False},
+            "ResultPath": "$.currentStage",
+            "Next": catch_to,
         },
         # A retry walks the graph from the retried stage's step: a stage that already SUCCEEDED is skipped.
         f"Is {title} Stage Needed": {

@@ -337,3 +337,24 @@ def test_given_the_builder_when_rendering_then_it_equals_the_committed_definitio
     assert sorted(build.DEFINITIONS) == [p.name for p in ASL_FILES]
     for path in ASL_FILES:
         assert build.render(path.name) == path.read_text(), f"{path.name} is stale: run make asl"
+
+
+def test_given_a_stage_whose_begin_fails_then_the_failure_path_records_that_stage_not_the_one_before() -> None:
+    """``$.currentStage`` names the stage the failure path records; while ``Begin <Stage> Stage`` fails it still
+    names the stage before (already SUCCEEDED), so the error would land on no stage and nothing could be retried."""
+    begins = 0
+    for where, scope in scopes(definition(ROOT / "statemachines" / "create_cluster.asl.json")):
+        states = scope["States"]
+        for name, state in states.items():
+            payload = state.get("Parameters", {}).get("Payload", {}) if state["Type"] == "Task" else {}
+            if payload.get("action") != "begin_stage":
+                continue
+            begins += 1
+            caught = next(c["Next"] for c in state["Catch"] if "States.ALL" in c["ErrorEquals"])
+            named = states[caught]
+            assert named["Type"] == "Pass" and named["ResultPath"] == "$.currentStage", f"{where}{name}"
+            assert named["Result"]["stage"] == payload["stage"], f"{where}{name} records {named['Result']}"
+            failure = states[named["Next"]]
+            assert failure["Parameters"]["Payload"]["action"] == "record_failure", f"{where}{name}"
+            assert failure["Parameters"]["Payload"]["stage.$"] == "$.currentStage.stage"
+    assert begins == 6

@@ -431,3 +431,96 @@ def test_given_sdk_backoff_on_the_clock_when_throttled_past_every_attempt_then_s
     assert _error(exc)[0] == "ThrottlingException"
     assert exc.value.response["ResponseMetadata"]["RetryAttempts"] == 5
     assert time.monotonic() - started < 2  # five real-time backoffs would average 0.5+1+2+4+8 s
+
+
+def _single_attempt(aws: AwsSandboxServer, service: str) -> Any:
+    aws.extension.faults.clear()  # what earlier tests left pending
+    return boto3.client(
+        service,
+        endpoint_url=aws.endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+    )
+
+
+def test_given_a_connect_timeout_when_called_then_botocore_raises_connect_timeout_and_nothing_is_created(
+    aws: AwsSandboxServer,
+) -> None:
+    from botocore.exceptions import ConnectTimeoutError
+
+    from instantstart_sandbox.aws.faults import install_client_faults
+
+    install_client_faults()
+    ec2 = _single_attempt(aws, "ec2")
+    before = len(ec2.describe_vpcs()["Vpcs"])
+    aws.extension.faults.timeout("ec2", "CreateVpc", times=1)
+    with pytest.raises(ConnectTimeoutError) as exc:
+        ec2.create_vpc(CidrBlock="10.77.0.0/16")
+    assert str(exc.value).startswith("Connect timeout on endpoint URL")
+    assert len(ec2.describe_vpcs()["Vpcs"]) == before, "the request never reached AWS"
+    assert ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"], "one call only"
+
+
+def test_given_a_read_timeout_when_called_then_aws_did_the_work_and_botocore_raises_read_timeout(
+    aws: AwsSandboxServer,
+) -> None:
+    from botocore.exceptions import ReadTimeoutError
+
+    from instantstart_sandbox.aws.faults import install_client_faults
+
+    install_client_faults()
+    ec2 = _single_attempt(aws, "ec2")
+    before = len(ec2.describe_vpcs()["Vpcs"])
+    aws.extension.faults.timeout("ec2", "CreateVpc", times=1, kind="read-timeout")
+    with pytest.raises(ReadTimeoutError):
+        ec2.create_vpc(CidrBlock="10.78.0.0/16")
+    assert len(ec2.describe_vpcs()["Vpcs"]) == before + 1, "AWS created it; only the answer was lost"
+
+
+def test_given_connect_timeouts_fewer_than_botocore_attempts_when_called_then_the_caller_sees_success(
+    aws: AwsSandboxServer,
+) -> None:
+    from instantstart_sandbox.aws.faults import install_client_faults
+
+    install_client_faults()
+    aws.extension.faults.clear()
+    retrying = boto3.client(
+        "eks",
+        endpoint_url=aws.endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 4}),
+    )
+    aws.extension.faults.timeout("eks", "ListClusters", times=3)
+    assert retrying.list_clusters()["ResponseMetadata"]["RetryAttempts"] == 3
+    assert [t.code for t in aws.extension.faults.taken] == ["connect-timeout"] * 3
+
+
+def test_given_a_fault_scoped_by_label_when_other_callers_call_then_only_the_labelled_calls_fail(
+    aws: AwsSandboxServer,
+) -> None:
+    from instantstart_sandbox import iam_audit
+
+    iam_audit.install()
+    eks = _single_attempt(aws, "eks")
+    only_b = lambda call: call.label == "cluster-b"  # noqa: E731
+    aws.extension.faults.inject("eks", "ListClusters", "AccessDeniedException", "no", times=1, when=only_b)
+    token = iam_audit._LABEL.set("cluster-a")
+    try:
+        eks.list_clusters()  # another cluster's call passes
+    finally:
+        iam_audit._LABEL.reset(token)
+    token = iam_audit._LABEL.set("cluster-b")
+    try:
+        with pytest.raises(ClientError) as exc:
+            eks.list_clusters()
+    finally:
+        iam_audit._LABEL.reset(token)
+    assert _error(exc) == ("AccessDeniedException", "no")
+    assert [c.label for c in aws.extension.calls.calls("eks")][-2:] == ["cluster-a", "cluster-b"]
+    assert aws.extension.faults.pending() == []
+    aws.extension.faults.inject("eks", "ListClusters", "AccessDeniedException", "no", times=2, when=only_b)
+    assert aws.extension.faults.withdraw(only_b) == 2 and aws.extension.faults.pending() == []

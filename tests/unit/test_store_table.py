@@ -264,3 +264,40 @@ def test_given_resources_written_by_another_step_when_a_step_merges_its_keys_the
 def test_given_no_stage_record_when_merging_then_condition_failed(store: Store) -> None:
     with pytest.raises(ConditionFailed):
         store.merge_stage_resources("none", 1, StageName.NETWORK, {"vpcId": "vpc-1"}, now=NOW)
+
+
+def test_given_a_transaction_cancelled_by_a_conflict_when_writing_then_the_aws_error_is_raised_not_condition_failed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB cancels a transaction that meets another one (``TransactionConflict``): nothing was checked, so it
+    is not "the record moved on" (which callers drop silently) but the AWS error, for the workflow to record."""
+    from botocore.exceptions import ClientError
+
+    op = new_cluster(store, "conflict")
+    conflict = ClientError(
+        {
+            "Error": {
+                "Code": "TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+                "[None, TransactionConflict]",
+            },
+            "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}],
+        },
+        "TransactWriteItems",
+    )
+
+    def refused(**_: Any) -> None:
+        raise conflict
+
+    monkeypatch.setattr(store._db, "transact_write_items", refused)
+    with pytest.raises(ClientError) as raised:
+        store.finish_operation(
+            op.operation_id, "conflict", status=OperationStatus.FAILED, cluster_status=ClusterStatus.FAILED, now=NOW
+        )
+    assert raised.value.response["Error"]["Code"] == "TransactionCanceledException"
+
+    conflict.response["CancellationReasons"] = [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}]
+    with pytest.raises(ConditionFailed):
+        store.finish_operation(
+            op.operation_id, "conflict", status=OperationStatus.FAILED, cluster_status=ClusterStatus.FAILED, now=NOW
+        )

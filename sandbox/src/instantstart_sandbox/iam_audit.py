@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,9 @@ from typing import Any
 from instantstart_sandbox.aws.calls import IamTarget
 
 CALLER_HEADER = "X-Sandbox-Function"
+LABEL_HEADER = "X-Sandbox-Label"
 _CALLER: ContextVar[str | None] = ContextVar("sandbox_function", default=None)
+_LABEL: ContextVar[str | None] = ContextVar("sandbox_label", default=None)
 
 IAM_PREFIX = {
     "stepfunctions": "states",
@@ -94,8 +96,9 @@ _installed = False
 
 
 def install() -> None:
-    """Make every botocore request of this process carry :data:`CALLER_HEADER` while a handler runs (idempotent;
-    the header is added after signing)."""
+    """Make every botocore request of this process carry :data:`CALLER_HEADER` while a handler runs, and
+    :data:`LABEL_HEADER` while a labelled invocation runs (:func:`label_invocations`) (idempotent; the headers are
+    added after signing)."""
     global _installed
     if _installed:
         return
@@ -108,10 +111,52 @@ def install() -> None:
         caller = _CALLER.get()
         if caller is not None:
             request.headers[CALLER_HEADER] = caller
+        label = _LABEL.get()
+        if label is not None:
+            request.headers[LABEL_HEADER] = label
         return original(self, request)
 
     cls._send = _send
     _installed = True
+
+
+Labeller = Callable[[str, Any], str | None]
+"""``(function name, event)`` -> the label of that invocation's AWS calls (None: no label)."""
+_labeller: list[Labeller | None] = [None]
+
+
+def label_invocations(labeller: Labeller | None) -> None:
+    """Label the AWS calls of each in-process Lambda invocation with ``labeller(function name, event)``.
+
+    The label reaches the AWS server as :data:`LABEL_HEADER` and is recorded on
+    :attr:`~instantstart_sandbox.aws.calls.AwsCall.label`, so a test can tell which cluster's workflow made a
+    call (and scope a fault to it: ``FaultInjector.inject(..., when=...)``). ``None`` stops labelling. The
+    event is what the function receives (a JSON string or its parsed value); a labeller that raises labels
+    nothing. Wraps the in-process runtime's invoke (:func:`instantstart_sandbox.lambdas.install` first).
+    """
+    _labeller[0] = labeller
+    from moto.awslambda.models import LambdaFunction
+
+    if getattr(LambdaFunction, "_instantstart_labelled", False):
+        return
+    original = LambdaFunction._invoke_lambda
+
+    def _invoke_lambda(self: Any, event: Any = None) -> Any:
+        current = _labeller[0]
+        label: str | None = None
+        if current is not None:
+            try:
+                label = current(str(self.function_name), event)
+            except Exception:  # noqa: BLE001  # a labeller's bug must not fail the invocation
+                label = None
+        token = _LABEL.set(label)
+        try:
+            return original(self, event)
+        finally:
+            _LABEL.reset(token)
+
+    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+    LambdaFunction._instantstart_labelled = True  # type: ignore[attr-defined]
 
 
 @dataclass

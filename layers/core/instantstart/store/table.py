@@ -56,6 +56,21 @@ class ConditionFailed(StoreError):
     """A conditional write found the item missing or in another state than expected; nothing was written."""
 
 
+def condition_failed(exc: ClientError) -> bool:
+    """Whether a cancelled ``TransactWriteItems`` failed on one of its conditions.
+
+    DynamoDB cancels a transaction for several reasons, one ``CancellationReasons`` entry per item:
+    ``ConditionalCheckFailed`` (an item is not in the expected state: :class:`ConditionFailed`), but also
+    ``TransactionConflict`` (another transaction or write holds an item), ``ThrottlingError``,
+    ``ProvisionedThroughputExceeded`` or ``ValidationError``. Only the first is a condition; the others leave the
+    ``TransactionCanceledException`` as it is, code and message verbatim, so it is retried or recorded, never
+    read as "the record moved on". An answer without reasons is read as a condition failure.
+    """
+    reasons = exc.response.get("CancellationReasons") or []
+    codes = {str(r.get("Code")) for r in reasons if isinstance(r, dict)}
+    return not codes or "ConditionalCheckFailed" in codes
+
+
 class InvalidPageToken(StoreError):
     """A pagination token that this store did not issue (edited, truncated or from another listing)."""
 
@@ -302,7 +317,7 @@ class Store:
         try:
             self._db.transact_write_items(TransactItems=cast(Any, items))
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+            if exc.response["Error"]["Code"] == "TransactionCanceledException" and condition_failed(exc):
                 raise ConditionFailed("a condition of the transaction failed; nothing was written") from exc
             raise
 

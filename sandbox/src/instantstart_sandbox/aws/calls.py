@@ -70,6 +70,9 @@ class AwsCall:
     time: float
     caller: str | None = None
     """The deployed function whose handler made the call (:mod:`instantstart_sandbox.iam_audit`), if known."""
+    label: str | None = None
+    """The label of the invocation that made the call (:func:`instantstart_sandbox.iam_audit.label_invocations`),
+    e.g. the cluster a workflow step works on; None when no labeller is set."""
     target: IamTarget | None = None
     """The resource IAM would authorise, for the operations the template conditions on ownership tags."""
 

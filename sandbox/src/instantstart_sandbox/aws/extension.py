@@ -21,7 +21,7 @@ from typing import Any
 from instantstart_sandbox.aws import ec2, eventbridge
 from instantstart_sandbox.aws.calls import READ_PREFIXES, AwsCall, CallRecorder, IamTarget
 from instantstart_sandbox.aws.eks import EksEmulator
-from instantstart_sandbox.aws.faults import FaultInjector
+from instantstart_sandbox.aws.faults import CONNECTION_FAULT_HEADER, ConnectionFault, FaultInjector
 from instantstart_sandbox.aws.foreign import ForeignClusters
 from instantstart_sandbox.aws.fsx import FsxLustre
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
@@ -59,6 +59,11 @@ log = logging.getLogger(__name__)
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
 GLOBAL_SERVICES = frozenset({"iam"})
 """Services signed for us-east-1 whatever the Region (IAM is global)."""
+
+
+def _discard(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], object]:
+    """A WSGI ``start_response`` whose answer nobody reads (a read timeout's lost response)."""
+    return lambda data: None
 
 
 class TrainingFaults:
@@ -363,23 +368,50 @@ class AwsExtension:
             if operation is None:
                 return app(environ, start_response)
             caller = environ.get("HTTP_X_SANDBOX_FUNCTION")
+            label = environ.get("HTTP_X_SANDBOX_LABEL")
             target = self._iam_target(service, operation, environ, body, region) if caller else None
-            self.calls.record(AwsCall(service, operation, region, self.clock.now(), caller, target))
+            call = AwsCall(service, operation, region, self.clock.now(), caller, label, target)
+            self.calls.record(call)
+            fault = self.faults.take(service, operation, call) if self.faults.has_faults_for(service) else None
+            if isinstance(fault, ConnectionFault):
+                log.info("connection fault injected: %s.%s -> %s", service, operation, fault.kind)
+                if fault.kind == "read-timeout":  # AWS did the work; the answer is lost on the way
+                    list(serve(environ, _discard, service, operation, region, body, None))
+                model = MODELS.service_model(service)
+                response = error_response(model.protocol if model else "json", service, fault)
+                response.headers.append((CONNECTION_FAULT_HEADER, fault.kind))
+                return send(response, start_response)
+            return serve(environ, start_response, service, operation, region, body, fault)
+
+        def serve(
+            environ: WSGIEnviron,
+            start_response: StartResponse,
+            service: str,
+            operation: str,
+            region: str,
+            body: bytes,
+            fault: AwsError | None,
+        ) -> Iterable[bytes]:
             if service == "dynamodb":
                 # DynamoDB's conditional writes and transactions are atomic; moto's check, then write. The
                 # server is threaded, so DynamoDB requests take turns (a condition cannot go stale mid-write).
                 with self._dynamodb_turn:
-                    return list(dispatch(environ, start_response, service, operation, region, body))
-            return dispatch(environ, start_response, service, operation, region, body)
+                    return list(dispatch(environ, start_response, service, operation, region, body, fault))
+            return dispatch(environ, start_response, service, operation, region, body, fault)
 
         def dispatch(
-            environ: WSGIEnviron, start_response: StartResponse, service: str, operation: str, region: str, body: bytes
+            environ: WSGIEnviron,
+            start_response: StartResponse,
+            service: str,
+            operation: str,
+            region: str,
+            body: bytes,
+            fault: AwsError | None,
         ) -> Iterable[bytes]:
-            if service not in self._services and not self.faults.has_faults_for(service):
+            if service not in self._services and fault is None:
                 return app(environ, start_response)
             model = MODELS.service_model(service)
             assert model is not None
-            fault = self.faults.take(service, operation)
             if fault is not None:
                 log.info("fault injected: %s.%s -> %s", service, operation, fault.code)
                 return send(error_response(model.protocol, service, fault), start_response)

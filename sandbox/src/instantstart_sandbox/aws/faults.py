@@ -1,6 +1,8 @@
 """Fault injection for the AWS sandbox: make calls fail the way they fail in real accounts.
 
-Besides per-operation errors (:meth:`FaultInjector.inject`, :meth:`FaultInjector.throttle`) it
+Besides per-operation errors (:meth:`FaultInjector.inject`, :meth:`FaultInjector.throttle`) and connection
+timeouts (:meth:`FaultInjector.timeout`; :func:`install_client_faults` turns them into botocore's own exceptions
+in this process) it
 holds the real-account behaviours the sandbox models on the simulated clock: a refused EKS zone,
 IAM eventual consistency, Kubernetes access propagation, lingering network interfaces and S3
 bucket-name reuse. Each window is in simulated seconds. The four time windows (IAM role propagation,
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from instantstart_sandbox.aws.calls import AwsCall
 from instantstart_sandbox.aws.protocol import MODELS, AwsError
 
 DEFAULT_CAPACITY_MESSAGE = (
@@ -39,6 +43,11 @@ DEFAULT_BUCKET_REUSE_SECONDS = 60.0
 
 _THROTTLE_MESSAGE = "Rate exceeded"
 
+CONNECTION_FAULT_HEADER = "X-Sandbox-Connection-Fault"
+"""Response header naming a connection fault (``connect-timeout`` or ``read-timeout``) in place of an answer."""
+CONNECTION_FAULTS = ("connect-timeout", "read-timeout")
+"""The connection fault kinds :meth:`FaultInjector.timeout` injects."""
+
 
 def throttling_error(service: str) -> AwsError:
     """The throttling error ``service`` answers, by its convention (botocore retries each of them).
@@ -61,12 +70,45 @@ def throttling_error(service: str) -> AwsError:
     return AwsError("ThrottlingException", _THROTTLE_MESSAGE, 400)
 
 
+class ConnectionFault(AwsError):
+    """A connection fault (:meth:`FaultInjector.timeout`): answered as HTTP 504 ``RequestTimeout`` carrying
+    :data:`CONNECTION_FAULT_HEADER`, which :func:`install_client_faults` turns into botocore's exception."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__("RequestTimeout", f"sandbox {kind}", 504)
+        self.kind = kind
+
+
 @dataclass
 class _Fault:
     code: str
     message: str
     status: int
     remaining: int
+    when: Callable[[AwsCall], bool] | None = None
+    connection: str = ""  # "" (an AWS error), "connect-timeout" or "read-timeout"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TakenFault:
+    """One injected fault a call received: the call, the error code (or connection fault kind), the message."""
+
+    call: AwsCall
+    code: str
+    message: str
+    connection: str = ""
+
+
+@dataclass
+class PendingFault:
+    """A fault not yet (fully) consumed: service, operation, code (or connection fault kind), calls still to fail."""
+
+    service: str
+    operation: str
+    code: str
+    remaining: int
+    when: Callable[[AwsCall], bool] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -100,21 +142,66 @@ class FaultInjector:
         """A deleted S3 bucket's name cannot be created again for this long (simulated seconds; 0: off)."""
         self._health_check_failures: list[tuple[str | None, list[int]]] = []  # (instance id or None, [remaining])
         self._removed_offerings: set[tuple[str, str]] = set()  # (EC2 instance type, zone)
+        self.taken: list[TakenFault] = []
+        """Every fault a call received so far, oldest first (:meth:`clear` empties it)."""
 
     def inject(
-        self, service: str, operation: str, code: str, message: str, *, status: int = 400, times: int = 1
+        self,
+        service: str,
+        operation: str,
+        code: str,
+        message: str,
+        *,
+        status: int = 400,
+        times: int = 1,
+        when: Callable[[AwsCall], bool] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Make the next ``times`` calls of ``service``/``operation`` answer the AWS error ``code``.
 
         The error is written in the service's protocol shape, so botocore raises a ClientError with
         ``Error.Code == code`` and HTTP status ``status``. Status 5xx errors are retried by botocore's
-        standard retry mode, as they would be against AWS.
+        standard retry mode, as they would be against AWS. ``when``: only calls it accepts count (e.g.
+        ``lambda call: call.label == "tag-a"``: the calls of one cluster's workflow, see
+        :attr:`AwsCall.label`); others pass. ``extra``: more members of the error body (DynamoDB's
+        ``CancellationReasons``, ...).
         """
         if times < 1:
             raise ValueError("times must be >= 1")
         key = (MODELS.service_name(service), operation)
         with self._lock:
-            self._faults.setdefault(key, []).append(_Fault(code, message, status, times))
+            self._faults.setdefault(key, []).append(_Fault(code, message, status, times, when, extra=extra or {}))
+
+    def timeout(
+        self,
+        service: str,
+        operation: str,
+        times: int = 1,
+        *,
+        kind: str = "connect-timeout",
+        when: Callable[[AwsCall], bool] | None = None,
+    ) -> None:
+        """Make the next ``times`` calls of ``service``/``operation`` time out on the connection.
+
+        ``kind="connect-timeout"``: the request never reaches AWS (nothing is done) and the caller's botocore
+        raises ``ConnectTimeoutError``; ``kind="read-timeout"``: AWS does the operation but the answer never
+        arrives (``ReadTimeoutError``), the harsher case for calls that are not idempotent. botocore's standard
+        retry mode retries both, as it does against AWS. The exceptions are raised by botocore in this process
+        (the in-process functions, the sandbox's own clients) once :func:`install_client_faults` ran (the
+        sandbox does at start); a client in another process gets HTTP 504 ``RequestTimeout`` instead, which its
+        botocore retries too. ``when`` as for :meth:`inject`.
+
+        Raises:
+            ValueError: ``times`` < 1 or an unknown ``kind``.
+        """
+        if times < 1:
+            raise ValueError("times must be >= 1")
+        if kind not in CONNECTION_FAULTS:
+            raise ValueError(f"kind must be one of {', '.join(CONNECTION_FAULTS)}; got {kind!r}")
+        key = (MODELS.service_name(service), operation)
+        fault = _Fault("RequestTimeout", f"sandbox {kind}", 504, times, when, connection=kind)
+        with self._lock:
+            self._faults.setdefault(key, []).append(fault)
 
     def fail_hyperpod_capacity(self, instance_type: str, message: str | None = None, times: int | None = None) -> None:
         """Make HyperPod instance launches of ``instance_type`` fail for insufficient capacity.
@@ -143,14 +230,17 @@ class FaultInjector:
             else:
                 self._capacity.pop(instance_type, None)
 
-    def throttle(self, service: str, operation: str, times: int = 1) -> None:
+    def throttle(
+        self, service: str, operation: str, times: int = 1, *, when: Callable[[AwsCall], bool] | None = None
+    ) -> None:
         """Make the next ``times`` calls of ``service``/``operation`` throttled, per the service's convention.
 
         See :func:`throttling_error` for the codes. botocore retries throttling errors (standard
         mode: 3 attempts in all, legacy: 5), so a caller sees the error once ``times`` exceeds them.
+        ``when`` as for :meth:`inject`.
         """
         error = throttling_error(service)
-        self.inject(service, operation, error.code, error.message, status=error.status, times=times)
+        self.inject(service, operation, error.code, error.message, status=error.status, times=times, when=when)
 
     def refuse_eks_zone(self, zone: str, times: int | None = None) -> None:
         """EKS CreateCluster with a subnet in ``zone`` answers ``UnsupportedAvailabilityZoneException``.
@@ -238,6 +328,7 @@ class FaultInjector:
         """Drop every pending fault and reset every window to its default."""
         with self._lock:
             self._faults.clear()
+            self.taken.clear()
             self._capacity.clear()
             self._refused_zones.clear()
             self._health_check_failures.clear()
@@ -253,19 +344,50 @@ class FaultInjector:
         with self._lock:
             return any(key[0] == service for key in self._faults)
 
-    def take(self, service: str, operation: str) -> AwsError | None:
-        """Consume one pending fault of ``service``/``operation``; the error to answer, or None."""
+    def pending(self) -> list[PendingFault]:
+        """The faults injected and not yet consumed (per service/operation, in injection order)."""
+        with self._lock:
+            return [
+                PendingFault(service, operation, f.connection or f.code, f.remaining, f.when)
+                for (service, operation), queue in self._faults.items()
+                for f in queue
+            ]
+
+    def withdraw(self, when: Callable[[AwsCall], bool]) -> int:
+        """Drop the pending faults injected with filter ``when`` (the same object); how many calls they still held."""
+        dropped = 0
+        with self._lock:
+            for key in list(self._faults):
+                kept = [f for f in self._faults[key] if f.when is not when]
+                dropped += sum(f.remaining for f in self._faults[key] if f.when is when)
+                if kept:
+                    self._faults[key] = kept
+                else:
+                    del self._faults[key]
+        return dropped
+
+    def take(self, service: str, operation: str, call: AwsCall | None = None) -> AwsError | None:
+        """Consume one pending fault of ``service``/``operation`` that applies to ``call``; its error, or None.
+
+        A connection fault comes back as a :class:`ConnectionFault`.
+        """
         with self._lock:
             queue = self._faults.get((service, operation))
             if not queue:
                 return None
-            fault = queue[0]
+            fault = next((f for f in queue if f.when is None or (call is not None and f.when(call))), None)
+            if fault is None:
+                return None
             fault.remaining -= 1
             if fault.remaining <= 0:
-                queue.pop(0)
+                queue.remove(fault)
                 if not queue:
                     del self._faults[(service, operation)]
-            return AwsError(fault.code, fault.message, fault.status)
+            if call is not None:
+                self.taken.append(TakenFault(call, fault.connection or fault.code, fault.message, fault.connection))
+            if fault.connection:
+                return ConnectionFault(fault.connection)
+            return AwsError(fault.code, fault.message, fault.status, **fault.extra)
 
     def take_capacity_failure(self, instance_types: list[str], zone: str = "", other_zones: str = "") -> str | None:
         """Consume one capacity failure matching any of ``instance_types``; its message, or None.
@@ -336,3 +458,35 @@ class FaultInjector:
         with self._lock:
             deleted = self._buckets_deleted.get(bucket)
         return deleted is None or self._now() - deleted >= window
+
+
+_client_faults_installed = False
+
+
+def install_client_faults() -> None:
+    """Make this process's botocore raise ``ConnectTimeoutError`` / ``ReadTimeoutError`` for an answer that
+    carries :data:`CONNECTION_FAULT_HEADER` (idempotent).
+
+    The exception is raised where botocore's HTTP layer raises a real one (``Endpoint._send``), so the retry
+    handler, the caller's ``except`` clauses and its error names see exactly what a timed-out connection gives.
+    """
+    global _client_faults_installed
+    if _client_faults_installed:
+        return
+    from botocore import endpoint
+    from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+    cls: Any = endpoint.Endpoint
+    original = cls._send
+
+    def _send(self: Any, request: Any) -> Any:
+        response = original(self, request)
+        kind = response.headers.get(CONNECTION_FAULT_HEADER)
+        if kind == "connect-timeout":
+            raise ConnectTimeoutError(endpoint_url=request.url)
+        if kind == "read-timeout":
+            raise ReadTimeoutError(endpoint_url=request.url)
+        return response
+
+    cls._send = _send
+    _client_faults_installed = True

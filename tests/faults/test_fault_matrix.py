@@ -1,0 +1,380 @@
+"""The fault matrix: every AWS operation the create and delete workflows call x {throttling, 5xx, connection
+timeout, the operation's documented failure} x {once, three times}. Each cell must end ``converged`` (READY /
+DELETED) or ``failed-clean`` (the operation FAILED with the AWS code and message verbatim on the stage that made the
+call, and a retry through the API then converges). Anything else is BAD and fails the run.
+
+Run with ``make faults`` (figures printed; not part of ``make test``). One sandbox, clusters concurrently, each
+cluster's faults scoped to its own workflow calls (the sandbox labels each invocation with its cluster tag).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import itertools
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from instantstart_client.api import ApiError, InstantStartClient
+from instantstart_sandbox import iam_audit
+from instantstart_sandbox.runner import Sandbox
+from tests import secret_scan
+from tests.faults import matrix
+from tests.faults.matrix import BAD, CONVERGED, FAILED_CLEAN, Cell, Fault, Operation
+
+GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
+ZONE = "us-west-2c"
+WORKERS = int(os.environ.get("INSTANTSTART_FAULT_WORKERS", "6"))
+"""Clusters in flight at once."""
+OPERATION_TIMEOUT = float(os.environ.get("INSTANTSTART_FAULT_OPERATION_TIMEOUT", "420"))
+"""Wall seconds one operation may take before its cell is BAD (it never ended)."""
+GROUP_SIZE = {1: 64, 3: 8}
+"""Operations that get a transient fault in one cluster at once. botocore's standard retry mode stops retrying once
+a client's retry quota (500 tokens; 5 per throttling retry, 14 per other retry) is spent, and the in-process
+functions share one client per service, as a warm Lambda container does: three faults on every operation at once
+would spend it and no longer be the cell's fault. A group that does not converge is split in halves until each cell
+runs alone."""
+NOT_REACHED = "not-reached"
+BUDGET = float(os.environ.get("INSTANTSTART_FAULT_BUDGET", "840"))
+"""Wall seconds after which no new cluster starts: the clusters under way finish, the matrix is printed with the
+cells judged so far, and the run fails if any is left (``make faults`` allows 15 minutes in all)."""
+ONLY = [p.strip() for p in os.environ.get("INSTANTSTART_FAULT_ONLY", "").split(",") if p.strip()]
+"""Run only the cells whose name (``create dynamodb:UpdateItem documented x1``) matches one of these patterns."""
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+@dataclass
+class Case:
+    """Faults injected into one create or one delete: one cell, or a whole column at once (``group``)."""
+
+    workflow: str
+    column: str
+    times: int
+    faults: list[tuple[Operation, Fault]]
+
+    @property
+    def group(self) -> bool:
+        return len(self.faults) > 1
+
+    @property
+    def name(self) -> str:
+        """``"<workflow> <service>:<Operation> <column> x<times>"`` of a one-cell case."""
+        (service, operation), _ = self.faults[0]
+        return f"{self.workflow} {service}:{operation} {self.column} x{self.times}"
+
+
+@dataclass
+class Run:
+    """The shared state of one matrix run."""
+
+    sandbox: Sandbox
+    stages: dict[str, dict[str, str]]
+    lock: threading.Lock
+
+    @property
+    def faults(self) -> Any:
+        return self.sandbox.aws.extension.faults
+
+    def client(self) -> InstantStartClient:
+        api = InstantStartClient(self.sandbox.api_url, region=self.sandbox.region)
+        api._http.event_hooks["response"].append(secret_scan.scan_response)
+        return api
+
+    def taken(self, tag: str, operation: Operation) -> list[Any]:
+        return [
+            t
+            for t in list(self.faults.taken)
+            if matrix.tag_of(t.call) == tag and (t.call.service, t.call.operation) == operation
+        ]
+
+
+def _operation(api: InstantStartClient, operation_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + OPERATION_TIMEOUT
+    current = dict(api.get_operation(operation_id))
+    while current["status"] not in ENDED and time.monotonic() < deadline:
+        time.sleep(1.0)
+        current = dict(api.get_operation(operation_id))
+    return current
+
+
+def _cluster(api: InstantStartClient, tag: str) -> dict[str, Any] | None:
+    try:
+        return dict(api.get_cluster(tag))
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _failure_problem(
+    run: Run, tag: str, case: Case, operation: Operation, fault: Fault, cluster: dict[str, Any], ended: dict[str, Any]
+) -> tuple[str, str | None]:
+    """``(problem or "", the stage to retry)`` of a FAILED create: the stages FAILED (other than ``StageInterrupted``)
+    hold the fault verbatim, each is a stage whose step made a faulted call (three faults can hit both parallel
+    branches), and the operation FAILED with the same error."""
+    failed = [
+        s
+        for s in cluster["stages"]
+        if s["status"] == "FAILED" and (s.get("error") or {}).get("code") != "StageInterrupted"
+    ]
+    if not failed:
+        return f"no stage FAILED with the error: {[(s['name'], s['status']) for s in cluster['stages']]}", None
+    for stage in failed:
+        if not matrix.recorded_verbatim(stage.get("error"), fault):
+            error = stage.get("error")
+            return f"stage {stage['name']} recorded {error}; injected {fault.code}: {fault.message!r}", None
+    if not matrix.recorded_verbatim(ended.get("error"), fault):
+        return f"operation recorded {ended.get('error')}; injected {fault.code}", None
+    faulted = {matrix.stage_of(t.call, run.stages[case.workflow]) for t in run.taken(tag, operation)} - {None}
+    wrong = [s["name"] for s in failed if s["name"] not in faulted]
+    if faulted and wrong:
+        return f"error recorded on stage(s) {wrong}, but the faulted calls were made for {sorted(faulted)}", None
+    return "", str(failed[0]["name"])
+
+
+def _judge_create(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
+    ended = _operation(api, started["operationId"])
+    retries = 0
+    while True:
+        cluster = _cluster(api, tag)
+        if cluster is None:
+            return Cell(BAD, f"cluster gone after operation {ended['status']}")
+        if ended["status"] == "SUCCEEDED" and cluster["status"] == "READY":
+            return Cell(CONVERGED if retries == 0 else FAILED_CLEAN, retries=retries)
+        if ended["status"] != "FAILED":
+            status = cluster["status"]
+            return Cell(BAD, f"operation {ended['status']} after {OPERATION_TIMEOUT:.0f} s, cluster {status}")
+        stages = [(s["name"], s["status"], s.get("error")) for s in cluster["stages"] if s["status"] != "SUCCEEDED"]
+        if case.group:
+            return Cell(BAD, f"FAILED: {ended.get('error')} {stages}")
+        operation, fault = case.faults[0]
+        problem, stage = _failure_problem(run, tag, case, operation, fault, cluster, ended)
+        if problem:
+            return Cell(BAD, problem, retries)
+        if retries >= fault.times:
+            return Cell(BAD, f"still FAILED after {retries} retries: {ended.get('error')}", retries)
+        retries += 1
+        assert stage is not None
+        ended = _operation(api, api.retry_stage(tag, stage)["operationId"])
+
+
+def _judge_delete(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
+    ended = _operation(api, started["operationId"])
+    retries = 0
+    while True:
+        cluster = _cluster(api, tag)
+        if ended["status"] == "SUCCEEDED":
+            if cluster is not None:
+                return Cell(BAD, f"delete SUCCEEDED but the cluster is {cluster['status']}")
+            return Cell(CONVERGED if retries == 0 else FAILED_CLEAN, retries=retries)
+        if ended["status"] != "FAILED":
+            return Cell(BAD, f"delete {ended['status']} after {OPERATION_TIMEOUT:.0f} s")
+        if case.group:
+            return Cell(BAD, f"delete FAILED: {ended.get('error')}")
+        _, fault = case.faults[0]
+        if not matrix.recorded_verbatim(ended.get("error"), fault):
+            return Cell(BAD, f"delete recorded {ended.get('error')}; injected {fault.code}: {fault.message!r}", retries)
+        if cluster is None or cluster["status"] != "FAILED":
+            return Cell(BAD, f"after a FAILED delete the cluster is {cluster and cluster['status']}", retries)
+        taken = run.taken(tag, case.faults[0][0])
+        expected = matrix.stage_of(taken[-1].call, run.stages["delete"]) if taken else None
+        tearing = [s["name"] for s in cluster["stages"] if s.get("teardownStatus") == "RUNNING"]
+        beginning = bool(taken) and "|begin_teardown|" in str(taken[-1].call.label)
+        if expected and tearing != [expected] and not (beginning and tearing == []):  # a teardown that never began
+            return Cell(BAD, f"teardown RUNNING on {tearing}, but the call was made for stage {expected}", retries)
+        if retries >= fault.times:
+            return Cell(BAD, f"still FAILED after {retries} deletes: {ended.get('error')}", retries)
+        retries += 1
+        ended = _operation(api, api.delete_cluster(tag)["operationId"])
+
+
+def _run_case(run: Run, api: InstantStartClient, tag: str, case: Case) -> Cell:
+    when = matrix.for_tag(tag)
+    for operation, fault in case.faults:
+        matrix.inject(run.faults, operation, fault, when)
+    try:
+        if case.workflow == "create":
+            return _judge_create(run, api, tag, case, dict(api.create_cluster(tag, ZONE, [GROUP])))
+        return _judge_delete(run, api, tag, case, dict(api.delete_cluster(tag)))
+    finally:
+        run.faults.withdraw(when)
+
+
+def _lifecycle(run: Run, tag: str, create: Case | None, delete: Case | None) -> list[tuple[Case, Cell | None, str]]:
+    """Create cluster ``tag`` (with ``create``'s faults), then delete it (with ``delete``'s): each case's cell."""
+    api = run.client()
+    out: list[tuple[Case, Cell | None, str]] = []
+    try:
+        return _lifecycle_steps(run, api, tag, create, delete, out)
+    except Exception as exc:  # noqa: BLE001  # an API answer the client refuses (5xx...): the case under way is BAD
+        judged = {id(case) for case, _, _ in out}
+        pending = [c for c in (create, delete) if c is not None and id(c) not in judged]
+        if pending:
+            out.append((pending[0], Cell(BAD, f"{type(exc).__name__}: {exc}"), tag))
+            out += [(c, None, tag) for c in pending[1:]]
+        return out
+    finally:
+        api.close()
+
+
+def _lifecycle_steps(
+    run: Run,
+    api: InstantStartClient,
+    tag: str,
+    create: Case | None,
+    delete: Case | None,
+    out: list[tuple[Case, Cell | None, str]],
+) -> list[tuple[Case, Cell | None, str]]:
+    if create is not None:
+        cell = _run_case(run, api, tag, create)
+        out.append((create, cell, tag))
+        ready = cell.outcome != BAD
+    else:
+        ended = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+        ready = ended["status"] == "SUCCEEDED"
+    if not ready:
+        if delete is not None:
+            out.append((delete, None, tag))  # needs a READY cluster: another lifecycle runs it
+        with contextlib.suppress(ApiError):  # free what the failed create holds, best effort
+            _operation(api, api.delete_cluster(tag)["operationId"])
+        return out
+    if delete is not None:
+        out.append((delete, _run_case(run, api, tag, delete), tag))
+    else:
+        _operation(api, api.delete_cluster(tag)["operationId"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def labelled(sandbox: Sandbox) -> Iterator[Sandbox]:
+    """The sandbox with every workflow invocation labelled ``tag|action|stage``."""
+    iam_audit.label_invocations(matrix.label)
+    yield sandbox
+    iam_audit.label_invocations(None)
+
+
+def _clean_run(run: Run, callers: set[str]) -> dict[str, list[Operation]]:
+    """Create and delete one cluster without faults; the operations each workflow's functions called."""
+    api = run.client()
+    calls = run.sandbox.aws.extension.calls
+    tag = "fmclean"
+    first = len(calls.calls())
+    created = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+    assert created["status"] == "SUCCEEDED", created
+    middle = len(calls.calls())
+    deleted = _operation(api, api.delete_cluster(tag)["operationId"])
+    assert deleted["status"] == "SUCCEEDED", deleted
+    recorded = calls.calls()
+    api.close()
+    return {
+        "create": matrix.workflow_operations(recorded[first:middle], tag, callers),
+        "delete": matrix.workflow_operations(recorded[middle:], tag, callers),
+    }
+
+
+def test_every_workflow_operation_under_every_fault_converges_or_fails_clean(labelled: Sandbox) -> None:
+    started = time.monotonic()
+    physical = labelled.deployment.physical  # type: ignore[union-attr]
+    callers = {physical[lid] for lid in matrix.WORKFLOW_FUNCTIONS}
+    run = Run(
+        labelled,
+        {
+            "create": matrix.action_stages(matrix.ROOT / "statemachines" / "create_cluster.asl.json"),
+            "delete": matrix.action_stages(matrix.ROOT / "statemachines" / "delete_cluster.asl.json"),
+        },
+        threading.Lock(),
+    )
+    operations = _clean_run(run, callers)
+    result = matrix.Matrix(rows=[(w, op) for w in ("create", "delete") for op in operations[w]])
+    print(
+        f"\nrecorded a clean create + delete: {len(operations['create'])} create operations, "
+        f"{len(operations['delete'])} delete operations ({time.monotonic() - started:.0f} s)"
+    )
+
+    queues: dict[str, deque[Case]] = {"create": deque(), "delete": deque()}
+    for workflow, ops in operations.items():
+        for column in ("throttling", "5xx", "timeout"):
+            for times in matrix.TIMES:
+                faults = [(op, Fault.of(column, op[0], op[1], times)) for op in ops]
+                size = GROUP_SIZE[times]
+                for first in range(0, len(faults), size):
+                    queues[workflow].append(Case(workflow, column, times, faults[first : first + size]))
+        for times in matrix.TIMES:
+            for op in ops:
+                queues[workflow].append(Case(workflow, "documented", times, [(op, Fault.of("documented", *op, times))]))
+
+    if ONLY:  # a few cells on their own, e.g. to check a fix: "create dynamodb:TransactWriteItems documented x1"
+        for workflow, queue in queues.items():
+            singles = [Case(c.workflow, c.column, c.times, [f]) for c in queue for f in c.faults]
+            keep = [c for c in singles if any(fnmatch.fnmatchcase(c.name, pattern) for pattern in ONLY)]
+            queues[workflow] = deque(keep)
+            result.rows = [(w, op) for w, op in result.rows if w != workflow or any(c.faults[0][0] == op for c in keep)]
+
+    def settle(case: Case, cell: Cell | None, tag: str) -> None:
+        if cell is None:
+            queues[case.workflow].appendleft(case)
+            return
+        if case.group and cell.outcome != CONVERGED:  # bisect: the halves run on their own
+            where = f"{case.workflow} {case.column} x{case.times} on {len(case.faults)} operations"
+            print(f"  {tag}: {where}: {cell.detail}")
+            half = len(case.faults) // 2
+            for part in (case.faults[half:], case.faults[:half]):  # first in line: a bisection is short
+                queues[case.workflow].appendleft(Case(case.workflow, case.column, case.times, part))
+            return
+        if case.group:
+            for op, fault in case.faults:
+                if run.taken(tag, op):
+                    result.cells[(case.workflow, op, case.column, case.times)] = Cell(CONVERGED)
+                else:  # not called in this run: this cell on its own
+                    queues[case.workflow].append(Case(case.workflow, case.column, case.times, [(op, fault)]))
+            return
+        op, _ = case.faults[0]
+        if cell.outcome == CONVERGED and not run.taken(tag, op):
+            cell = Cell(NOT_REACHED, "the operation was not called in this run")
+        if cell.outcome != CONVERGED:
+            print(f"  {tag}: {case.workflow} {op[0]}:{op[1]} {case.column} x{case.times}: {cell.outcome} {cell.detail}")
+        result.cells[(case.workflow, op, case.column, case.times)] = cell
+
+    tags = (f"fm{n}" for n in itertools.count(1))
+    finished = 0
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="fault-matrix") as pool:
+        running: set[Future[list[tuple[Case, Cell | None, str]]]] = set()
+        while queues["create"] or queues["delete"] or running:
+            out_of_time = time.monotonic() - started > BUDGET
+            while not out_of_time and len(running) < WORKERS and (queues["create"] or queues["delete"]):
+                create = queues["create"].popleft() if queues["create"] else None
+                delete = queues["delete"].popleft() if queues["delete"] else None
+                running.add(pool.submit(_lifecycle, run, next(tags), create, delete))
+            if not running:  # out of time: what is queued stays unjudged
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                for case, cell, tag in future.result():
+                    settle(case, cell, tag)
+                finished += 1
+                print(
+                    f"  {finished} clusters done, {len(result.cells)} cells judged, "
+                    f"{sum(len(q) for q in queues.values())} cases queued ({time.monotonic() - started:.0f} s)",
+                    flush=True,
+                )
+
+    print(result.render())
+    print(result.summary())
+    print(
+        f"fault matrix wall time: {time.monotonic() - started:.0f} s ({WORKERS} clusters at once, time scale "
+        f"{labelled.time_scale:g})"
+    )
+    unjudged = len(result.rows) * len(matrix.FAULTS) * len(matrix.TIMES) - len(result.cells)
+    not_reached = [k for k, c in result.cells.items() if c.outcome == NOT_REACHED]
+    assert not [k for k, c in result.cells.items() if c.outcome == BAD], result.summary()
+    assert not not_reached, f"cells whose operation was not called: {not_reached}"
+    if not ONLY:  # chosen cells: the others are not meant to run
+        assert not unjudged, f"{unjudged} cells not judged within the budget of {BUDGET:.0f} s"
