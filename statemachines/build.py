@@ -61,9 +61,14 @@ RETRY: list[dict[str, Any]] = [
             "KubernetesServiceUnavailable",
             "KubernetesTooManyRequests",
             "KubernetesInternalServerError",
+            # DynamoDB: a transaction cancelled for a conflicting write (not a failed condition, which the store
+            # raises as ConditionFailed) or TransactWriteItems' own conflict error
+            "TransactionConflictException",
+            "TransactionCanceledException",
         ],
         "IntervalSeconds": 5,
-        "MaxAttempts": 5,
+        # 8: once botocore's per-client retry quota is spent, each attempt meets a fault (the fault matrix)
+        "MaxAttempts": 8,
         "BackoffRate": 2,
         "MaxDelaySeconds": 60,
         "JitterStrategy": "FULL",
