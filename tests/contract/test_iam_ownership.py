@@ -15,6 +15,7 @@ import pytest
 
 from instantstart_sandbox.aws.calls import IamTarget
 from instantstart_sandbox.iam_audit import UnsupportedCondition, allows, condition_holds, role_statements
+from tests.contract.test_template_contract import RESOURCE_STAR_ALLOWLIST, as_list
 
 REGION, ACCOUNT = "us-west-2", "123456789012"
 READ_VERBS = ("Describe", "List", "Get", "Search")
@@ -27,17 +28,10 @@ UNCONDITIONED_WRITES: dict[str, dict[str, str]] = {
         **{
             action: "AWS's documented HyperPod execution-role policy: the node agents manage the network interfaces "
             "of SageMaker's own instances, which carry none of our tags"
-            for action in (
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:AttachNetworkInterface",
-                "ec2:CreateNetworkInterface",
-                "ec2:CreateNetworkInterfacePermission",
-                "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission",
-                "ec2:DetachNetworkInterface",
-                "ec2:ModifyNetworkInterfaceAttribute",
-                "ec2:UnassignPrivateIpAddresses",
-                "ec2:CreateTags",
+            # the ENI actions the node agents need on Resource "*" (that allowlist), and tagging those interfaces
+            for action in sorted(
+                {a for a in RESOURCE_STAR_ALLOWLIST["hyperpod-node-agents"] if a.startswith("ec2:")}
+                | {"ec2:CreateTags"}
             )
         }
     },
@@ -51,17 +45,13 @@ UNCONDITIONED_WRITES: dict[str, dict[str, str]] = {
 }
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
 def _role_statements(translated: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for lid, resource in translated["Resources"].items():
         if resource["Type"] != "AWS::IAM::Role":
             continue
         for policy in resource["Properties"].get("Policies", []):
-            out += [(lid, s) for s in _list(policy["PolicyDocument"]["Statement"])]
+            out += [(lid, s) for s in as_list(policy["PolicyDocument"]["Statement"])]
     return out
 
 
@@ -75,7 +65,7 @@ def unconditioned_writes(translated: dict[str, Any]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for role, statement in _role_statements(translated):
         keys = {key for block in (statement.get("Condition") or {}).values() for key in block}
-        for action in _list(statement.get("Action", [])):
+        for action in as_list(statement.get("Action", [])):
             if _mutating(action) and not any(k.startswith(OWNERSHIP_KEYS) for k in keys):
                 out.setdefault(role, set()).add(action)
     return out
