@@ -31,6 +31,10 @@ from inprocess_api import (
 from moto import mock_aws
 from typer.main import get_command
 
+from instantstart.clusters import service
+from instantstart.config import Settings
+from instantstart.models.cluster import CreateClusterRequest
+from instantstart.runtime import Runtime
 from instantstart_sandbox import moto_speedups
 
 # moto with the sandbox's shortcuts (same answers, less CPU: DynamoDB items are the bulk of these tests' calls)
@@ -199,9 +203,6 @@ def inprocess_api(table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InPro
     :class:`inprocess_api.WorkflowDriver` moves the records instead). Callers sign with the dummy
     credentials of ``aws_env``; :meth:`InProcessApi.client` builds a client that uses it as transport.
     """
-    from instantstart.config import Settings
-    from instantstart.runtime import Runtime
-
     monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(CREATE_SM))
     monkeypatch.setenv("DELETE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(DELETE_SM))
     monkeypatch.setenv("UPDATE_CLUSTER_STATE_MACHINE_ARN", STATE_MACHINE_ARN.format(UPDATE_SM))
@@ -222,3 +223,27 @@ def inprocess_api(table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InPro
     runtime = Runtime(Settings())
     monkeypatch.setattr(api_app, "RUNTIME", runtime)  # this test's settings, not the first import's
     yield InProcessApi(api_app.lambda_handler, WorkflowDriver(runtime))
+
+
+@pytest.fixture
+def runtime(aws: Clients, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    """A ``Runtime`` over moto whose create state machine exists (one ``Succeed`` state: no workflow runs)."""
+    arn = aws.client("stepfunctions").create_state_machine(
+        name="create",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/workflows",
+    )["stateMachineArn"]
+    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
+    return Runtime(Settings())
+
+
+@pytest.fixture
+def demo(runtime: Runtime) -> Runtime:
+    """``runtime`` with a cluster ``demo`` being created in us-west-2c (records written by the real create path)."""
+    request = {
+        "clusterTag": "demo",
+        "availabilityZone": "us-west-2c",
+        "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
+    }
+    service.create_cluster(runtime, CreateClusterRequest.model_validate(request))
+    return runtime

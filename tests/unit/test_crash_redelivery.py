@@ -8,16 +8,13 @@ so nothing of the step after that call runs, as when Lambda's runtime dies).
 from __future__ import annotations
 
 import ipaddress
-import json
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
-from instantstart.clusters import addons, records, service
-from instantstart.config import Settings
-from instantstart.models.cluster import CreateClusterRequest
+from instantstart.clusters import addons, records
 from instantstart.models.common import ClusterStatus, OperationStatus, StageName
 from instantstart.naming import MANAGED_KEY, TAG_KEY
 from instantstart.network import vpc
@@ -200,28 +197,10 @@ def test_given_an_owned_addon_left_without_its_association_when_ensured_again_th
 
 
 @pytest.fixture
-def rt(aws: Any, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+def rt(demo: Runtime) -> Runtime:
     """A cluster ``demo`` whose network stage is RUNNING (records written by the real create path)."""
-    sfn = aws.client("stepfunctions")
-    arn = sfn.create_state_machine(
-        name="create",
-        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-        roleArn="arn:aws:iam::123456789012:role/workflows",
-    )["stateMachineArn"]
-    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
-    runtime = Runtime(Settings())
-    service.create_cluster(
-        runtime,
-        CreateClusterRequest.model_validate(
-            {
-                "clusterTag": "demo",
-                "availabilityZone": ZONE,
-                "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
-            }
-        ),
-    )
-    records.begin_stage(runtime, operation_id=_operation(runtime), tag="demo", generation=1, stage=StageName.NETWORK)
-    return runtime
+    records.begin_stage(demo, operation_id=_operation(demo), tag="demo", generation=1, stage=StageName.NETWORK)
+    return demo
 
 
 def _operation(rt: Runtime) -> str:

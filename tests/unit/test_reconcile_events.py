@@ -11,8 +11,6 @@ import pytest
 
 from instantstart.clusters import service
 from instantstart.clusters.reconcile import EVENT_KEEP_SECONDS, Reconciled, on_hyperpod_state_change, once
-from instantstart.config import Settings
-from instantstart.models.cluster import CreateClusterRequest
 from instantstart.models.common import StageName
 from instantstart.runtime import Runtime
 from instantstart.store.table import WaitHolder
@@ -31,34 +29,6 @@ def detail(name: str, status: str = "Creating") -> dict[str, Any]:
 
 def all_items(session: Any, table: str) -> list[dict[str, Any]]:
     return list(session.client("dynamodb").scan(TableName=table)["Items"])
-
-
-@pytest.fixture
-def runtime(aws: Any, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
-    sfn = aws.client("stepfunctions")
-    arn = sfn.create_state_machine(
-        name="create",
-        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-        roleArn="arn:aws:iam::123456789012:role/workflows",
-    )["stateMachineArn"]
-    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
-    return Runtime(Settings())
-
-
-@pytest.fixture
-def demo(runtime: Runtime) -> Runtime:
-    """A cluster ``demo`` being created (records written by the real create path)."""
-    service.create_cluster(
-        runtime,
-        CreateClusterRequest.model_validate(
-            {
-                "clusterTag": "demo",
-                "availabilityZone": "us-west-2c",
-                "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
-            }
-        ),
-    )
-    return runtime
 
 
 @pytest.mark.parametrize("name", ["my-training-cluster", "hp-clusterdemo", "eks-cluster-demo", ""])

@@ -7,39 +7,19 @@ from typing import Any
 
 import pytest
 
-from instantstart.clusters import records, service, waits
-from instantstart.config import Settings
+from instantstart.clusters import records, waits
 from instantstart.errors import StageFailed
-from instantstart.models.cluster import CreateClusterRequest
 from instantstart.models.common import StageName
 from instantstart.models.workflow import LoopConfig, MaxPolls, PollResult, StepPayload
 from instantstart.runtime import Runtime
 
 
 @pytest.fixture
-def rt(aws: Any, table: str, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+def rt(demo: Runtime) -> Runtime:
     """A cluster ``demo`` whose hyperpod stage is RUNNING (records written by the real create path)."""
-    sfn = aws.client("stepfunctions")
-    arn = sfn.create_state_machine(
-        name="create",
-        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-        roleArn="arn:aws:iam::123456789012:role/workflows",
-    )["stateMachineArn"]
-    monkeypatch.setenv("CREATE_CLUSTER_STATE_MACHINE_ARN", arn)
-    runtime = Runtime(Settings())
-    service.create_cluster(
-        runtime,
-        CreateClusterRequest.model_validate(
-            {
-                "clusterTag": "demo",
-                "availabilityZone": "us-west-2c",
-                "instanceGroups": [{"instanceType": "ml.g6.4xlarge", "instanceCount": 1}],
-            }
-        ),
-    )
-    op = runtime.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
-    records.begin_stage(runtime, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
-    return runtime
+    op = demo.store.get_cluster("demo").current_operation_id  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=str(op), tag="demo", generation=1, stage=StageName.HYPERPOD)
+    return demo
 
 
 @pytest.fixture

@@ -235,6 +235,30 @@ def cluster_status_after(stage: StageName | None, error: StageError) -> ClusterS
     return ClusterStatus.FAILED
 
 
+STAGE_INTERRUPTED = "StageInterrupted"
+"""The error code of a stage that stopped because another stage of its operation failed: not a cause of its own."""
+
+
+def root_failure(
+    rt: Runtime, *, tag: str, generation: int, operation_id: str, stage: StageName, error: StageError
+) -> tuple[StageName, StageError]:
+    """The failure an operation ends with: ``stage`` and its ``error``, unless that is only an interruption
+    (:data:`STAGE_INTERRUPTED`, e.g. a Parallel branch that found its stage already FAILED) while another stage of
+    the operation is FAILED with an error of its own: then that stage and its error, the root cause.
+
+    This keeps the first failure when the branch that met it could not finish recording it (its failure path was
+    stopped or failed after failing its stage) and a sibling branch ends the operation instead. Reads the generation's
+    stage records (DynamoDB ``Query``) only for an interruption.
+    """
+    if error.code != STAGE_INTERRUPTED:
+        return stage, error
+    for record in rt.store.get_stages(tag, generation):
+        mine = record.status.value == "FAILED" and record.operation_id == operation_id
+        if mine and record.error is not None and record.error.code != STAGE_INTERRUPTED:
+            return record.name, record.error
+    return stage, error
+
+
 def fail_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id: str, error: StageError) -> None:
     """Every stage still RUNNING for ``operation_id`` -> FAILED with ``error`` (branches Step Functions stopped)."""
     for stage in rt.store.get_stages(tag, generation):
@@ -319,16 +343,22 @@ def record_failure(
     """The single failure path: the stage FAILED (error verbatim), the operation FAILED, the cluster FAILED
     (or DEGRADED: :func:`cluster_status_after`; ``cluster_status`` overrides it).
 
+    The operation records its root cause (:func:`root_failure`): a stage that was only interrupted because another
+    stage failed hands the operation that stage's error.
+
     Stages that were RUNNING beside it for this operation (parallel branches Step Functions stopped)
     are FAILED too; stages after it stay PENDING; nothing earlier is rolled back. An operation that
     already ended is left as it is.
     """
     parsed = parse_error(error)
-    cluster_status = cluster_status or cluster_status_after(stage, parsed)
     if stage is not None:
         fail_stage(rt, tag=tag, generation=generation, stage=stage, error=parsed)
-        interrupted = StageError(code="StageInterrupted", message=f"stopped because stage {stage.value} failed")
+        interrupted = StageError(code=STAGE_INTERRUPTED, message=f"stopped because stage {stage.value} failed")
         fail_running_stages(rt, tag=tag, generation=generation, operation_id=operation_id, error=interrupted)
+        stage, parsed = root_failure(
+            rt, tag=tag, generation=generation, operation_id=operation_id, stage=stage, error=parsed
+        )
+    cluster_status = cluster_status or cluster_status_after(stage, parsed)
     with suppress(ConditionFailed):  # the operation already ended: nothing more to record
         finish_operation(
             rt,

@@ -34,6 +34,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code
+from instantstart.clusters.records import STAGE_INTERRUPTED
 from instantstart.errors import PollTimeout, StageFailed
 from instantstart.models.common import StageName
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
@@ -98,7 +99,7 @@ def run_round(rt: Runtime, p: StepPayload, check: Callable[[Runtime, StepPayload
         try:
             rounds = rt.store.start_wait_round(holder, wait, token)
         except ConditionFailed as exc:
-            raise StageFailed("StageInterrupted", f"{holder.what} is no longer RUNNING") from exc
+            raise StageFailed(STAGE_INTERRUPTED, f"{holder.what} is no longer RUNNING") from exc
         if rounds >= budget:
             rt.store.end_wait(holder, wait)
             seconds = (p.config or LoopConfig()).poll_seconds.to_wire().get(wait)
