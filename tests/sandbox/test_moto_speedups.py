@@ -167,3 +167,50 @@ def test_aws_managed_policies_attach_in_the_aws_partition(moto_in_process: Any) 
     attached = iam.list_attached_role_policies(RoleName="cluster")["AttachedPolicies"]
     assert attached == [{"PolicyName": "AmazonEKSClusterPolicy", "PolicyArn": arn}]
     assert iam.get_policy(PolicyArn=arn)["Policy"]["AttachmentCount"] == 1
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was_and_a_good_one_applies(moto_in_process: Any) -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    ddb = boto3.client("dynamodb", region_name="us-west-2")
+    ddb.create_table(
+        TableName="t",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    )
+    for pk, sk in (("c#a", "meta"), ("c#a", "stage#1"), ("c#b", "meta"), ("op#1", "op")):
+        ddb.put_item(TableName="t", Item={"pk": {"S": pk}, "sk": {"S": sk}, "n": {"N": "1"}, "l": {"L": []}})
+
+    def items() -> list[dict[str, Any]]:
+        return sorted(ddb.scan(TableName="t")["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+
+    before = items()
+    update = {
+        "TableName": "t",
+        "Key": {"pk": {"S": "c#a"}, "sk": {"S": "stage#1"}},
+        "UpdateExpression": "SET n = n + :one, l = list_append(l, :x)",
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":x": {"L": [{"S": "x"}]}},
+    }
+    put = {"TableName": "t", "Item": {"pk": {"S": "c#c"}, "sk": {"S": "meta"}}}
+    delete = {"TableName": "t", "Key": {"pk": {"S": "c#b"}, "sk": {"S": "meta"}}}
+    failing = {
+        "TableName": "t",
+        "Key": {"pk": {"S": "op#1"}, "sk": {"S": "op"}},
+        "ConditionExpression": "n = :two",
+        "ExpressionAttributeValues": {":two": {"N": "2"}},
+    }
+    for _ in range(2):
+        with pytest.raises(ClientError) as cancelled:
+            ddb.transact_write_items(
+                TransactItems=[{"Update": update}, {"Put": put}, {"Delete": delete}, {"ConditionCheck": failing}]
+            )
+        assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+        assert items() == before, "the update, the put and the delete were all rolled back"
+
+    ddb.transact_write_items(TransactItems=[{"Update": update}, {"Put": put}, {"Delete": delete}])
+    after = {(i["pk"]["S"], i["sk"]["S"]): i for i in items()}
+    assert set(after) == {("c#a", "meta"), ("c#a", "stage#1"), ("c#c", "meta"), ("op#1", "op")}
+    assert after[("c#a", "stage#1")]["n"] == {"N": "2"} and after[("c#a", "stage#1")]["l"] == {"L": [{"S": "x"}]}
+    assert after[("c#a", "meta")]["n"] == {"N": "1"}
