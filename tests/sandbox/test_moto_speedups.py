@@ -214,3 +214,25 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_and_a_good_one_appl
     assert set(after) == {("c#a", "meta"), ("c#a", "stage#1"), ("c#c", "meta"), ("op#1", "op")}
     assert after[("c#a", "stage#1")]["n"] == {"N": "2"} and after[("c#a", "stage#1")]["l"] == {"L": [{"S": "x"}]}
     assert after[("c#a", "meta")]["n"] == {"N": "1"}
+
+
+def test_each_ec2_resource_reads_its_own_tags_and_tag_filters_match_as_before(moto_in_process: Any) -> None:
+    import boto3
+
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.1.{n}.0/24", AvailabilityZone="us-west-2c")["Subnet"]["SubnetId"]
+        for n in range(12)
+    ]
+    for n, subnet in enumerate(subnets):  # subnet-...1 and subnet-...12 style ids must not mix
+        ec2.create_tags(Resources=[subnet], Tags=[{"Key": "team", "Value": f"t{n % 3}"}, {"Key": "n", "Value": str(n)}])
+
+    for subnet in subnets:
+        moto_view = ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [subnet]}])["Tags"]
+        described = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["Tags"]
+        assert described == [{"Key": t["Key"], "Value": t["Value"]} for t in moto_view]
+    t1 = ec2.describe_subnets(Filters=[{"Name": "tag:team", "Values": ["t1"]}])["Subnets"]
+    assert sorted(s["SubnetId"] for s in t1) == sorted(subnets[1::3])
+    none = ec2.describe_subnets(Filters=[{"Name": "tag:team", "Values": ["t9"]}])["Subnets"]
+    assert none == []

@@ -29,6 +29,10 @@ spent a sixth of their CPU there. The backup now shares the table's untouched it
 the transaction names (:func:`_transactions_back_up_only_their_items`); a cancelled transaction leaves every item as
 it was, as before.
 
+EC2 read one resource's tags (for a ``tag:`` filter or a response) by scanning every tag of every resource with
+regular expressions, so each Describe call grew with the account; :func:`_ec2_tags_are_read_by_resource_id` reads
+the resource's own tags, with the same entries in the same order.
+
 Per process: moto's IAM built the ~1,600 AWS managed policies for every partition (aws, aws-cn, aws-us-gov, ...), as
 its access-key lookup visits each; the sandbox's account lives in the ``aws`` partition only (Region
 us-west-2, ARNs ``arn:aws:...``), so only that partition's IAM loads them (attaching
@@ -60,6 +64,7 @@ def install() -> None:
     _update_expressions_are_parsed_once()
     _aws_managed_policies_only_in_the_aws_partition()
     _transactions_back_up_only_their_items()
+    _ec2_tags_are_read_by_resource_id()
 
 
 def _asl_parse_trees_are_kept() -> None:
@@ -340,3 +345,23 @@ def _transactions_back_up_only_their_items() -> None:
     dynamodb_models.copy = _Copy
     backend.transact_write_items = functools.wraps(original)(transact_write_items)
     backend._instantstart_item_backups = True
+
+
+def _ec2_tags_are_read_by_resource_id() -> None:
+    from moto.ec2.models.core import TaggedEC2Resource
+    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+
+    resource: Any = TaggedEC2Resource
+    if getattr(resource.get_tags, "_instantstart_patched", False):
+        return
+
+    def get_tags(self: Any) -> list[dict[str, str]]:
+        """``describe_tags(filters={"resource-id": [self.id]})``: this resource's entries, in insertion order."""
+        if not self.id:
+            return []
+        tags = dict(self.ec2_backend.tags.get(self.id, {}))
+        kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(self.id), "")
+        return [{"resource_id": self.id, "key": k, "value": v, "resource_type": kind} for k, v in tags.items()]
+
+    get_tags._instantstart_patched = True  # type: ignore[attr-defined]
+    resource.get_tags = get_tags
