@@ -302,3 +302,19 @@ def test_given_every_function_folder_then_the_template_deploys_it(template: dict
     deployed = {Path(props["CodeUri"]) for _, props in functions(template)}
     assert {p.name for p in deployed if p.parent == Path("functions")} == folders
     assert deployed - {Path("functions") / name for name in folders} == {Path("console")}, "and the console publisher"
+
+
+def test_given_the_template_then_the_sandbox_reads_it_as_cfn_lint_does_and_translates_it_the_same_each_time(
+    template: dict[str, Any], tmp_path: Path
+) -> None:
+    from instantstart_sandbox.deploy import parse_template, translate
+
+    assert parse_template(ROOT / "template.yaml") == template, "short-form intrinsics read as cfn-lint reads them"
+    first, _ = translate(ROOT / "template.yaml", "us-west-2")
+    first["Resources"].clear()  # a caller's change does not reach the next caller
+    again, local = translate(ROOT / "template.yaml", "us-west-2")
+    assert again["Resources"] and local
+    broken = tmp_path / "template.yaml"
+    broken.write_text("Resources: !Ref [unclosed\n")
+    with pytest.raises(ValueError, match="does not parse"):
+        translate(broken, "us-west-2")

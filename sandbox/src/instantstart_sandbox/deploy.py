@@ -1,7 +1,7 @@
 """Deploy ``template.yaml`` into the emulated AWS: the same template real users ``sam deploy``.
 
 The template is transformed offline with ``aws-sam-translator`` (local ``CodeUri``/``ContentUri``/
-``DefinitionUri`` become ``s3://`` placeholders first, as cfn-lint does; the map from logical id to
+``DefinitionUri`` become ``s3://`` placeholders first, as ``sam build`` packages them; the map from logical id to
 local path is kept for the in-process Lambda runtime). The resulting CloudFormation resources are
 created in dependency order through the AWS APIs with boto3. There is no second list of functions,
 routes or state machines: everything comes from the template.
@@ -9,6 +9,8 @@ routes or state machines: everything comes from the template.
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import json
 import re
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import yaml
+from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
@@ -88,24 +92,59 @@ class _NoManagedPolicies:
         return {}
 
 
+class _TemplateLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that reads CloudFormation's short-form intrinsics (``!Ref``, ``!GetAtt A.B``, ``!Sub``)
+    as their long forms, with the SAM translator's own constructor (what ``sam-translate`` does); a subclass, so
+    ``yaml.safe_load`` elsewhere in the process keeps refusing tags."""
+
+
+_TemplateLoader.add_multi_constructor("!", intrinsics_multi_constructor)
+
+
+def parse_template(path: Path) -> dict[str, Any]:
+    """The template at ``path`` (YAML or JSON) as plain JSON values, short-form intrinsics in their long forms.
+
+    Raises:
+        ValueError: the file does not parse, or is not a mapping of template sections.
+    """
+    try:
+        template = yaml.load(path.read_text(), Loader=_TemplateLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} does not parse: {exc}") from exc
+    if not isinstance(template, dict):
+        raise ValueError(f"{path} does not parse: not a template (a mapping of sections)")
+    return dict(json.loads(json.dumps(template, default=str)))
+
+
 def translate(template_path: Path, region: str) -> tuple[dict[str, Any], dict[str, Path]]:
-    """SAM-transform ``template_path`` offline; returns ``(cfn_template, {logical_id: local_path})``."""
+    """SAM-transform ``template_path`` offline; returns ``(cfn_template, {logical_id: local_path})``.
+
+    The transform is kept per process for the file's path, size, modification time and Region (the deployment and
+    the IAM audit both translate the template); each call returns its own copy.
+
+    Raises:
+        ValueError: the file is not a YAML/JSON template.
+    """
+    path = template_path.resolve()
+    stat = path.stat()
+    cfn, local = _translated(path, stat.st_size, stat.st_mtime_ns, region)
+    return copy.deepcopy(cfn), dict(local)
+
+
+@functools.lru_cache(maxsize=8)
+def _translated(path: Path, size: int, mtime_ns: int, region: str) -> tuple[dict[str, Any], dict[str, Path]]:
     import os
 
-    import cfnlint.decode
     from samtranslator.translator.transform import transform
 
-    template, errors = cfnlint.decode.decode(str(template_path))
-    if errors or template is None:
-        raise ValueError(f"{template_path} does not parse: {errors}")
-    template = json.loads(json.dumps(template, default=str))
+    template = parse_template(path)
     local: dict[str, Path] = {}
     for logical_id, resource in template.get("Resources", {}).items():
         props = resource.get("Properties", {})
         for prop in LOCAL_URI_PROPS:
             value = props.get(prop)
             if isinstance(value, str) and not value.startswith("s3://"):
-                local[logical_id] = (template_path.parent / value).resolve()
+                local[logical_id] = (path.parent / value).resolve()
                 props[prop] = f"s3://{PLACEHOLDER_BUCKET}/{logical_id}/{prop}"
     os.environ.setdefault("AWS_DEFAULT_REGION", region)
     return transform(template, {"AWS::Region": region}, _NoManagedPolicies()), local
