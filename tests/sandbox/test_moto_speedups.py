@@ -236,3 +236,18 @@ def test_each_ec2_resource_reads_its_own_tags_and_tag_filters_match_as_before(mo
     assert sorted(s["SubnetId"] for s in t1) == sorted(subnets[1::3])
     none = ec2.describe_subnets(Filters=[{"Name": "tag:team", "Values": ["t9"]}])["Subnets"]
     assert none == []
+
+
+def test_moto_lists_the_same_backends_from_its_kept_list() -> None:
+    import os
+
+    import moto
+    from moto import backends
+
+    moto_speedups.install()
+    package = os.path.dirname(moto.__file__)
+    on_disk = sorted(
+        name for name in os.listdir(package) if os.path.isdir(os.path.join(package, name)) and not name.startswith("__")
+    )
+    assert list(backends.list_of_moto_modules()) == on_disk
+    assert "dynamodb" in on_disk and "stepfunctions" in on_disk

@@ -33,6 +33,10 @@ EC2 read one resource's tags (for a ``tag:`` filter or a response) by scanning e
 regular expressions, so each Describe call grew with the account; :func:`_ec2_tags_are_read_by_resource_id` reads
 the resource's own tags, with the same entries in the same order.
 
+moto's server listed its own package directory (a ``listdir`` and an ``isdir`` per entry, about 150) on every
+request to find the request's backend; the list, fixed for an installed moto, is now read once
+(:func:`_moto_modules_are_listed_once`).
+
 Per process: moto's IAM built the ~1,600 AWS managed policies for every partition (aws, aws-cn, aws-us-gov, ...), as
 its access-key lookup visits each; the sandbox's account lives in the ``aws`` partition only (Region
 us-west-2, ARNs ``arn:aws:...``), so only that partition's IAM loads them (attaching
@@ -65,6 +69,7 @@ def install() -> None:
     _aws_managed_policies_only_in_the_aws_partition()
     _transactions_back_up_only_their_items()
     _ec2_tags_are_read_by_resource_id()
+    _moto_modules_are_listed_once()
 
 
 def _asl_parse_trees_are_kept() -> None:
@@ -365,3 +370,18 @@ def _ec2_tags_are_read_by_resource_id() -> None:
 
     get_tags._instantstart_patched = True  # type: ignore[attr-defined]
     resource.get_tags = get_tags
+
+
+def _moto_modules_are_listed_once() -> None:
+    from moto import backends
+
+    module: Any = backends
+    if getattr(module.list_of_moto_modules, "_instantstart_patched", False):
+        return
+    modules = tuple(module.list_of_moto_modules())
+
+    def list_of_moto_modules() -> tuple[str, ...]:
+        return modules
+
+    list_of_moto_modules._instantstart_patched = True  # type: ignore[attr-defined]
+    module.list_of_moto_modules = list_of_moto_modules
