@@ -33,19 +33,24 @@ class Suite:
     commands: list[list[str]]
     returncode: int | None = None
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.log = LOGS / f"{self.name}.log"
 
     def run(self) -> None:
-        """Run the commands, appending their output to the suite's log."""
+        """Run the commands, appending their output to the suite's log; wall and CPU seconds (user + system of the
+        commands and the processes they waited for, e.g. pytest-xdist workers) are kept."""
         start = time.monotonic()
         with self.log.open("w") as out:
             for command in self.commands:
                 out.write(f"$ {' '.join(command)}\n")
                 out.flush()
-                self.returncode = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                _, status, usage = os.wait4(process.pid, 0)
+                process.returncode = self.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_seconds += usage.ru_utime + usage.ru_stime
                 if self.returncode:
                     break
         self.seconds = time.monotonic() - start
@@ -124,10 +129,12 @@ def main() -> int:
     for suite in failed:
         print(f"\n===== {suite.name} failed; its log ({suite.log.relative_to(ROOT)}) ends with:\n")
         print("\n".join(suite.log.read_text().splitlines()[-80:]))
-    print("\nwall time per suite:")
+    print(f"\nwall and CPU time per suite ({os.cpu_count()} CPUs):")
     for suite in suites:
-        print(f"  {suite.name:<12} {'passed' if suite.returncode == 0 else 'FAILED':<7} {suite.seconds:6.1f} s")
-    print(f"  {'total':<12} {'':<7} {total:6.1f} s")
+        status = "passed" if suite.returncode == 0 else "FAILED"
+        print(f"  {suite.name:<12} {status:<7} {suite.seconds:6.1f} s wall {suite.cpu_seconds:7.1f} s CPU")
+    cpu = sum(suite.cpu_seconds for suite in suites)
+    print(f"  {'total':<12} {'':<7} {total:6.1f} s wall {cpu:7.1f} s CPU")
     return 1 if failed else 0
 
 
