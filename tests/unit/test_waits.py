@@ -155,3 +155,22 @@ def test_given_a_done_answer_that_reached_a_timed_out_task_when_the_next_round_r
 
     assert checks == ["t1"]  # the second round did not need to ask AWS again
     assert [(token, output["done"]) for token, output in delivered] == [("t2", True)]
+
+
+def test_given_sagemaker_answers_not_found_when_the_hyperpod_check_runs_then_its_code_and_words_fail_the_task(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    from botocore.stub import Stubber
+
+    from instantstart.clusters import steps
+
+    message = "Resource being access is not found."
+    with Stubber(rt.client("sagemaker")) as sagemaker:
+        sagemaker.add_client_error(
+            "describe_cluster", service_error_code="ResourceNotFound", service_message=message, http_status_code=404
+        )
+        steps.run_step(rt, payload("t1").model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    [(kind, token, (name, cause))] = sent
+    assert (kind, token, name) == ("failure", "t1", "ResourceNotFound")
+    assert json.loads(cause) == {"code": "ResourceNotFound", "message": message}, "SageMaker's words, verbatim"

@@ -380,13 +380,13 @@ def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
     ``DescribeCluster``.
 
     Raises:
-        StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim) or gone.
+        StageFailed: the cluster is Failed (``HyperPodClusterFailed``, FailureMessage verbatim).
+        ClientError: SageMaker's error, e.g. ``ResourceNotFound`` when the cluster is gone (recorded verbatim).
     """
     cluster = records.cluster_record(rt, p.cluster_tag)
     name = records.hyperpod_name(rt, p.cluster_tag)
-    found = describe(rt.client("sagemaker"), name)
-    if found is None:
-        raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
+    # the cluster was created by this stage: a NotFound (or any error) fails the stage with SageMaker's words verbatim
+    found = dict(rt.client("sagemaker").describe_cluster(ClusterName=name))
     observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
     if found["ClusterStatus"] == "Failed":
         raise StageFailed(

@@ -185,6 +185,17 @@ def _eks_observed(status: str, res: NetworkResources) -> str:
     return f"EKS {status}"
 
 
+def _owned_status(found: dict[str, Any], tag: str) -> str:
+    """The status of EKS cluster ``found`` (a ``DescribeCluster`` ``cluster``) when cluster ``tag`` owns it.
+
+    Raises:
+        StageFailed: it exists without our ownership tags (``ClusterNotOwned``).
+    """
+    if not owned_by(found.get("tags", {}), tag):
+        raise StageFailed("ClusterNotOwned", f"EKS cluster {found['name']} exists and is not managed by InstantStart")
+    return str(found["status"])
+
+
 def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     """Private default route through the NAT, then the EKS cluster (``API_AND_CONFIG_MAP``) unless it exists.
 
@@ -193,7 +204,9 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     ``UnsupportedAvailabilityZoneException`` (a zone without capacity for control planes), the
     private control-plane subnets move to zones the error offers (:func:`instantstart.network.vpc.fallback_zones`;
     the HyperPod compute subnet stays in the requested zone) and the cluster is created again, at most
-    :data:`MAX_ZONE_FALLBACKS` times; the network stage records ``zones`` and ``refusedZones``.
+    :data:`MAX_ZONE_FALLBACKS` times; the network stage records ``zones`` and ``refusedZones``. ``CreateCluster``
+    answering ``ResourceInUseException`` after ``DescribeCluster`` said NotFound (an earlier attempt made it; EKS's
+    reads can lag its writes) takes the existing cluster when it is ours.
 
     Raises:
         StageFailed: an EKS cluster of that name exists without our ownership tags (``ClusterNotOwned``).
@@ -207,10 +220,7 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     eks = rt.client("eks")
     name = eks_cluster_name(tag)
     try:
-        found = eks.describe_cluster(name=name)["cluster"]
-        if not owned_by(found.get("tags", {}), tag):
-            raise StageFailed("ClusterNotOwned", f"EKS cluster {name} exists and is not managed by InstantStart")
-        status = found["status"]
+        status = _owned_status(eks.describe_cluster(name=name)["cluster"], tag)
     except ClientError as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
@@ -237,6 +247,10 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
                 )["cluster"]["status"]
                 break
             except ClientError as refused:
+                if error_code(refused) == "ResourceInUseException":
+                    # DescribeCluster said NotFound, yet it exists: an earlier attempt created it and EKS's read lagged
+                    status = _owned_status(eks.describe_cluster(name=name)["cluster"], tag)
+                    break
                 if error_code(refused) != "UnsupportedAvailabilityZoneException" or fallbacks >= MAX_ZONE_FALLBACKS:
                     raise
                 moved = _fall_back(rt, p, res, refused)
