@@ -196,6 +196,23 @@ def _owned_status(found: dict[str, Any], tag: str) -> str:
     return str(found["status"])
 
 
+def create_or_take_eks_cluster(eks: Any, tag: str, request: dict[str, Any]) -> str:
+    """EKS ``CreateCluster`` with ``request``; its status. When EKS answers ``ResourceInUseException`` (an earlier
+    attempt created the cluster and the ``DescribeCluster`` before this call lagged, answering NotFound), the existing
+    cluster's status from ``DescribeCluster``, if cluster ``tag`` owns it.
+
+    Raises:
+        StageFailed: the existing cluster is not ours (``ClusterNotOwned``).
+        ClientError: any other EKS error, verbatim.
+    """
+    try:
+        return str(eks.create_cluster(**request)["cluster"]["status"])
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":
+            raise
+    return _owned_status(eks.describe_cluster(name=request["name"])["cluster"], tag)
+
+
 def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
     """Private default route through the NAT, then the EKS cluster (``API_AND_CONFIG_MAP``) unless it exists.
 
@@ -227,30 +244,27 @@ def create_eks_cluster(rt: Runtime, p: StepPayload) -> StepResult:
         fallbacks = 0
         while True:
             try:
-                status = eks.create_cluster(
-                    name=name,
-                    version=cluster.request.kubernetes_version or rt.settings.KUBERNETES_VERSION,
-                    roleArn=rt.settings.EKS_CLUSTER_ROLE_ARN,
-                    resourcesVpcConfig={
+                request = {
+                    "name": name,
+                    "version": cluster.request.kubernetes_version or rt.settings.KUBERNETES_VERSION,
+                    "roleArn": rt.settings.EKS_CLUSTER_ROLE_ARN,
+                    "resourcesVpcConfig": {
                         "subnetIds": vpc.eks_subnet_ids(ec2, res),
                         "securityGroupIds": [str(res.security_group_id)],
                         "endpointPublicAccess": True,
                         "endpointPrivateAccess": True,
                     },
-                    accessConfig={
+                    "accessConfig": {
                         "authenticationMode": "API_AND_CONFIG_MAP",
                         # EKS's own creator entry would carry no tags, so the steps role could not manage it
                         # (template.yaml EksChangeOwned): the access stage creates a tagged one instead.
                         "bootstrapClusterCreatorAdminPermissions": False,
                     },
-                    tags=ownership_tags(tag),
-                )["cluster"]["status"]
+                    "tags": ownership_tags(tag),
+                }
+                status = create_or_take_eks_cluster(eks, tag, request)
                 break
             except ClientError as refused:
-                if error_code(refused) == "ResourceInUseException":
-                    # DescribeCluster said NotFound, yet it exists: an earlier attempt created it and EKS's read lagged
-                    status = _owned_status(eks.describe_cluster(name=name)["cluster"], tag)
-                    break
                 if error_code(refused) != "UnsupportedAvailabilityZoneException" or fallbacks >= MAX_ZONE_FALLBACKS:
                     raise
                 moved = _fall_back(rt, p, res, refused)
