@@ -110,3 +110,28 @@ def test_when_adding_then_deleting_a_second_group_then_both_succeed_and_the_last
     assert names_after_delete == ["accel"]
     assert described(sandbox, "accel") == accel_spec
     assert last.value.status == 409 and last.value.code == "LastInstanceGroup"
+
+
+def test_given_the_scale_step_dies_after_its_hyperpod_call_then_the_operation_fails_clean_and_a_new_scale_succeeds(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    """The update workflow does not retry a crashed step (only create and delete do: ``CRASH_RETRY``): the change
+    ends FAILED with the runtime's error, the cluster stays READY and usable, and the next change goes through."""
+    from tests.crash.sweep import STEPS_FUNCTION
+
+    crash = sandbox.lambda_faults.crash(
+        sandbox.function_name(STEPS_FUNCTION),
+        after_calls=0,
+        after_operation="BatchAddClusterNodes",  # a scale-up under continuous provisioning
+        when={"action": "apply_change", "clusterTag": TAG},
+    )
+    crashed = finished(api, api.update_instance_group(TAG, "accel", {"instanceCount": 2}))
+    during = api.get_cluster(TAG)
+
+    again = finished(api, api.update_instance_group(TAG, "accel", {"instanceCount": 1}))
+
+    assert crash.remaining == 0, "the step was killed once"
+    assert crashed["status"] == "FAILED" and crashed["error"]["code"] == "Runtime.ExitError", crashed
+    assert during["status"] == "READY" and during["currentOperationId"] in (None, crashed["operationId"])
+    assert again["status"] == "SUCCEEDED", again
+    assert (described(sandbox, "accel")["TargetCount"], len(kube_nodes(sandbox, "accel"))) == (1, 1)
