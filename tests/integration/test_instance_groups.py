@@ -10,6 +10,7 @@ import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
+from tests.crash.sweep import STEPS_FUNCTION
 from tests.integration.conftest import GROUP, finished, ready_cluster
 
 TAG = "groups"
@@ -117,8 +118,6 @@ def test_given_the_scale_step_dies_after_its_hyperpod_call_then_the_operation_fa
 ) -> None:
     """The update workflow does not retry a crashed step (only create and delete do: ``CRASH_RETRY``): the change
     ends FAILED with the runtime's error, the cluster stays READY and usable, and the next change goes through."""
-    from tests.crash.sweep import STEPS_FUNCTION
-
     crash = sandbox.lambda_faults.crash(
         sandbox.function_name(STEPS_FUNCTION),
         after_calls=0,
