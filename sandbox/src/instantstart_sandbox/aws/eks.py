@@ -205,6 +205,7 @@ class EksEmulator:
         self.account_id = account_id
         self.emit = emit
         self._lock = threading.RLock()
+        self._health_lock = threading.Lock()  # add-on health evaluations take turns (_reevaluate_health)
         self._meta: dict[str, ClusterMeta] = {}
         self._addons: dict[tuple[str, str], Addon] = {}
         self._access: dict[tuple[str, str], AccessEntry] = {}
@@ -322,20 +323,32 @@ class EksEmulator:
     def _recheck_now(self, cluster: str, addon: str) -> None:
         with self._lock:
             found = self._addons.get((cluster, addon))
-            if found is None or found.status not in ("ACTIVE", "DEGRADED"):
+            if found is None:
                 return
-            generation, version = found.generation, found.version
-        issues = self._health_issues(cluster, CATALOG[addon], version)
-        with self._lock:
-            if found.generation != generation or found.status not in ("ACTIVE", "DEGRADED"):
-                return
-            status = "DEGRADED" if issues else "ACTIVE"
-            changed = status != found.status or issues != found.issues
-            found.status, found.issues = status, issues
+            generation = found.generation
+        self._reevaluate_health(cluster, addon, generation, on_issue_change=True)
+
+    def _reevaluate_health(self, cluster: str, name: str, generation: int, *, on_issue_change: bool) -> None:
+        """Re-check an ACTIVE/DEGRADED add-on's health; emit Health Degraded/Restored when its status changed (or,
+        with ``on_issue_change``, its issues). Evaluations take turns (``_health_lock``): one that read the
+        workloads before a change cannot write its older verdict, or emit its event, after the newer one."""
+        with self._health_lock:
+            with self._lock:
+                addon = self._addons.get((cluster, name))
+                if addon is None or addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
+                    return
+                version = addon.version
+            issues = self._health_issues(cluster, CATALOG[name], version)
+            with self._lock:
+                if addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
+                    return
+                status = "DEGRADED" if issues else "ACTIVE"
+                changed = status != addon.status or (on_issue_change and issues != addon.issues)
+                addon.status, addon.issues = status, issues
+                if changed:
+                    addon.modified_at = self.clock.now()
             if changed:
-                found.modified_at = self.clock.now()
-        if changed:
-            self._emit_addon(found, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
+                self._emit_addon(addon, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
 
     def addon_status(self, cluster: str, addon: str) -> str | None:
         """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
@@ -855,19 +868,7 @@ class EksEmulator:
             addon = self._addons.get((cluster, name))
             if addon is None or addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
                 return
-            version = addon.version
-        issues = self._health_issues(cluster, CATALOG[name], version)
-        with self._lock:
-            if addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
-                return
-            status = "DEGRADED" if issues else "ACTIVE"
-            changed = status != addon.status
-            addon.status = status
-            addon.issues = issues
-            if changed:
-                addon.modified_at = self.clock.now()
-        if changed:
-            self._emit_addon(addon, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
+        self._reevaluate_health(cluster, name, generation, on_issue_change=False)
         self._schedule_health_check(cluster, name, generation)
 
     def _install(self, cluster: str, spec: AddonSpec, version: str) -> None:
