@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -318,3 +319,35 @@ def test_given_the_template_then_the_sandbox_reads_it_as_cfn_lint_does_and_trans
     broken.write_text("Resources: !Ref [unclosed\n")
     with pytest.raises(ValueError, match="does not parse"):
         translate(broken, "us-west-2")
+
+
+def test_given_a_template_translated_once_then_another_process_reads_the_same_transform_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instantstart_sandbox import deploy
+
+    monkeypatch.setattr(deploy, "TRANSLATE_CACHE_DIR", tmp_path / "cache")
+    moved = tmp_path / "project" / "template.yaml"
+    moved.parent.mkdir()
+    moved.write_bytes((ROOT / "template.yaml").read_bytes())
+    deploy._translated.cache_clear()
+    made, made_local = deploy.translate(moved, "us-west-2")
+    [kept] = (tmp_path / "cache").iterdir()
+
+    deploy._translated.cache_clear()  # as in a new process
+
+    def no_transform(*args: Any) -> Any:
+        raise AssertionError("the kept transform should have been read")
+
+    monkeypatch.setattr(deploy, "_transform", no_transform)
+    read, read_local = deploy.translate(moved, "us-west-2")
+    assert read == made and read_local == made_local
+    assert all(path.is_relative_to(moved.parent) for path in read_local.values())
+
+    kept.write_text("{not json")  # a damaged file is made again, not trusted
+    monkeypatch.undo()
+    monkeypatch.setattr(deploy, "TRANSLATE_CACHE_DIR", tmp_path / "cache")
+    deploy._translated.cache_clear()
+    assert deploy.translate(moved, "us-west-2")[0] == made
+    assert json.loads(kept.read_text())["template"] == made
+    deploy._translated.cache_clear()

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import io
 import json
+import os
 import re
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
@@ -120,7 +123,8 @@ def translate(template_path: Path, region: str) -> tuple[dict[str, Any], dict[st
     """SAM-transform ``template_path`` offline; returns ``(cfn_template, {logical_id: local_path})``.
 
     The transform is kept per process for the file's path, size, modification time and Region (the deployment and
-    the IAM audit both translate the template); each call returns its own copy.
+    the IAM audit both translate the template), and between processes in :data:`TRANSLATE_CACHE_DIR`; each call
+    returns its own copy.
 
     Raises:
         ValueError: the file is not a YAML/JSON template.
@@ -131,23 +135,54 @@ def translate(template_path: Path, region: str) -> tuple[dict[str, Any], dict[st
     return copy.deepcopy(cfn), dict(local)
 
 
+TRANSLATE_CACHE_DIR = Path(tempfile.gettempdir()) / "instantstart-sandbox" / "translated"
+"""Where SAM transforms are kept between processes, one JSON file per template text, Region and translator version."""
+
+
 @functools.lru_cache(maxsize=8)
 def _translated(path: Path, size: int, mtime_ns: int, region: str) -> tuple[dict[str, Any], dict[str, Path]]:
-    import os
+    """The transform of the template at ``path``: from :data:`TRANSLATE_CACHE_DIR` when this text was transformed for
+    this Region by this translator version before (the transform is a pure function of them and takes ~1.7 s of CPU,
+    once per sandbox start), else made and kept there. A cache file that cannot be read or written is ignored."""
+    text = path.read_bytes()
+    cached = _cache_file(text, region)
+    try:
+        kept = json.loads(cached.read_text())
+        cfn, relative = kept["template"], kept["local"]
+    except (OSError, ValueError, KeyError, TypeError):
+        cfn, relative = _transform(path, region)
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps({"template": cfn, "local": relative}))
+            os.replace(partial, cached)  # atomic: a concurrent reader sees the old file or the whole new one
+        except OSError:
+            pass
+    return cfn, {logical_id: (path.parent / value).resolve() for logical_id, value in relative.items()}
 
+
+def _cache_file(text: bytes, region: str) -> Path:
+    from importlib.metadata import version
+
+    key = hashlib.sha256(b"\0".join([text, region.encode(), version("aws-sam-translator").encode()])).hexdigest()
+    return TRANSLATE_CACHE_DIR / f"{key}.json"
+
+
+def _transform(path: Path, region: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """SAM-transform the template at ``path``: ``(cfn_template, {logical_id: local path relative to the template})``."""
     from samtranslator.translator.transform import transform
 
     template = parse_template(path)
-    local: dict[str, Path] = {}
+    relative: dict[str, str] = {}
     for logical_id, resource in template.get("Resources", {}).items():
         props = resource.get("Properties", {})
         for prop in LOCAL_URI_PROPS:
             value = props.get(prop)
             if isinstance(value, str) and not value.startswith("s3://"):
-                local[logical_id] = (path.parent / value).resolve()
+                relative[logical_id] = value
                 props[prop] = f"s3://{PLACEHOLDER_BUCKET}/{logical_id}/{prop}"
     os.environ.setdefault("AWS_DEFAULT_REGION", region)
-    return transform(template, {"AWS::Region": region}, _NoManagedPolicies()), local
+    return dict(transform(template, {"AWS::Region": region}, _NoManagedPolicies())), relative
 
 
 def _zip_placeholder(note: str) -> bytes:

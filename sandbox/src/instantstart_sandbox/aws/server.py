@@ -6,10 +6,9 @@ import logging
 import os
 import threading
 
-from instantstart_sandbox.aws import eks, eventbridge, transport
+from instantstart_sandbox.aws import eks, eventbridge
 from instantstart_sandbox.aws.extension import AwsExtension
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
-from instantstart_sandbox.aws.protocol import WSGIApplication
 from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
@@ -28,9 +27,8 @@ _PREWARM = (
 class AwsSandboxServer:
     """A threaded HTTP server on 127.0.0.1 serving moto + :class:`AwsExtension`.
 
-    Point boto3 at :attr:`endpoint_url` (``AWS_ENDPOINT_URL``) with any credentials. botocore clients of
-    this process reach it without a socket (:mod:`instantstart_sandbox.aws.transport`); other processes over
-    HTTP. moto's state is process-global: two servers in one process share it.
+    Point boto3 at :attr:`endpoint_url` (``AWS_ENDPOINT_URL``) with any credentials. moto's state is
+    process-global: two servers in one process share it.
 
     Args:
         clock: the sandbox's simulated clock (drives every lifecycle).
@@ -55,8 +53,6 @@ class AwsSandboxServer:
         self.extension = AwsExtension(clock, kube, region, account_id, hyperpod_state_change_events)
         self.endpoint_url = ""
         self.port = 0
-        self.app: WSGIApplication | None = None
-        """The WSGI application of the endpoint (moto behind the extension), once started."""
         self._server: object | None = None
         self._thread: threading.Thread | None = None
         self._previous_moto_port: str | None = None
@@ -86,16 +82,20 @@ class AwsSandboxServer:
             def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
                 return None
 
-        app = self.extension.wsgi(DomainDispatcherApplication(create_backend_app))
-        server = make_server(host, port, app, threaded=True, request_handler=QuietRequestHandler)
-        self.app = app
+        app = DomainDispatcherApplication(create_backend_app)
+        server = make_server(
+            host,
+            port,
+            self.extension.wsgi(app),
+            threaded=True,
+            request_handler=QuietRequestHandler,
+        )
         self._server = server
         self.port = int(server.server_address[1])
         self.endpoint_url = f"http://{host}:{self.port}"
         self.extension.endpoint_url = self.endpoint_url
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
-        transport.register(self.endpoint_url, app)  # this process's clients skip the socket
         self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
         self._thread.start()
         threading.Thread(target=self._prewarm, name="aws-sandbox-prewarm", daemon=True).start()
@@ -114,8 +114,6 @@ class AwsSandboxServer:
     def stop(self) -> None:
         """Stop serving (moto's state stays in the process); restores a previous ``MOTO_PORT``."""
         server = self._server
-        if self.endpoint_url:
-            transport.unregister(self.endpoint_url)
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
             server.server_close()  # type: ignore[attr-defined]
