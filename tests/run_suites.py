@@ -71,8 +71,8 @@ def lanes(workers: int) -> list[list[Suite]]:
         )
     ]
     # The web console in headless Chromium against a sandbox of its own (it waits on the simulated clock too). The
-    # sandbox suite stays last in the CPU lane: in a lane of its own beside the console (tried), the machine ran
-    # more processes at once and make test took 712-740 s instead of 668-680 s.
+    # sandbox suite stays last in the CPU lane: a lane of its own beside the console was tried and was no faster
+    # (fresh clones: 712-740 s that way, 668-796 s this way; the same mypy run took 33-47 CPU-seconds across them).
     browser_lane = [Suite("console", [pytest("tests/console")])]
     cpu_lane = [
         Suite(
