@@ -339,14 +339,13 @@ def test_given_a_template_translated_once_then_another_process_reads_the_same_tr
     def no_transform(*args: Any) -> Any:
         raise AssertionError("the kept transform should have been read")
 
-    monkeypatch.setattr(deploy, "_transform", no_transform)
-    read, read_local = deploy.translate(moved, "us-west-2")
+    with monkeypatch.context() as reading_only:
+        reading_only.setattr(deploy, "_transform", no_transform)
+        read, read_local = deploy.translate(moved, "us-west-2")
     assert read == made and read_local == made_local
     assert all(path.is_relative_to(moved.parent) for path in read_local.values())
 
     kept.write_text("{not json")  # a damaged file is made again, not trusted
-    monkeypatch.undo()
-    monkeypatch.setattr(deploy, "TRANSLATE_CACHE_DIR", tmp_path / "cache")
     deploy._translated.cache_clear()
     assert deploy.translate(moved, "us-west-2")[0] == made
     assert json.loads(kept.read_text())["template"] == made

@@ -104,14 +104,16 @@ class _TemplateLoader(yaml.SafeLoader):
 _TemplateLoader.add_multi_constructor("!", intrinsics_multi_constructor)
 
 
-def parse_template(path: Path) -> dict[str, Any]:
-    """The template at ``path`` (YAML or JSON) as plain JSON values, short-form intrinsics in their long forms.
+def parse_template(path: Path, text: bytes | None = None) -> dict[str, Any]:
+    """The template at ``path`` (YAML or JSON) as plain JSON values, short-form intrinsics in their long forms;
+    ``text`` is the file's contents when the caller already read them.
 
     Raises:
         ValueError: the file does not parse, or is not a mapping of template sections.
     """
+    source = path.read_bytes() if text is None else text
     try:
-        template = yaml.load(path.read_text(), Loader=_TemplateLoader)  # a SafeLoader subclass: no arbitrary objects
+        template = yaml.load(source, Loader=_TemplateLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as exc:
         raise ValueError(f"{path} does not parse: {exc}") from exc
     if not isinstance(template, dict):
@@ -150,7 +152,7 @@ def _translated(path: Path, size: int, mtime_ns: int, region: str) -> tuple[dict
         kept = json.loads(cached.read_text())
         cfn, relative = kept["template"], kept["local"]
     except (OSError, ValueError, KeyError, TypeError):
-        cfn, relative = _transform(path, region)
+        cfn, relative = _transform(path, text, region)
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
             partial = cached.with_suffix(f".{os.getpid()}.tmp")
@@ -168,11 +170,12 @@ def _cache_file(text: bytes, region: str) -> Path:
     return TRANSLATE_CACHE_DIR / f"{key}.json"
 
 
-def _transform(path: Path, region: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """SAM-transform the template at ``path``: ``(cfn_template, {logical_id: local path relative to the template})``."""
+def _transform(path: Path, text: bytes, region: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """SAM-transform ``text``, the template at ``path`` (the text the cache key was made of):
+    ``(cfn_template, {logical_id: local path relative to the template})``."""
     from samtranslator.translator.transform import transform
 
-    template = parse_template(path)
+    template = parse_template(path, text)
     relative: dict[str, str] = {}
     for logical_id, resource in template.get("Resources", {}).items():
         props = resource.get("Properties", {})

@@ -321,27 +321,28 @@ class EksEmulator:
         self._recheck_now(cluster, addon)
 
     def _recheck_now(self, cluster: str, addon: str) -> None:
-        with self._lock:
-            found = self._addons.get((cluster, addon))
-            if found is None:
-                return
-            generation = found.generation
-        self._reevaluate_health(cluster, addon, generation, on_issue_change=True)
+        self._reevaluate_health(cluster, addon, None, on_issue_change=True)
 
-    def _reevaluate_health(self, cluster: str, name: str, generation: int, *, on_issue_change: bool) -> None:
-        """Re-check an ACTIVE/DEGRADED add-on's health; emit Health Degraded/Restored when its status changed (or,
-        with ``on_issue_change``, its issues). Evaluations take turns (``_health_lock``): one that read the
-        workloads before a change cannot write its older verdict, or emit its event, after the newer one."""
+    def _reevaluate_health(self, cluster: str, name: str, generation: int | None, *, on_issue_change: bool) -> bool:
+        """Re-check the health of add-on ``name`` if it is ACTIVE/DEGRADED (and of ``generation``, when given); emit
+        Health Degraded/Restored when its status changed (or, with ``on_issue_change``, its issues). False when the
+        add-on is gone, of another generation or not ACTIVE/DEGRADED. Evaluations take turns (``_health_lock``): one
+        that read the workloads before a change cannot write its older verdict, or emit its event, after the newer
+        one."""
         with self._health_lock:
             with self._lock:
                 addon = self._addons.get((cluster, name))
-                if addon is None or addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
-                    return
+                if addon is None or addon.status not in ("ACTIVE", "DEGRADED"):
+                    return False
+                if generation is None:
+                    generation = addon.generation
+                elif addon.generation != generation:
+                    return False
                 version = addon.version
             issues = self._health_issues(cluster, CATALOG[name], version)
             with self._lock:
                 if addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
-                    return
+                    return False
                 status = "DEGRADED" if issues else "ACTIVE"
                 changed = status != addon.status or (on_issue_change and issues != addon.issues)
                 addon.status, addon.issues = status, issues
@@ -349,6 +350,7 @@ class EksEmulator:
                     addon.modified_at = self.clock.now()
             if changed:
                 self._emit_addon(addon, "EKS Addon Health Degraded" if issues else "EKS Addon Health Restored")
+        return True
 
     def addon_status(self, cluster: str, addon: str) -> str | None:
         """The status of add-on ``addon`` on EKS cluster ``cluster``, or None when it is not installed."""
@@ -863,13 +865,10 @@ class EksEmulator:
         self.clock.call_later(ADDON_HEALTH_CHECK_SECONDS, lambda: self._health_check(cluster, name, generation))
 
     def _health_check(self, cluster: str, name: str, generation: int) -> None:
-        """Timer: re-check an ACTIVE/DEGRADED add-on's workloads; emit Health Degraded/Restored on a change."""
-        with self._lock:
-            addon = self._addons.get((cluster, name))
-            if addon is None or addon.generation != generation or addon.status not in ("ACTIVE", "DEGRADED"):
-                return
-        self._reevaluate_health(cluster, name, generation, on_issue_change=False)
-        self._schedule_health_check(cluster, name, generation)
+        """Timer: re-check an ACTIVE/DEGRADED add-on's workloads; emit Health Degraded/Restored on a change; again
+        after :data:`ADDON_HEALTH_CHECK_SECONDS` while the add-on of that generation stays ACTIVE/DEGRADED."""
+        if self._reevaluate_health(cluster, name, generation, on_issue_change=False):
+            self._schedule_health_check(cluster, name, generation)
 
     def _install(self, cluster: str, spec: AddonSpec, version: str) -> None:
         try:
