@@ -419,8 +419,17 @@ def _hyperpod_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
 
 
 def _storage_states(after: str, fail: str) -> dict[str, dict[str, Any]]:
-    """The bucket at once; then wait for Kubernetes access, apply the PV and PVC, wait until Bound."""
-    states = {"Ensure Bucket": task("ensure_bucket", "Check Storage", catch_to=fail)}
+    """The bucket at once; then wait for Kubernetes access (woken by the access stage), apply the PV and PVC,
+    wait until Bound."""
+    states = {"Ensure Bucket": task("ensure_bucket", "Check Storage Access", catch_to=fail)}
+    states |= wait_loop(
+        "Storage Access",
+        "check_storage_access",
+        "storageAccess",
+        "Check Storage",
+        stage=StageName.STORAGE,
+        catch_to=fail,
+    )
     states |= wait_loop("Storage", "check_storage", "storage", after, stage=StageName.STORAGE, catch_to=fail)
     return states
 

@@ -174,3 +174,48 @@ def test_given_sagemaker_answers_not_found_when_the_hyperpod_check_runs_then_its
     [(kind, token, (name, cause))] = sent
     assert (kind, token, name) == ("failure", "t1", "ResourceNotFound")
     assert json.loads(cause) == {"code": "ResourceNotFound", "message": message}, "SageMaker's words, verbatim"
+
+
+def storage_access_round(token: str) -> dict[str, Any]:
+    """A round of the storage stage's wait for Kubernetes access, as the create workflow sends it."""
+    return {
+        "action": "check_storage_access",
+        "operationId": "op-1",
+        "clusterTag": "demo",
+        "generation": 1,
+        "stage": "storage",
+        "waitName": "storageAccess",
+        "taskToken": token,
+        "config": LoopConfig().to_wire(),
+    }
+
+
+def test_given_access_not_yet_succeeded_when_storage_waits_then_it_holds_and_completing_access_wakes_it_once(
+    demo: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    from instantstart.clusters import steps
+
+    op = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.STORAGE)
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.ACCESS)
+
+    steps.run_step(demo, storage_access_round("t1"))
+    waiting = demo.store.get_stage("demo", 1, StageName.STORAGE)
+    complete_access = {"action": "complete_stage", "operationId": op, "clusterTag": "demo", "generation": 1}
+    steps.run_step(demo, {**complete_access, "stage": "access"})
+
+    assert waiting is not None and waiting.observed_status == (
+        "bucket ready; waiting for Kubernetes access (stage access RUNNING)"
+    )
+    assert sent == [("success", "t1", {"done": False})], "held, then woken by the access stage, not by its poll"
+    steps.run_step(demo, storage_access_round("t2"))
+    assert sent[-1] == ("success", "t2", {"done": True, "status": "Kubernetes access granted"})
+
+
+def test_given_the_default_intervals_then_the_woken_storage_access_wait_polls_rarely_within_its_budget() -> None:
+    from instantstart.models.workflow import PollSeconds
+
+    seconds, bounds = PollSeconds(), MaxPolls()
+
+    assert seconds.storage_access > seconds.storage, "a wait woken by our own workflow needs no minute-by-minute poll"
+    assert seconds.storage_access * bounds.storage_access == seconds.storage * bounds.storage

@@ -44,7 +44,7 @@ def begin_stage(rt: Runtime, p: StepPayload) -> BaseModel:
     )
 
 
-WAITING_ON: dict[StageName, list[tuple[StageName, str]]] = {StageName.ACCESS: [(StageName.STORAGE, "storage")]}
+WAITING_ON: dict[StageName, list[tuple[StageName, str]]] = {StageName.ACCESS: [(StageName.STORAGE, "storageAccess")]}
 """Waits of other stages that hold until a stage SUCCEEDED (it wakes them when it does)."""
 
 

@@ -4,11 +4,12 @@ A wait is one ``.waitForTaskToken`` task, ``Check <X>``, looping on itself: its 
 (:func:`run_round`). Done: the Lambda completes its own task (``{"done": true}``) and the workflow
 moves on. Not done: it stores the task token on the stage record and returns; the task then waits
 until an EventBridge reconciler :func:`wake` s it (``{"done": false}``: check again now) or until its
-timeout, the wait's poll interval (≤ 60 s, ``$.config.pollSeconds.<wait>``), after which a ``Catch`` of
-``States.Timeout`` enters the same task again. A round costs one state transition when it times out
-and two when an event wakes it (the task and the Choice after it). The decision is always the
-check's, so duplicate, late or out-of-order events are harmless, and a lost event (or one that lands
-between the check and the stored token) costs at most one poll interval.
+timeout, the wait's poll interval (``$.config.pollSeconds.<wait>``, a minute or less for waits on
+AWS), after which a ``Catch`` of ``States.Timeout`` enters the same task again. A round costs one
+state transition when it times out and two when an event wakes it (the task and the Choice after
+it). The decision is always the check's, so duplicate, late or out-of-order events are harmless,
+and a lost event (or one that lands between the check and the stored token) costs at most one poll
+interval.
 
 A check that outlives its task (it ran longer than the timeout) loses its answer: when that answer
 was "done", it is recorded (``waitsSatisfied``) and the next round completes at once, so a slow check
@@ -17,7 +18,9 @@ cannot starve a wait that is already satisfied.
 The bound is the wait's time budget: rounds that ended by timeout are counted on the stage record
 (``waitRounds``; woken rounds are not, so a burst of events cannot exhaust it), and at
 ``$.config.maxPolls.<wait>`` the task fails with ``PollTimeout``. Waits without events (EKS, NAT
-gateway, Kubernetes access, storage) are the same loop with nothing that wakes them.
+gateway, Kubernetes access, the storage claim) are the same loop with nothing that wakes them. The storage
+stage's wait for Kubernetes access (``storageAccess``) is woken by the workflow itself, when the ``access``
+stage completes, so its poll interval is long (a safety net for a lost wake, not the way it learns).
 
 Used by every create wait (``hyperpod``: cluster InService; ``verify``: nodes at target; ...), and by
 :mod:`instantstart.clusters.reconcile` for the events that wake them. Step Functions API:

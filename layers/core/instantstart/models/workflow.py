@@ -24,13 +24,18 @@ class WorkflowModel(BaseModel):
 
 
 class PollSeconds(WorkflowModel):
-    """Realistic poll intervals (seconds) of each wait loop."""
+    """Realistic poll intervals (seconds) of each wait loop.
+
+    ``storage_access`` is long: that wait holds until another stage of the same workflow (``access``)
+    SUCCEEDED, which wakes it; its poll only covers a wake that was lost (it landed before the token was stored).
+    """
 
     nat_gateway: int = 15
     eks_cluster: int = 60
     kubernetes_access: int = 10
     addon: int = 15
     hyper_pod_cluster: int = 60
+    storage_access: int = 300
     storage: int = 60
     verify: int = 15
     nodes: int = 60
@@ -46,6 +51,7 @@ class MaxPolls(WorkflowModel):
     kubernetes_access: int = 30
     addon: int = 60
     hyper_pod_cluster: int = 60
+    storage_access: int = 12
     storage: int = 60
     verify: int = 40
     nodes: int = 200

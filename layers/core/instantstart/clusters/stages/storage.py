@@ -1,8 +1,9 @@
 """Stage ``storage``: the cluster's S3 bucket mounted as PV + PVC ``s3-claim`` (Mountpoint for S3 CSI driver).
 
 The stage runs beside the network → hyperpod chain from the start of a create: ``ensure_bucket``
-needs nothing else, so the bucket is ready long before the cluster is; the wait ``check_storage``
-then waits for the Kubernetes API (the ``access`` stage SUCCEEDED), applies the PV and PVC, and is
+needs nothing else, so the bucket is ready long before the cluster is. The wait ``check_storage_access``
+then holds until the Kubernetes API is ready for us (the ``access`` stage SUCCEEDED, which wakes it;
+its poll is only a slow safety net), and the wait ``check_storage`` applies the PV and PVC and is
 done once the claim is Bound. Teardown step: ``delete_storage`` (the bucket is kept when it holds data).
 """
 
@@ -68,26 +69,46 @@ def pvc_phase(dyn: Any) -> str | None:
     return str(phase) if phase else None
 
 
+def waiting_for_access(rt: Runtime, p: StepPayload) -> str | None:
+    """Why storage cannot touch Kubernetes yet (the ``access`` stage has not SUCCEEDED), recorded as the stage's
+    observed status; None once it has."""
+    access = rt.store.get_stage(p.cluster_tag, p.generation, StageName.ACCESS)
+    if access is not None and access.status is StageStatus.SUCCEEDED:
+        return None
+    status = f"bucket ready; waiting for Kubernetes access (stage access {access.status.value if access else '-'})"
+    records.update_stage_resources(
+        rt,
+        tag=p.cluster_tag,
+        generation=p.generation,
+        stage=STAGE,
+        resources=StorageResources(),
+        observed_status=status,
+    )
+    return status
+
+
+def check_storage_access(rt: Runtime, p: StepPayload) -> PollResult:
+    """Done once the ``access`` stage SUCCEEDED (this control plane may use the cluster's Kubernetes API).
+
+    Reads the ``access`` stage's record (DynamoDB ``GetItem``) and, while waiting, records why
+    (``UpdateItem``). The ``access`` stage wakes this wait when it completes
+    (``instantstart.clusters.steps.WAITING_ON``), so its long poll interval is only a safety net.
+    """
+    status = waiting_for_access(rt, p)
+    return PollResult(done=status is None, status=status or "Kubernetes access granted")
+
+
 def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once ``s3-claim`` is Bound; records the storage view.
 
-    Until the ``access`` stage SUCCEEDED (the EKS cluster ACTIVE and this control plane allowed into
-    its Kubernetes API) it only waits; then it server-side applies the PersistentVolume and the
-    PersistentVolumeClaim (idempotent) and reads the claim's phase.
+    Runs after ``check_storage_access``; should the ``access`` stage not have SUCCEEDED it only waits.
+    Then it server-side applies the PersistentVolume and the PersistentVolumeClaim (idempotent) and reads
+    the claim's phase.
     """
     from instantstart.kube.client import apply, connect
 
-    access = rt.store.get_stage(p.cluster_tag, p.generation, StageName.ACCESS)
-    if access is None or access.status is not StageStatus.SUCCEEDED:
-        status = f"bucket ready; waiting for Kubernetes access (stage access {access.status.value if access else '-'})"
-        records.update_stage_resources(
-            rt,
-            tag=p.cluster_tag,
-            generation=p.generation,
-            stage=STAGE,
-            resources=StorageResources(),
-            observed_status=status,
-        )
+    status = waiting_for_access(rt, p)
+    if status is not None:
         return PollResult(done=False, status=status)
     bucket = storage_bucket_name(p.cluster_tag, rt.account_id, rt.region)
     dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
@@ -164,7 +185,11 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
     return StepResult(status="bucket retained" if retained else "deleted")
 
 
-CREATE_STEPS: dict[str, Step] = {"ensure_bucket": ensure_bucket, "check_storage": check_storage}
+CREATE_STEPS: dict[str, Step] = {
+    "ensure_bucket": ensure_bucket,
+    "check_storage_access": check_storage_access,
+    "check_storage": check_storage,
+}
 """The create workflow's steps of this stage, by task action name."""
 
 TEARDOWN_STEPS: dict[str, Step] = {"delete_storage": delete_storage}
