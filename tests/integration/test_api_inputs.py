@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,7 +14,17 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
 from instantstart_client.api import ApiError, InstantStartClient
-from tests.integration.conftest import GROUP
+from tests.integration.conftest import GROUP, cancel_if_running
+
+
+@pytest.fixture
+def stop_after(api: InstantStartClient) -> Iterator[Callable[[str], None]]:
+    """Collects operation ids; after the test, each still running is cancelled (these tests only need the create
+    to start: its workflow would otherwise run to READY in the background of the tests after it)."""
+    started: list[str] = []
+    yield started.append
+    for operation_id in started:
+        cancel_if_running(api, operation_id)
 
 
 def _signed(sandbox: Any, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
@@ -139,9 +150,10 @@ def test_when_asking_for_what_does_not_exist_or_is_invalid_then_a_clear_4xx(
 
 
 def test_given_an_idempotency_key_when_the_same_create_is_sent_twice_then_one_operation(
-    api: InstantStartClient,
+    api: InstantStartClient, stop_after: Callable[[str], None]
 ) -> None:
     first = api.create_cluster("idem", "us-west-2c", [GROUP], idempotency_key="key-idem-1")
+    stop_after(first["operationId"])
     second = api.create_cluster("idem", "us-west-2c", [GROUP], idempotency_key="key-idem-1")
     assert second["operationId"] == first["operationId"]
     with pytest.raises(ApiError) as err:
@@ -149,7 +161,9 @@ def test_given_an_idempotency_key_when_the_same_create_is_sent_twice_then_one_op
     assert err.value.status == 409 and err.value.code == "IdempotencyKeyReused"
 
 
-def test_when_the_same_tag_is_created_concurrently_then_exactly_one_operation_starts(sandbox: Any) -> None:
+def test_when_the_same_tag_is_created_concurrently_then_exactly_one_operation_starts(
+    sandbox: Any, stop_after: Callable[[str], None]
+) -> None:
     body = {"clusterTag": "race", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]}
 
     def post(i: int) -> Any:
@@ -162,12 +176,15 @@ def test_when_the_same_tag_is_created_concurrently_then_exactly_one_operation_st
     assert statuses.count(202) == 1, [r.text for r in responses]
     assert all(s == 409 for s in statuses if s != 202)
     accepted = next(r for r in responses if r.status_code == 202)
+    stop_after(accepted.json()["operationId"])
     assert accepted.headers["Location"] == f"/operations/{accepted.json()['operationId']}"
 
 
-def test_when_listing_with_a_small_page_then_next_token_walks_every_cluster(api: InstantStartClient) -> None:
-    api.create_cluster("page-a", "us-west-2c", [GROUP])
-    api.create_cluster("page-b", "us-west-2c", [GROUP])
+def test_when_listing_with_a_small_page_then_next_token_walks_every_cluster(
+    api: InstantStartClient, stop_after: Callable[[str], None]
+) -> None:
+    stop_after(api.create_cluster("page-a", "us-west-2c", [GROUP])["operationId"])
+    stop_after(api.create_cluster("page-b", "us-west-2c", [GROUP])["operationId"])
     first = api.list_clusters(max_results=1)
     assert len(first["clusters"]) == 1 and first["nextToken"]
     tags = [c["clusterTag"] for c in api.iter_clusters(page_size=1)]
@@ -208,8 +225,10 @@ def test_when_different_requests_arrive_at_once_then_each_gets_its_own_answer(sa
             assert response.status_code == 404 and response.json()["error"]["code"] == "ClusterNotFound"
 
 
-def test_given_an_idempotency_key_used_for_a_create_when_reused_for_a_delete_then_409(api: InstantStartClient) -> None:
-    api.create_cluster("idem-other", "us-west-2c", [GROUP], idempotency_key="key-idem-route")
+def test_given_an_idempotency_key_used_for_a_create_when_reused_for_a_delete_then_409(
+    api: InstantStartClient, stop_after: Callable[[str], None]
+) -> None:
+    stop_after(api.create_cluster("idem-other", "us-west-2c", [GROUP], idempotency_key="key-idem-route")["operationId"])
     with pytest.raises(ApiError) as err:
         api.delete_cluster("idem-other", idempotency_key="key-idem-route")
     assert err.value.status == 409 and err.value.code == "IdempotencyKeyReused"

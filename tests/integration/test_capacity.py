@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from instantstart_client.api import ApiError
-from tests.integration.conftest import terminal
+from tests.integration.conftest import cancel_if_running, terminal
 
 DAY = 86400.0
 
@@ -30,10 +30,7 @@ def _sagemaker(sandbox: Any) -> Any:
 
 
 def _cancel_and_delete(api: Any, tag: str, operation_id: str, wait_for: Any) -> None:
-    try:
-        api.cancel_operation(operation_id)
-    except ApiError as exc:
-        assert exc.status == 409, exc  # it already ended
+    cancel_if_running(api, operation_id)
     wait_for(api, tag, lambda c: c["status"] in ("READY", "FAILED", "DEGRADED"))
     api.delete_cluster(tag)
 
