@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -11,12 +11,18 @@ from instantstart.aws.clients import client
 from instantstart.config import Settings, load_settings
 from instantstart.store.table import Store
 
+CLUSTER_NAMES_KEPT = 1024
+"""Cluster generations whose names a process keeps (a warm Lambda execution environment serves many)."""
+
 
 @dataclass
 class Runtime:
     """Dependencies of the core library (handlers build one at cold start; tests build their own)."""
 
     settings: Settings
+    cluster_names: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    """``(tag, generation)`` -> ``(EKS cluster name, HyperPod cluster name)``, fixed for a generation
+    (:func:`instantstart.clusters.records.eks_name`); bounded by :data:`CLUSTER_NAMES_KEPT`."""
 
     @classmethod
     def from_env(cls, required: Iterable[str] = ()) -> Runtime:
@@ -26,6 +32,13 @@ class Runtime:
             MissingSettings: one of ``required`` is not set (the cold start stops with its name).
         """
         return cls(load_settings(required))
+
+    def remember_cluster_names(self, tag: str, generation: int, names: tuple[str, str]) -> None:
+        """Keep a generation's cluster names (the oldest half is forgotten past :data:`CLUSTER_NAMES_KEPT`)."""
+        if len(self.cluster_names) >= CLUSTER_NAMES_KEPT:
+            for key in list(self.cluster_names)[: CLUSTER_NAMES_KEPT // 2]:
+                del self.cluster_names[key]
+        self.cluster_names[(tag, generation)] = names
 
     @property
     def region(self) -> str:

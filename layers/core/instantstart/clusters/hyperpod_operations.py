@@ -269,7 +269,7 @@ def apply_software_update(rt: Runtime, p: StepPayload) -> StepResult:
     if result.called:
         return StepResult(status="UpdateClusterSoftware already called")
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     found = _describe(sm, name)
     names = list(request.instance_group_names or [str(g["InstanceGroupName"]) for g in found["InstanceGroups"]])
     if result.calling and _updating(found, names):
@@ -299,7 +299,7 @@ def check_software_update(rt: Runtime, p: StepPayload) -> PollResult:
     """
     op, request = changes.operation_change(rt, p, SoftwareUpdateRequest)
     result = op.result or OperationProgress()
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     found = _describe(rt.client("sagemaker"), name)
     names = list(result.groups or request.instance_group_names or [])
     seen = bool(result.updating_seen) or _updating(found, names)
@@ -363,7 +363,7 @@ def apply_health_check(rt: Runtime, p: StepPayload) -> StepResult:
     if result.hyper_pod_operation_id:
         return StepResult(status=f"DeepHealthCheck {result.hyper_pod_operation_id} already started")
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     newest = _newest_health_check_id(sm, name)
     if result.previous_health_check is not None:
         if newest and newest != result.previous_health_check:
@@ -423,7 +423,7 @@ def check_health_check(rt: Runtime, p: StepPayload) -> PollResult:
     op, _ = changes.operation_change(rt, p, HealthCheckRequest)
     result = op.result or OperationProgress()
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     operation_id = result.hyper_pod_operation_id
     if not operation_id:
         newest = _newest_health_check_id(sm, name)

@@ -485,7 +485,7 @@ def refresh_cluster_record(rt: Runtime, p: StepPayload) -> None:
     found = _describe_or_fail(rt, p.cluster_tag)
     cluster = records.cluster_record(rt, p.cluster_tag)
     groups = groups_after_change(cluster.request.instance_groups, found.get("InstanceGroups", []), change)
-    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag, p.generation), rt.region)
     nodes = [verify.node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=verify.HYPERPOD_NODES)]
     rt.store.record_instance_groups(
         p.cluster_tag, generation=p.generation, instance_groups=groups, nodes=nodes, now=records.now()

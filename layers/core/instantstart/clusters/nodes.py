@@ -409,7 +409,7 @@ def apply_node_action(rt: Runtime, p: StepPayload) -> StepResult:
         _fail_if_all_failed(result, operation)
         return StepResult(status=f"{operation} already called")
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     retried = bool(result.calling)
     if not retried:
         listed = listed_nodes(sm, name)
@@ -468,14 +468,15 @@ def _check_reboot(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
 
     result = op.result or OperationProgress()
     seen = set(result.rebooting or [])
-    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag, p.generation), rt.region)
     waiting: list[str] = []
     for node_id in result.successful or []:
         node = nodes.get(node_id)
         if node is None:
             raise StageFailed(
                 "NodeNotFound",
-                f"node {node_id} is no longer a node of {records.hyperpod_name(rt, p.cluster_tag)} (HyperPod "
+                f"node {node_id} is no longer a node of "
+                f"{records.hyperpod_name(rt, p.cluster_tag, p.generation)} (HyperPod "
                 "replaced or removed it during the reboot)",
             )
         status, message = _status_of(node)
@@ -500,7 +501,7 @@ def _check_replace(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict
     """What still keeps a replacement from done: the old ids still listed, or a group not back at its target with
     Running nodes (``DescribeCluster`` ``TargetCount``, the group InService)."""
     result = op.result or OperationProgress()
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in result.successful or [] if i in nodes]
     found = _describe(rt.client("sagemaker"), name)
     groups_of = result.groups_of or {}
@@ -531,7 +532,7 @@ def _check_delete(rt: Runtime, p: StepPayload, op: OperationRecord, nodes: dict[
     deleted = list(result.successful or [])
     waiting = [f"{i} still listed ({_status_of(nodes[i])[0]})" for i in deleted if i in nodes]
     ids_gone = not waiting
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     sm = rt.client("sagemaker")
     found = _describe(sm, name)
     groups_of = result.groups_of or {}
@@ -570,7 +571,7 @@ def check_node_action(rt: Runtime, p: StepPayload) -> PollResult:
     """
     op, _ = changes.operation_change(rt, p, NodeActionChange)
     action = ACTIONS[op.type]
-    nodes = listed_nodes(rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag))
+    nodes = listed_nodes(rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag, p.generation))
     check = {NodeAction.REBOOT: _check_reboot, NodeAction.REPLACE: _check_replace, NodeAction.DELETE: _check_delete}
     waiting = check[action](rt, p, op, nodes)
     observed = "; ".join(waiting) if waiting else f"{action.value} done"

@@ -77,20 +77,41 @@ def cluster_record(rt: Runtime, tag: str) -> ClusterRecord:
     return record
 
 
-def eks_name(rt: Runtime, tag: str) -> str:
-    """The EKS cluster name of cluster ``tag``: the imported cluster's, else ``eks-cluster-<tag>``."""
-    from instantstart.naming import eks_cluster_name
+def _names(rt: Runtime, tag: str, generation: int | None) -> tuple[str, str]:
+    """``(EKS cluster name, HyperPod cluster name)`` of cluster ``tag``: the imported cluster's, else
+    ``eks-cluster-<tag>`` / ``hp-cluster-<tag>``.
 
+    A generation's names never change (a create or an import writes them with the generation), so with
+    ``generation`` they are read once per process (``Runtime.cluster_names``); without it, or while the
+    record is of another generation, they are read from the cluster record (DynamoDB ``GetItem``) each time.
+    """
+    from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
+
+    if generation is not None and (known := rt.cluster_names.get((tag, generation))):
+        return known
     record = rt.store.get_cluster(tag)
-    return record.eks_cluster_name if record else eks_cluster_name(tag)
+    if record is None:
+        return eks_cluster_name(tag), hyperpod_cluster_name(tag)
+    names = (record.eks_cluster_name, record.hyper_pod_cluster_name)
+    if generation is not None and record.generation == generation:
+        rt.remember_cluster_names(tag, generation, names)
+    return names
 
 
-def hyperpod_name(rt: Runtime, tag: str) -> str:
-    """The HyperPod cluster name of cluster ``tag``: the imported one, else ``hp-cluster-<tag>``."""
-    from instantstart.naming import hyperpod_cluster_name
+def eks_name(rt: Runtime, tag: str, generation: int | None = None) -> str:
+    """The EKS cluster name of cluster ``tag``: the imported cluster's, else ``eks-cluster-<tag>``.
 
-    record = rt.store.get_cluster(tag)
-    return record.hyper_pod_cluster_name if record else hyperpod_cluster_name(tag)
+    ``generation`` (a step's payload has it): read once per process and generation.
+    """
+    return _names(rt, tag, generation)[0]
+
+
+def hyperpod_name(rt: Runtime, tag: str, generation: int | None = None) -> str:
+    """The HyperPod cluster name of cluster ``tag``: the imported one, else ``hp-cluster-<tag>``.
+
+    ``generation`` (a step's payload has it): read once per process and generation.
+    """
+    return _names(rt, tag, generation)[1]
 
 
 def stage_imported(rt: Runtime, tag: str, generation: int, stage: StageName) -> bool:

@@ -81,7 +81,7 @@ def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
     (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html).
     """
     eks = rt.client("eks")
-    name = records.eks_name(rt, p.cluster_tag)
+    name = records.eks_name(rt, p.cluster_tag, p.generation)
     principal = rt.settings.CONTROL_PLANE_ROLE_ARN
     _ensure_entry(eks, name, principal, EKS_ADMIN_POLICY, p.cluster_tag)
     api_principal = rt.settings.API_ROLE_ARN
@@ -113,7 +113,7 @@ def check_kubernetes_access(rt: Runtime, p: StepPayload) -> PollResult:
     from instantstart.kube.client import connect, list_objects
 
     try:
-        dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
+        dyn = connect(records.eks_name(rt, p.cluster_tag, p.generation), rt.region)
         version = dyn.version.get("kubernetes", {}).get("gitVersion")
         namespaces = [n["metadata"]["name"] for n in list_objects(dyn, "v1", "Namespace")]
     except ApiException as exc:
@@ -153,7 +153,7 @@ def revoke_access(rt: Runtime, p: StepPayload) -> StepResult:
     An entry without them (it existed before ``POST /clusters/import``) is left in place.
     """
     eks = rt.client("eks")
-    name, principal = records.eks_name(rt, p.cluster_tag), rt.settings.CONTROL_PLANE_ROLE_ARN
+    name, principal = records.eks_name(rt, p.cluster_tag, p.generation), rt.settings.CONTROL_PLANE_ROLE_ARN
     api_principal = rt.settings.API_ROLE_ARN
     if api_principal and api_principal != principal:
         _revoke(eks, name, api_principal, p.cluster_tag)

@@ -41,7 +41,7 @@ def create_addons(rt: Runtime, p: StepPayload) -> StepResult:
             rt.client("eks"),
             rt.client("iam"),
             tag=p.cluster_tag,
-            cluster_name=records.eks_name(rt, p.cluster_tag),
+            cluster_name=records.eks_name(rt, p.cluster_tag, p.generation),
             addon=a,
             account_id=rt.account_id,
             region=rt.region,
@@ -65,7 +65,7 @@ def check_addons(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: an add-on failed (CREATE_FAILED, or DEGRADED for another reason): its health issue verbatim.
     """
     eks = rt.client("eks")
-    states = {a.name: addon_state(eks, records.eks_name(rt, p.cluster_tag), a.name) for a in ADDONS}
+    states = {a.name: addon_state(eks, records.eks_name(rt, p.cluster_tag, p.generation), a.name) for a in ADDONS}
     _record(rt, p, DependenciesResources(addons={n: AddonResource(status=h.status) for n, h in states.items()}))
     for health in states.values():
         if health.failed:
@@ -80,7 +80,7 @@ def apply_hyperpod_prerequisites(rt: Runtime, p: StepPayload) -> StepResult:
     """Server-side apply the Kubernetes objects HyperPod needs before nodes join."""
     from instantstart.kube.client import apply, connect
 
-    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag, p.generation), rt.region)
     applied = []
     for obj in objects.hyperpod_prerequisites(rt.region):
         apply(dyn, obj)
@@ -117,7 +117,7 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
     from instantstart.mlflow import service as mlflow  # MLflow imports the stages' helpers
 
     eks = rt.client("eks")
-    name = records.eks_name(rt, p.cluster_tag)
+    name = records.eks_name(rt, p.cluster_tag, p.generation)
     # an FSx file system's network interface would keep the subnet and security groups from the network teardown
     storage = fsx.teardown(rt, p.cluster_tag) + mlflow.teardown(rt, p.cluster_tag)
     remaining = []

@@ -71,7 +71,7 @@ def clear_failed_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: the Failed cluster is not ours (``ClusterNotOwned``).
     """
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     nat = records.stage_resources(rt, p.cluster_tag, p.generation, StageName.NETWORK, NetworkResources)
     if nat.compute_subnet_id is None:
         nat = ensure_compute_subnets(rt, p)
@@ -342,9 +342,10 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
             subnet is not in the cluster's VPC and zone (``InvalidSubnet``) or does not exist (EC2's error).
     """
     tag, generation = p.cluster_tag, p.generation
-    groups = records.cluster_record(rt, tag).request.instance_groups
+    record = records.cluster_record(rt, tag)
+    groups = record.request.instance_groups
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, tag)
+    name = record.hyper_pod_cluster_name
     found = describe(sm, name)
     if found is not None and found.get("ClusterStatus") == "Failed":
         raise StageFailed("HyperPodClusterFailed", str(found.get("FailureMessage") or f"{name} is Failed"))
@@ -355,7 +356,7 @@ def create_hyperpod_cluster(rt: Runtime, p: StepPayload) -> StepResult:
             rt.client("ec2"),
             groups,
             vpc_id=str(net.vpc_id),
-            availability_zone=records.cluster_record(rt, tag).availability_zone,
+            availability_zone=record.availability_zone,
         )
         sm.create_cluster(
             **hyperpod_create_request(
@@ -384,7 +385,7 @@ def check_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         ClientError: SageMaker's error, e.g. ``ResourceNotFound`` when the cluster is gone (recorded verbatim).
     """
     cluster = records.cluster_record(rt, p.cluster_tag)
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     # the cluster was created by this stage: a NotFound (or any error) fails the stage with SageMaker's words verbatim
     found = dict(rt.client("sagemaker").describe_cluster(ClusterName=name))
     observe(rt, p.cluster_tag, p.generation, found, cluster.request.instance_groups)
@@ -412,7 +413,7 @@ def delete_hyperpod_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
     """
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, p.cluster_tag)
+    name = records.hyperpod_name(rt, p.cluster_tag, p.generation)
     if records.stage_imported(rt, p.cluster_tag, p.generation, STAGE):
         imported = describe(sm, name)
         governance = task_governance.release_owned(sm, str(imported["ClusterArn"]), p.cluster_tag) if imported else []

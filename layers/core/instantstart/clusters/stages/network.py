@@ -310,7 +310,8 @@ def delete_eks_cluster(rt: Runtime, p: StepPayload) -> PollResult:
         StageFailed: the cluster is not ours (``ClusterNotOwned``).
     """
     if records.stage_imported(rt, p.cluster_tag, p.generation, STAGE):
-        return PollResult(done=True, status=f"imported EKS cluster {records.eks_name(rt, p.cluster_tag)} retained")
+        name = records.eks_name(rt, p.cluster_tag, p.generation)
+        return PollResult(done=True, status=f"imported EKS cluster {name} retained")
     eks = rt.client("eks")
     name = eks_cluster_name(p.cluster_tag)
     try:

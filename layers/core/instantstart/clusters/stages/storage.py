@@ -111,7 +111,7 @@ def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
     if status is not None:
         return PollResult(done=False, status=status)
     bucket = storage_bucket_name(p.cluster_tag, rt.account_id, rt.region)
-    dyn = connect(records.eks_name(rt, p.cluster_tag), rt.region)
+    dyn = connect(records.eks_name(rt, p.cluster_tag, p.generation), rt.region)
     phase = pvc_phase(dyn)
     if phase is None:
         apply(dyn, objects.s3_persistent_volume(bucket, rt.region))
@@ -151,7 +151,7 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
 
     tag = p.cluster_tag
     try:
-        dyn = connect(records.eks_name(rt, tag), rt.region)
+        dyn = connect(records.eks_name(rt, tag, p.generation), rt.region)
         delete(dyn, "v1", "PersistentVolumeClaim", objects.S3_CLAIM, objects.STORAGE_NAMESPACE)
         delete(dyn, "v1", "PersistentVolume", objects.S3_VOLUME)
     except ClientError as exc:

@@ -95,7 +95,7 @@ def _observe_hyperpod(rt: Runtime, tag: str, generation: int) -> GroupCounts:
     cluster = records.cluster_record(rt, tag)
     groups = cluster.request.instance_groups
     sm = rt.client("sagemaker")
-    name = records.hyperpod_name(rt, tag)
+    name = cluster.hyper_pod_cluster_name
     found = hyperpod.describe(sm, name)
     if found is None:
         raise StageFailed("ResourceNotFound", f"HyperPod cluster {name} does not exist")
@@ -147,13 +147,13 @@ def inspect(rt: Runtime, tag: str, generation: int) -> Inspection:
     from instantstart.kube.client import connect, list_objects
 
     counts = _observe_hyperpod(rt, tag, generation)
-    dyn = connect(records.eks_name(rt, tag), rt.region)
+    dyn = connect(records.eks_name(rt, tag, generation), rt.region)
     nodes = [node_view(n) for n in list_objects(dyn, "v1", "Node", label_selector=HYPERPOD_NODES)]
     rt.store.record_observations(tag, now=records.now(), nodes=nodes)
     ready = healthy_nodes(nodes, counts.current)
     short = {g: (ready.get(g, 0), t) for g, t in counts.targets.items() if ready.get(g, 0) < t}
     eks = rt.client("eks")
-    addons = [addon_state(eks, records.eks_name(rt, tag), a.name) for a in ADDONS]
+    addons = [addon_state(eks, records.eks_name(rt, tag, generation), a.name) for a in ADDONS]
     return Inspection(targets=counts.targets, short=short, addons=addons, pvc_phase=pvc_phase(dyn))
 
 
@@ -178,7 +178,7 @@ def capacity_reached(rt: Runtime, tag: str, generation: int) -> tuple[bool, str]
     targets, current = counts.targets, counts.current
     short = {g: (current.get(g, 0), t) for g, t in targets.items() if current.get(g, 0) < t}
     eks = rt.client("eks")
-    pending = [a.name for a in ADDONS if not addon_state(eks, records.eks_name(rt, tag), a.name).active]
+    pending = [a.name for a in ADDONS if not addon_state(eks, records.eks_name(rt, tag, generation), a.name).active]
     expected = sum(targets.values())
     running = expected - sum(t - c for c, t in short.values())
     summary = f"{running}/{expected} instances running, {len(ADDONS) - len(pending)}/{len(ADDONS)} add-ons ACTIVE"
@@ -259,9 +259,7 @@ def report_node_shortfall(rt: Runtime, p: StepPayload) -> StepResult:
         if errors:
             with suppress(ClientError):  # the summary is still worth reporting
                 reason = (
-                    event_failure_message(
-                        rt.client("sagemaker"), records.hyperpod_name(rt, p.cluster_tag), errors[0].event_id
-                    )
+                    event_failure_message(rt.client("sagemaker"), cluster.hyper_pod_cluster_name, errors[0].event_id)
                     or reason
                 )
         raise StageFailed(INSUFFICIENT_CAPACITY, f"{reason} (Ready nodes: {counts}; HyperPod keeps retrying)")
