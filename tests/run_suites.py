@@ -73,9 +73,6 @@ def lanes(workers: int) -> list[list[Suite]]:
     # The web console in headless Chromium against a sandbox of its own (it waits on the simulated clock too). The
     # sandbox suite stays last in the CPU lane: a lane of its own beside the console was tried and was no faster
     # (fresh clones: 712-740 s that way, 668-796 s this way; the same mypy run took 33-47 CPU-seconds across them).
-    # The integration and sandbox suites wait on the simulated clock as much as they compute (integration alone, 3
-    # workers: 571 s wall for 858 CPU-seconds on 2 cores; the sandbox suite: 205 s wall for 93), so they run with
-    # more workers than cores: integration 4 (3 before), the sandbox suite 2 (1 before).
     browser_lane = [Suite("console", [pytest("tests/console")])]
     cpu_lane = [
         Suite(
@@ -97,7 +94,7 @@ def lanes(workers: int) -> list[list[Suite]]:
             ],
         ),
         Suite("unit", [pytest("tests/unit", "tests/contract", "-n", "2")]),
-        Suite("sandbox", [pytest("tests/sandbox", "-n", "2", "--dist", "loadfile")]),
+        Suite("sandbox", [pytest("tests/sandbox")]),
     ]
     return [sandbox_lane, cpu_lane, browser_lane]
 
@@ -109,7 +106,7 @@ def main() -> int:
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "4")),
+        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "3")),
         help="pytest-xdist workers of the integration suite (each runs its own sandbox)",
     )
     args = parser.parse_args()
