@@ -562,3 +562,44 @@ def test_given_lustre_file_systems_when_data_repository_associations_are_made_th
     assert server.extension.fsx.files(fs_id) == {"/models/org/tiny/config.json": 2, "/scratch/notes.txt": 12}
     for fs in (scratch, persistent):
         fsx.delete_file_system(FileSystemId=fs["FileSystemId"])
+
+
+def test_given_a_compute_quota_then_its_kueue_objects_exist_before_it_reads_created_and_go_before_it_is_unlisted(
+    server: AwsSandboxServer, sb: Client, hyperpod: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever reads ``Created`` finds the ClusterQueue; whoever no longer lists the quota no longer finds it."""
+    sm, eks = sb("sagemaker"), sb("eks")
+    governance = server.extension.task_governance
+    eks.create_addon(clusterName=hyperpod.eks_cluster_name, addonName=GOVERNANCE)
+    server.extension.eks.finish_addon(hyperpod.eks_cluster_name, GOVERNANCE)
+    wait_for(
+        lambda: (
+            eks.describe_addon(clusterName=hyperpod.eks_cluster_name, addonName=GOVERNANCE)["addon"]["status"]
+            == "ACTIVE"
+        )
+    )
+    seen: list[tuple[str, Any]] = []
+    materialise, remove = governance._materialise, governance._remove_objects
+
+    def materialising(resource: Any) -> None:
+        seen.append(("materialise", sm.describe_compute_quota(ComputeQuotaId=resource.id)["Status"]))
+        materialise(resource)
+
+    def removing(resource: Any) -> None:
+        listed = sm.list_compute_quotas(ClusterArn=hyperpod.hyperpod_cluster_arn)["ComputeQuotaSummaries"]
+        seen.append(("remove", [q["Status"] for q in listed]))
+        remove(resource)
+
+    monkeypatch.setattr(governance, "_materialise", materialising)
+    monkeypatch.setattr(governance, "_remove_objects", removing)
+    quota_id = sm.create_compute_quota(
+        Name="ordering",
+        ClusterArn=hyperpod.hyperpod_cluster_arn,
+        ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": "ml.g5.8xlarge", "Count": 1}]},
+        ComputeQuotaTarget={"TeamName": "ordering"},
+    )["ComputeQuotaId"]
+    wait_for(lambda: sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Created")
+    sm.delete_compute_quota(ComputeQuotaId=quota_id)
+    wait_for(lambda: not sm.list_compute_quotas(ClusterArn=hyperpod.hyperpod_cluster_arn)["ComputeQuotaSummaries"])
+
+    assert seen == [("materialise", "Creating"), ("remove", ["Deleting"])]

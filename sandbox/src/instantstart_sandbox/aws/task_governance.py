@@ -330,22 +330,34 @@ class TaskGovernance:
                 self.clock.call_later(SETTLE_SECONDS, lambda: self._gone(resource.id, generation))
         return {}
 
-    def _settle(self, resource_id: str, generation: int) -> None:
+    def _current(self, resource_id: str, generation: int) -> GovernanceResource | None:
+        """The resource when it is still at ``generation`` (no later write superseded this timer), else None."""
         with self._lock:
             resource = self._resources.get(resource_id)
-            if resource is None or resource.generation != generation:
-                return
-            resource.status = "Created" if resource.status == "Creating" else "Updated"
-            resource.history[resource.version]["Status"] = resource.status
+            return resource if resource is not None and resource.generation == generation else None
+
+    def _settle(self, resource_id: str, generation: int) -> None:
+        """Creating/Updating -> Created/Updated. The Kueue objects are written first, so whoever reads the new
+        status also finds them."""
+        resource = self._current(resource_id, generation)
+        if resource is None:
+            return
         self._materialise(resource)
+        with self._lock:
+            if self._current(resource_id, generation) is resource:
+                resource.status = "Created" if resource.status == "Creating" else "Updated"
+                resource.history[resource.version]["Status"] = resource.status
 
     def _gone(self, resource_id: str, generation: int) -> None:
-        with self._lock:
-            resource = self._resources.get(resource_id)
-            if resource is None or resource.generation != generation:
-                return
-            del self._resources[resource_id]
+        """Deleting -> gone. The Kueue objects are removed first, so whoever no longer lists the resource does not
+        find them either."""
+        resource = self._current(resource_id, generation)
+        if resource is None:
+            return
         self._remove_objects(resource)
+        with self._lock:
+            if self._current(resource_id, generation) is resource:
+                del self._resources[resource_id]
 
     @staticmethod
     def _snapshot(resource: GovernanceResource) -> dict[str, Any]:
