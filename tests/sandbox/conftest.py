@@ -25,12 +25,14 @@ except ImportError:  # rootdir not on sys.path
     from hyperpod_helpers import TIMEOUT, Client  # type: ignore[no-redef]
 
 from instantstart_sandbox import moto_speedups
+from instantstart_sandbox.aws import transport
 from instantstart_sandbox.aws.server import AwsSandboxServer
 from instantstart_sandbox.clock import SimClock
 
-# As the Sandbox runner does: moto's shortcuts (same answers, less CPU) for every test of this suite, not
-# only for those that run after the first Sandbox started.
+# As the Sandbox runner does: moto's shortcuts (same answers, less CPU) and botocore's in-process transport to the
+# sandbox's servers, for every test of this suite, not only for those that run after the first Sandbox started.
 moto_speedups.install()
+transport.install()
 
 SCALE = 600.0
 """Simulated seconds per wall second of the slow sandbox (an instance launch takes 0.4 s of wall time)."""

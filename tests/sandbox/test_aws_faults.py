@@ -450,9 +450,9 @@ def test_given_a_connect_timeout_when_called_then_botocore_raises_connect_timeou
 ) -> None:
     from botocore.exceptions import ConnectTimeoutError
 
-    from instantstart_sandbox.aws.faults import install_client_faults
+    from instantstart_sandbox.aws import transport
 
-    install_client_faults()
+    transport.install()
     ec2 = _single_attempt(aws, "ec2")
     before = len(ec2.describe_vpcs()["Vpcs"])
     aws.extension.faults.timeout("ec2", "CreateVpc", times=1)
@@ -468,9 +468,9 @@ def test_given_a_read_timeout_when_called_then_aws_did_the_work_and_botocore_rai
 ) -> None:
     from botocore.exceptions import ReadTimeoutError
 
-    from instantstart_sandbox.aws.faults import install_client_faults
+    from instantstart_sandbox.aws import transport
 
-    install_client_faults()
+    transport.install()
     ec2 = _single_attempt(aws, "ec2")
     before = len(ec2.describe_vpcs()["Vpcs"])
     aws.extension.faults.timeout("ec2", "CreateVpc", times=1, kind="read-timeout")
@@ -482,9 +482,9 @@ def test_given_a_read_timeout_when_called_then_aws_did_the_work_and_botocore_rai
 def test_given_connect_timeouts_fewer_than_botocore_attempts_when_called_then_the_caller_sees_success(
     aws: AwsSandboxServer,
 ) -> None:
-    from instantstart_sandbox.aws.faults import install_client_faults
+    from instantstart_sandbox.aws import transport
 
-    install_client_faults()
+    transport.install()
     aws.extension.faults.clear()
     retrying = boto3.client(
         "eks",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from instantstart_sandbox import iam_audit, lambdas, moto_fixes, moto_speedups, stepfunctions
-from instantstart_sandbox.aws.faults import install_client_faults
+from instantstart_sandbox.aws import transport
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.console import ConsoleSite
 from instantstart_sandbox.deploy import Deployer, Deployment
@@ -174,7 +174,7 @@ class Sandbox:
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
         lambdas.install()
         iam_audit.install()
-        install_client_faults()
+        transport.install()
         lambdas.use_clock(self.clock.now)
         lambdas.sdk_backoff_on(self.clock)
         lambdas.use_sim_clock(self.clock)

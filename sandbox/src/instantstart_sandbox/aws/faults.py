@@ -1,11 +1,10 @@
 """Fault injection for the AWS sandbox: make calls fail the way they fail in real accounts.
 
 Besides per-operation errors (:meth:`FaultInjector.inject`, :meth:`FaultInjector.throttle`) and connection
-timeouts (:meth:`FaultInjector.timeout`; :func:`install_client_faults` turns them into botocore's own exceptions
-in this process) it
-holds the real-account behaviours the sandbox models on the simulated clock: a refused EKS zone,
-IAM eventual consistency, Kubernetes access propagation, lingering network interfaces and S3
-bucket-name reuse. Each window is in simulated seconds. The four time windows (IAM role propagation,
+timeouts (:meth:`FaultInjector.timeout`; :func:`instantstart_sandbox.aws.transport.install` turns them into
+botocore's own exceptions in this process) it holds the real-account behaviours the sandbox models on the
+simulated clock: a refused EKS zone, IAM eventual consistency, Kubernetes access propagation, lingering network
+interfaces and S3 bucket-name reuse. Each window is in simulated seconds. The four time windows (IAM role propagation,
 Kubernetes access propagation, lingering network interfaces, bucket-name reuse) are on by default at
 realistic magnitudes (:data:`DEFAULT_ROLE_PROPAGATION_SECONDS` and the others); 0 turns one off. The
 refused zone, throttling and per-operation errors are off until set.
@@ -72,7 +71,8 @@ def throttling_error(service: str) -> AwsError:
 
 class ConnectionFault(AwsError):
     """A connection fault (:meth:`FaultInjector.timeout`): answered as HTTP 504 ``RequestTimeout`` carrying
-    :data:`CONNECTION_FAULT_HEADER`, which :func:`install_client_faults` turns into botocore's exception."""
+    :data:`CONNECTION_FAULT_HEADER`, which :func:`instantstart_sandbox.aws.transport.install` turns into botocore's
+    exception."""
 
     def __init__(self, kind: str) -> None:
         super().__init__("RequestTimeout", f"sandbox {kind}", 504)
@@ -187,9 +187,10 @@ class FaultInjector:
         raises ``ConnectTimeoutError``; ``kind="read-timeout"``: AWS does the operation but the answer never
         arrives (``ReadTimeoutError``), the harsher case for calls that are not idempotent. botocore's standard
         retry mode retries both, as it does against AWS. The exceptions are raised by botocore in this process
-        (the in-process functions, the sandbox's own clients) once :func:`install_client_faults` ran (the
-        sandbox does at start); a client in another process gets HTTP 504 ``RequestTimeout`` instead, which its
-        botocore retries too. ``when`` as for :meth:`inject`.
+        (the in-process functions, the sandbox's own clients) once
+        :func:`instantstart_sandbox.aws.transport.install` ran (the sandbox does at start); a client in another
+        process gets HTTP 504 ``RequestTimeout`` instead, which its botocore retries too. ``when`` as for
+        :meth:`inject`.
 
         Raises:
             ValueError: ``times`` < 1 or an unknown ``kind``.
@@ -458,35 +459,3 @@ class FaultInjector:
         with self._lock:
             deleted = self._buckets_deleted.get(bucket)
         return deleted is None or self._now() - deleted >= window
-
-
-_client_faults_installed = False
-
-
-def install_client_faults() -> None:
-    """Make this process's botocore raise ``ConnectTimeoutError`` / ``ReadTimeoutError`` for an answer that
-    carries :data:`CONNECTION_FAULT_HEADER` (idempotent).
-
-    The exception is raised where botocore's HTTP layer raises a real one (``Endpoint._send``), so the retry
-    handler, the caller's ``except`` clauses and its error names see exactly what a timed-out connection gives.
-    """
-    global _client_faults_installed
-    if _client_faults_installed:
-        return
-    from botocore import endpoint
-    from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
-
-    cls: Any = endpoint.Endpoint
-    original = cls._send
-
-    def _send(self: Any, request: Any) -> Any:
-        response = original(self, request)
-        kind = response.headers.get(CONNECTION_FAULT_HEADER)
-        if kind == "connect-timeout":
-            raise ConnectTimeoutError(endpoint_url=request.url)
-        if kind == "read-timeout":
-            raise ReadTimeoutError(endpoint_url=request.url)
-        return response
-
-    cls._send = _send
-    _client_faults_installed = True

@@ -6,9 +6,10 @@ import logging
 import os
 import threading
 
-from instantstart_sandbox.aws import eks, eventbridge
+from instantstart_sandbox.aws import eks, eventbridge, transport
 from instantstart_sandbox.aws.extension import AwsExtension
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
+from instantstart_sandbox.aws.protocol import WSGIApplication
 from instantstart_sandbox.clock import SimClock
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,10 @@ class AwsSandboxServer:
     """A threaded HTTP server on 127.0.0.1 serving moto + :class:`AwsExtension`.
 
     Point boto3 at :attr:`endpoint_url` (``AWS_ENDPOINT_URL``) with any credentials. moto's state is
-    process-global: two servers in one process share it.
+    process-global: two servers in one process share it. With ``in_process`` (the default) botocore clients in
+    this process reach the same application without the socket once
+    :func:`instantstart_sandbox.aws.transport.install` ran (:mod:`instantstart_sandbox.aws.transport`);
+    clients in other processes use HTTP.
 
     Args:
         clock: the sandbox's simulated clock (drives every lifecycle).
@@ -36,6 +40,7 @@ class AwsSandboxServer:
         region: the region whose EKS / SageMaker requests the extension emulates.
         account_id: the account of moto's default credentials.
         hyperpod_state_change_events: whether HyperPod emits "SageMaker HyperPod Cluster State Change".
+        in_process: answer this process's botocore requests to :attr:`endpoint_url` without HTTP.
     """
 
     def __init__(
@@ -45,14 +50,17 @@ class AwsSandboxServer:
         region: str = "us-west-2",
         account_id: str = "123456789012",
         hyperpod_state_change_events: bool = True,
+        in_process: bool = True,
     ) -> None:
         self.clock = clock
         self.kube = kube
         self.region = region
         self.account_id = account_id
+        self.in_process = in_process
         self.extension = AwsExtension(clock, kube, region, account_id, hyperpod_state_change_events)
         self.endpoint_url = ""
         self.port = 0
+        self.app: WSGIApplication | None = None  # moto behind the extension, once started
         self._server: object | None = None
         self._thread: threading.Thread | None = None
         self._previous_moto_port: str | None = None
@@ -82,11 +90,12 @@ class AwsSandboxServer:
             def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
                 return None
 
-        app = DomainDispatcherApplication(create_backend_app)
+        app = self.extension.wsgi(DomainDispatcherApplication(create_backend_app))
+        self.app = app
         server = make_server(
             host,
             port,
-            self.extension.wsgi(app),
+            app,
             threaded=True,
             request_handler=QuietRequestHandler,
         )
@@ -94,6 +103,8 @@ class AwsSandboxServer:
         self.port = int(server.server_address[1])
         self.endpoint_url = f"http://{host}:{self.port}"
         self.extension.endpoint_url = self.endpoint_url
+        if self.in_process:
+            transport.register(self.endpoint_url, app)
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._thread = threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True)
@@ -113,6 +124,8 @@ class AwsSandboxServer:
 
     def stop(self) -> None:
         """Stop serving (moto's state stays in the process); restores a previous ``MOTO_PORT``."""
+        if self.endpoint_url:
+            transport.unregister(self.endpoint_url)
         server = self._server
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]

@@ -1,0 +1,168 @@
+"""botocore's in-process transport to the AWS sandbox (``instantstart_sandbox.aws.transport``): the same answers
+as over HTTP, served in the caller's thread, without the caller's context variables, faults included."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+
+try:
+    from tests.sandbox.conftest_aws import REGION, aws, client, clock, kube, unique
+except ImportError:  # rootdir not on sys.path
+    from conftest_aws import REGION, aws, client, clock, kube, unique  # type: ignore[no-redef]  # noqa: F401
+
+from instantstart_sandbox.aws import transport
+from instantstart_sandbox.aws.calls import AwsCall
+from instantstart_sandbox.aws.server import AwsSandboxServer
+
+Client = Callable[[str], Any]
+PROBE: contextvars.ContextVar[str | None] = contextvars.ContextVar("transport_probe", default=None)
+
+
+@contextmanager
+def over_http(aws: AwsSandboxServer) -> Iterator[None]:
+    """This process's requests to ``aws`` go over the socket while the block runs."""
+    assert aws.app is not None
+    transport.unregister(aws.endpoint_url)
+    try:
+        yield
+    finally:
+        transport.register(aws.endpoint_url, aws.app)
+
+
+def _served_by(aws: AwsSandboxServer, service: str, operation: str, call: Callable[[], Any]) -> dict[str, Any]:
+    """Make ``call`` once; the thread that served ``operation`` and the probe variable it saw there."""
+    seen: dict[str, Any] = {}
+
+    def observe(c: AwsCall) -> bool:
+        seen["thread"] = threading.current_thread()
+        seen["probe"] = PROBE.get()
+        return False  # observe only: the call is answered normally
+
+    aws.extension.faults.inject(service, operation, "Unused", "never answered", when=observe)
+    try:
+        call()
+    finally:
+        aws.extension.faults.clear()
+    return seen
+
+
+def test_given_the_sandbox_endpoint_when_called_in_its_process_then_the_caller_thread_serves_it_without_its_context(
+    aws: AwsSandboxServer, client: Client
+) -> None:
+    assert transport.registered(aws.endpoint_url)
+    assert transport.registered(aws.endpoint_url.replace("127.0.0.1", "localhost"))
+    sts = client("sts")
+    token = PROBE.set("the caller's")
+    try:
+        in_process = _served_by(aws, "sts", "GetCallerIdentity", sts.get_caller_identity)
+        with over_http(aws):
+            assert not transport.registered(aws.endpoint_url)
+            http = _served_by(aws, "sts", "GetCallerIdentity", sts.get_caller_identity)
+    finally:
+        PROBE.reset(token)
+    assert in_process["thread"] is threading.current_thread()
+    assert in_process["probe"] is None, "the caller's context variables do not reach the server"
+    assert http["thread"] is not threading.current_thread()
+    assert http["probe"] is None
+
+
+def test_given_each_protocol_when_called_both_ways_then_the_answers_are_the_same(
+    client: Client, aws: AwsSandboxServer
+) -> None:
+    ddb, s3, ec2 = client("dynamodb"), client("s3"), client("ec2")
+    table = unique("transport")
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.put_item(TableName=table, Item={"PK": {"S": "a/b c"}, "n": {"N": "7"}, "m": {"M": {"x": {"BOOL": True}}}})
+    bucket = unique("transport")
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    body = bytes(range(256)) * 300  # binary, larger than one read
+    s3.put_object(Bucket=bucket, Key="dir/a b+c.bin", Body=body, Metadata={"owner": "tests"})
+    vpc = ec2.create_vpc(CidrBlock="10.91.0.0/16")["Vpc"]["VpcId"]
+
+    def answers() -> tuple[Any, ...]:
+        item = ddb.get_item(TableName=table, Key={"PK": {"S": "a/b c"}})["Item"]
+        obj = s3.get_object(Bucket=bucket, Key="dir/a b+c.bin")
+        listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="dir/")["Contents"]]
+        vpcs = ec2.describe_vpcs(VpcIds=[vpc])["Vpcs"]
+        with pytest.raises(ClientError) as missing:
+            ddb.get_item(TableName=unique("missing"), Key={"PK": {"S": "x"}})
+        error = missing.value.response
+        return (
+            item,
+            obj["Body"].read(),
+            obj["Metadata"],
+            obj["ContentLength"],
+            listed,
+            [(v["VpcId"], v["CidrBlock"]) for v in vpcs],
+            error["Error"]["Code"],
+            error["ResponseMetadata"]["HTTPStatusCode"],
+        )
+
+    in_process = answers()
+    with over_http(aws):
+        http = answers()
+    assert in_process == http
+    assert in_process[1] == body
+    assert in_process[2] == {"owner": "tests"}
+    assert in_process[6:] == ("ResourceNotFoundException", 400)
+
+
+def _single_attempt(aws: AwsSandboxServer, service: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=aws.endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+    )
+
+
+@pytest.mark.parametrize("way", ["in process", "over HTTP"])
+def test_given_connection_faults_when_called_either_way_then_botocore_raises_its_timeouts(
+    aws: AwsSandboxServer, way: str
+) -> None:
+    sqs = _single_attempt(aws, "sqs")
+    with over_http(aws) if way == "over HTTP" else _nothing():
+        aws.extension.faults.timeout("sqs", "CreateQueue", times=1)
+        with pytest.raises(ConnectTimeoutError):
+            sqs.create_queue(QueueName=unique("never"))
+        aws.extension.faults.timeout("sqs", "CreateQueue", times=1, kind="read-timeout")
+        name = unique("done")
+        with pytest.raises(ReadTimeoutError):
+            sqs.create_queue(QueueName=name)
+        assert sqs.get_queue_url(QueueName=name)["QueueUrl"], "AWS did the work; only the answer was lost"
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def test_given_an_answer_that_raises_in_the_server_when_called_in_process_then_the_caller_sees_a_500(
+    aws: AwsSandboxServer, client: Client
+) -> None:
+    def broken(call: AwsCall) -> bool:
+        raise RuntimeError("the server broke")
+
+    sts = _single_attempt(aws, "sts")
+    aws.extension.faults.inject("sts", "GetCallerIdentity", "Unused", "never answered", when=broken)
+    with pytest.raises(ClientError) as exc:
+        sts.get_caller_identity()
+    assert exc.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+    aws.extension.faults.clear()
+    assert client("sts").get_caller_identity()["Account"], "the next call is answered"
