@@ -261,6 +261,93 @@ def test_given_resources_written_by_another_step_when_a_step_merges_its_keys_the
     assert after.updated_at == "t1"
 
 
+def _counting(store: Store, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the DynamoDB calls ``store`` makes, by client method."""
+    counts: dict[str, int] = {}
+    for name in ("get_item", "update_item"):
+        real = getattr(store._db, name)
+
+        def counted(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            counts[_name] = counts.get(_name, 0) + 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store._db, name, counted)
+    return counts
+
+
+def test_given_a_block_reusing_reads_when_a_record_is_read_twice_then_dynamodb_is_read_once_until_a_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_cluster(store, "reuse")
+    counts = _counting(store, monkeypatch)
+    with store.reusing_reads():
+        first = store.get_stage("reuse", 1, StageName.NETWORK)
+        assert first is not None
+        first.resources["vpcId"] = "changed by the caller"  # a caller's change never reaches the reused read
+        second = store.get_stage("reuse", 1, StageName.NETWORK)
+        assert counts == {"get_item": 1}
+        assert second is not None and second.resources == {}
+        store.merge_stage_resources("reuse", 1, StageName.NETWORK, {"vpcId": "vpc-1"}, now="t1")
+        after = store.get_stage("reuse", 1, StageName.NETWORK)
+        assert after is not None and after.resources == {"vpcId": "vpc-1"}, "a write's answer is what is reused"
+        assert counts == {"get_item": 1, "update_item": 1}
+        store.merge_stage_resources("reuse", 1, StageName.ACCESS, {"accessEntry": "arn"}, now="t1")
+        store.get_stage("reuse", 1, StageName.NETWORK)
+        assert counts == {"get_item": 2, "update_item": 2}, "a write forgets the records read before it"
+    store.get_stage("reuse", 1, StageName.NETWORK)
+    store.get_stage("reuse", 1, StageName.NETWORK)
+    assert counts["get_item"] == 4, "outside the block every read reaches DynamoDB"
+
+
+def test_given_another_store_in_the_same_context_when_it_writes_then_the_next_read_of_the_block_sees_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_cluster(store, "other")
+    other = Store(store._db, store.table_name)
+    with store.reusing_reads():
+        assert store.get_stage("other", 1, StageName.STORAGE) is not None
+        other.merge_stage_resources("other", 1, StageName.STORAGE, {"bucket": "theirs"}, now="t1")
+        stage = store.get_stage("other", 1, StageName.STORAGE)
+        assert stage is not None and stage.resources == {"bucket": "theirs"}, "any write of the process forgets"
+
+
+def test_given_a_stage_that_already_holds_the_values_when_merging_in_a_block_then_nothing_is_written(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_cluster(store, "same")
+    store.merge_stage_resources(
+        "same",
+        1,
+        StageName.HYPERPOD,
+        {"hyperPodClusterArn": "arn:1", "nodes": {"ready": 2, "ratio": 0.5}},
+        now="t1",
+        observed_status="Creating",
+    )
+    counts = _counting(store, monkeypatch)
+    with store.reusing_reads():
+        assert store.get_stage("same", 1, StageName.HYPERPOD) is not None
+        same = store.merge_stage_resources(
+            "same",
+            1,
+            StageName.HYPERPOD,
+            {"hyperPodClusterArn": "arn:1", "nodes": {"ready": 2, "ratio": 0.5}, "unset": None},
+            now="t2",
+            observed_status="Creating",
+        )
+        assert counts == {"get_item": 1}, "the same values and status: no write"
+        assert same.updated_at == "t1" and same.observed_status == "Creating"
+        moved = store.merge_stage_resources(
+            "same", 1, StageName.HYPERPOD, {"hyperPodClusterArn": "arn:1"}, now="t3", observed_status="InService"
+        )
+        assert counts == {"get_item": 1, "update_item": 1}
+        assert moved.observed_status == "InService" and moved.updated_at == "t3"
+    store.merge_stage_resources("same", 1, StageName.HYPERPOD, {"hyperPodClusterArn": "arn:1"}, now="t4")
+    assert counts["update_item"] == 2, "outside a block the store cannot know: it writes"
+    stage = store.get_stage("same", 1, StageName.HYPERPOD)
+    assert stage is not None and stage.updated_at == "t4"
+    assert stage.resources["nodes"] == {"ready": 2, "ratio": 0.5}
+
+
 def test_given_no_stage_record_when_merging_then_condition_failed(store: Store) -> None:
     with pytest.raises(ConditionFailed):
         store.merge_stage_resources("none", 1, StageName.NETWORK, {"vpcId": "vpc-1"}, now=NOW)

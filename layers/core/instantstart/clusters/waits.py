@@ -87,6 +87,18 @@ def run_round(rt: Runtime, p: StepPayload, check: Callable[[Runtime, StepPayload
         raise StageFailed("InvalidStepPayload", f"{p.action} needs a task token and a wait name")
     token, wait = p.task_token, p.wait_name
     holder = holder_of(p)
+    with rt.store.reusing_reads():  # the holder's record is read by the satisfied-check, then by the check
+        return _round(rt, p, check, holder, token, wait)
+
+
+def _round(
+    rt: Runtime,
+    p: StepPayload,
+    check: Callable[[Runtime, StepPayload], BaseModel],
+    holder: WaitHolder,
+    token: str,
+    wait: str,
+) -> StepResult:
     try:
         if rt.store.wait_satisfied(holder, wait, p.action):
             # a previous round saw it done, but its answer reached a task that had timed out
