@@ -260,9 +260,25 @@ def test_given_a_hyperpod_cluster_when_tiered_storage_is_updated_then_it_round_t
 
 
 def test_given_task_governance_when_quotas_and_priorities_are_set_then_statuses_settle_and_kueue_objects_follow(
-    server: AwsSandboxServer, sb: Client, hyperpod: Any
+    server: AwsSandboxServer, sb: Client, hyperpod: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also the order of the emulator's timers: the Kueue objects are written while the resource still reads
+    Creating/Updating (whoever reads Created finds them) and removed while it is still listed as Deleting."""
     sm, eks = sb("sagemaker"), sb("eks")
+    governance = server.extension.task_governance
+    seen: list[tuple[str, str, str, bool]] = []
+    materialise, remove = governance._materialise, governance._remove_objects
+
+    def materialising(resource: Any) -> None:
+        seen.append(("write", resource.kind, resource.status, resource.id in governance._resources))
+        materialise(resource)
+
+    def removing(resource: Any) -> None:
+        seen.append(("remove", resource.kind, resource.status, resource.id in governance._resources))
+        remove(resource)
+
+    monkeypatch.setattr(governance, "_materialise", materialising)
+    monkeypatch.setattr(governance, "_remove_objects", removing)
     arn = hyperpod.hyperpod_cluster_arn
     quota = {
         "ComputeQuotaConfig": {
@@ -343,6 +359,12 @@ def test_given_task_governance_when_quotas_and_priorities_are_set_then_statuses_
         custom.get_cluster_custom_object(
             "kueue.x-k8s.io", "v1beta1", "clusterqueues", "hyperpod-ns-research-clusterqueue"
         )
+    assert seen == [
+        ("write", "quota", "Creating", True),
+        ("write", "scheduler", "Creating", True),
+        ("write", "scheduler", "Updating", True),
+        ("remove", "quota", "Deleting", True),
+    ], seen
 
 
 def test_given_an_fsx_for_lustre_file_system_then_it_validates_becomes_available_blocks_its_subnet_and_deletes(
