@@ -73,4 +73,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     IDEMPOTENCY.bind(context)
     # Routes read their dependencies from the resolver's context (cleared after every request).
     app.append_context(runtime=RUNTIME, idempotency=IDEMPOTENCY)
-    return app.resolve(event, context)
+    # A record read twice in one request (the cluster by the route, then by the name lookup) is read once.
+    with RUNTIME.store.reusing_reads():
+        return app.resolve(event, context)

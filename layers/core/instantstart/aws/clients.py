@@ -36,6 +36,13 @@ def client(service: str, region: str | None = None) -> Any:
         service: botocore service name (``ec2``, ``eks``, ``sagemaker``, ...).
         region: AWS Region; defaults to the session's.
     """
+    return new_client(service, region)
+
+
+def new_client(service: str, region: str | None = None) -> Any:
+    """A new boto3 client of the process-wide session, configured as :func:`client`'s, for a caller that keeps its
+    own (one with event handlers of its own, e.g. the EKS token presigner). Created under the session's lock.
+    """
     with _lock:  # boto3 client creation is not thread-safe on a shared session
         factory: Any = session()
         return factory.client(service, region_name=region, config=_RETRY_CONFIG)
