@@ -183,6 +183,20 @@ def client(aws: AwsSandboxServer) -> Callable[[str], Any]:
     return make
 
 
+def single_attempt_client(aws: AwsSandboxServer, service: str) -> Any:
+    """A boto3 client of ``aws`` that makes one attempt per call (botocore's retries off): a fault reaches the test."""
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        endpoint_url=aws.endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+    )
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
     """Poll ``predicate`` until it returns a truthy value; that value (AssertionError on timeout)."""
     deadline = time.monotonic() + timeout

@@ -26,6 +26,7 @@ try:
         lifecycle,
         network,
         role,
+        single_attempt_client,
         unique,
         wait_for,
     )
@@ -42,6 +43,7 @@ except ImportError:  # rootdir not on sys.path
         lifecycle,
         network,
         role,
+        single_attempt_client,
         unique,
         wait_for,
     )
@@ -372,14 +374,7 @@ def test_given_throttling_when_an_operation_is_called_then_the_services_throttli
     code: str,
     status: int,
 ) -> None:
-    no_retries = boto3.client(
-        service,
-        endpoint_url=aws.endpoint_url,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
-    )
+    no_retries = single_attempt_client(aws, service)
     aws.extension.faults.throttle(service, operation, times=2)
     for _ in range(2):
         with pytest.raises(ClientError) as exc:
@@ -435,14 +430,7 @@ def test_given_sdk_backoff_on_the_clock_when_throttled_past_every_attempt_then_s
 
 def _single_attempt(aws: AwsSandboxServer, service: str) -> Any:
     aws.extension.faults.clear()  # what earlier tests left pending
-    return boto3.client(
-        service,
-        endpoint_url=aws.endpoint_url,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
-    )
+    return single_attempt_client(aws, service)
 
 
 def test_given_a_connect_timeout_when_called_then_botocore_raises_connect_timeout_and_nothing_is_created(

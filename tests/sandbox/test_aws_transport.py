@@ -6,18 +6,24 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
 try:
-    from tests.sandbox.conftest_aws import REGION, aws, client, clock, kube, unique
+    from tests.sandbox.conftest_aws import REGION, aws, client, clock, kube, single_attempt_client, unique
 except ImportError:  # rootdir not on sys.path
-    from conftest_aws import REGION, aws, client, clock, kube, unique  # type: ignore[no-redef]  # noqa: F401
+    from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
+        REGION,
+        aws,
+        client,
+        clock,
+        kube,
+        single_attempt_client,
+        unique,
+    )
 
 from instantstart_sandbox.aws import transport
 from instantstart_sandbox.aws.calls import AwsCall
@@ -121,23 +127,12 @@ def test_given_each_protocol_when_called_both_ways_then_the_answers_are_the_same
     assert in_process[6:] == ("ResourceNotFoundException", 400)
 
 
-def _single_attempt(aws: AwsSandboxServer, service: str) -> Any:
-    return boto3.client(
-        service,
-        endpoint_url=aws.endpoint_url,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
-    )
-
-
 @pytest.mark.parametrize("way", ["in process", "over HTTP"])
 def test_given_connection_faults_when_called_either_way_then_botocore_raises_its_timeouts(
     aws: AwsSandboxServer, way: str
 ) -> None:
-    sqs = _single_attempt(aws, "sqs")
-    with over_http(aws) if way == "over HTTP" else _nothing():
+    sqs = single_attempt_client(aws, "sqs")
+    with over_http(aws) if way == "over HTTP" else nullcontext():
         aws.extension.faults.timeout("sqs", "CreateQueue", times=1)
         with pytest.raises(ConnectTimeoutError):
             sqs.create_queue(QueueName=unique("never"))
@@ -148,18 +143,13 @@ def test_given_connection_faults_when_called_either_way_then_botocore_raises_its
         assert sqs.get_queue_url(QueueName=name)["QueueUrl"], "AWS did the work; only the answer was lost"
 
 
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
 def test_given_an_answer_that_raises_in_the_server_when_called_in_process_then_the_caller_sees_a_500(
     aws: AwsSandboxServer, client: Client
 ) -> None:
     def broken(call: AwsCall) -> bool:
         raise RuntimeError("the server broke")
 
-    sts = _single_attempt(aws, "sts")
+    sts = single_attempt_client(aws, "sts")
     aws.extension.faults.inject("sts", "GetCallerIdentity", "Unused", "never answered", when=broken)
     with pytest.raises(ClientError) as exc:
         sts.get_caller_identity()

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
@@ -369,14 +369,15 @@ class Store:
         if reused is not None and (pk, sk) in reused:
             return copy.deepcopy(reused[(pk, sk)])
         out = self._db.get_item(TableName=self.table_name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True)
-        item = deserialize(out["Item"]) if "Item" in out else None
-        if reused is not None:
-            reused[(pk, sk)] = copy.deepcopy(item)
-        return item
+        return self._remember(pk, sk, deserialize(out["Item"]) if "Item" in out else None)
 
-    def _remember(self, pk: str, sk: str, item: Item) -> Item:
-        """Keep ``item`` (a write's ``ALL_NEW`` answer: the item as that write left it) for the reads of the current
-        :meth:`reusing_reads` block; returns ``item``."""
+    @overload
+    def _remember(self, pk: str, sk: str, item: Item) -> Item: ...
+    @overload
+    def _remember(self, pk: str, sk: str, item: None) -> None: ...
+    def _remember(self, pk: str, sk: str, item: Item | None) -> Item | None:
+        """Keep ``item`` (as read, or as a write's ``ALL_NEW`` answer left it; None: it does not exist) for the reads
+        of the current :meth:`reusing_reads` block; returns ``item``."""
         reused = _REUSED.get()
         if reused is not None:
             reused[(pk, sk)] = copy.deepcopy(item)
