@@ -18,7 +18,7 @@ from tests.secret_scan import pytest_runtest_logreport, pytest_sessionfinish, py
 
 __all__ = ["pytest_runtest_logreport", "pytest_sessionfinish", "pytest_terminal_summary"]
 
-TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "120"))
+TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "240"))
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LOGS = ROOT / ".test-logs"
+ENVIRONMENT = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+"""The suites' environment: this one, but Python writes its bytecode caches (``__pycache__``, ignored by git). With
+``PYTHONDONTWRITEBYTECODE`` set (as on some CI hosts), each of the run's Python processes (every xdist worker, every
+CLI and MCP proxy a test starts) compiled the project's sources again, and pytest rewrote every test module's asserts
+again: 4-5 CPU-seconds per pytest process."""
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Suite:
             for command in self.commands:
                 out.write(f"$ {' '.join(command)}\n")
                 out.flush()
-                process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                process = subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=out, stderr=subprocess.STDOUT)
                 _, status, usage = os.wait4(process.pid, 0)
                 process.returncode = self.returncode = os.waitstatus_to_exitcode(status)
                 self.cpu_seconds += usage.ru_utime + usage.ru_stime

@@ -4,7 +4,7 @@ Prints the figures (requests by answer, operations, executions, replays, end sta
 any mismatch. ``INSTANTSTART_LOAD_TAGS`` sets the number of tags (default 10: five creates each in the first
 burst), ``INSTANTSTART_LOAD_ENVIRONMENTS`` the Lambda execution environments of the API function (default 8),
 ``INSTANTSTART_LOAD_EVERY_FUNCTION=1`` scales the workflow steps and event functions out too; the sandbox runs at
-``INSTANTSTART_TEST_TIME_SCALE`` (default 120).
+``INSTANTSTART_TEST_TIME_SCALE`` (default 240).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class ScaledSleep:
 
 @pytest.fixture
 def scaled_sleep(sandbox: Any) -> ScaledSleep:
-    """A ``wait_seconds`` sleep running at the sandbox clock's speed (120 s of waiting is 1 s of wall time)."""
+    """A ``wait_seconds`` sleep running at the sandbox clock's speed (at 240x, 240 s of waiting is 1 s of wall time)."""
     return ScaledSleep(sandbox.time_scale)
 
 
