@@ -48,6 +48,7 @@ except ImportError:  # rootdir not on sys.path
         wait_for,
     )
 
+from instantstart_sandbox.aws.eks import EksEmulator
 from instantstart_sandbox.aws.server import AwsSandboxServer
 from instantstart_sandbox.clock import SimClock
 
@@ -129,6 +130,33 @@ def test_given_no_nodes_when_deployment_addons_are_created_then_degraded_until_a
     degraded_event = next(e for e in events() if e["detail-type"] == "EKS Addon Health Degraded")
     assert degraded_event["source"] == "aws.eks"
     assert degraded_event["detail"]["health"]["issues"][0]["code"] == "InsufficientNumberOfReplicas"
+
+
+def test_given_no_nodes_when_a_deployment_addon_finishes_creating_then_it_is_never_seen_active_on_the_way_to_degraded(
+    client: Client, network: dict[str, Any], role: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add-on's objects are installed and its health evaluated before its status changes: a DescribeAddon made
+    meanwhile (here: while the objects are being installed) sees CREATING, never an ACTIVE taken back a moment later."""
+    eks = client("eks")
+    name = create_eks(client, network, role)
+    seen: list[str] = []
+    install = EksEmulator._install
+
+    def observed_install(self: EksEmulator, cluster: str, spec: Any, version: str) -> None:
+        install(self, cluster, spec, version)
+        if cluster == name:
+            seen.append(eks.describe_addon(clusterName=name, addonName=spec.name)["addon"]["status"])
+
+    monkeypatch.setattr(EksEmulator, "_install", observed_install)
+    eks.create_addon(clusterName=name, addonName="cert-manager")
+
+    degraded = wait_for(
+        lambda: (
+            (a := eks.describe_addon(clusterName=name, addonName="cert-manager")["addon"])["status"] == "DEGRADED" and a
+        )
+    )
+    assert seen == ["CREATING"]
+    assert degraded["health"]["issues"][0]["code"] == "InsufficientNumberOfReplicas"
 
 
 def test_given_a_degraded_addon_hook_when_nodes_are_ready_then_it_stays_degraded_with_that_issue_until_restored(

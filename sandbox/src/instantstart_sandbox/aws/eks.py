@@ -771,26 +771,27 @@ class EksEmulator:
         return {"addon": self._addon_dict(addon)}
 
     def _addon_ready(self, cluster: str, name: str, generation: int, phase: str) -> None:
-        """Timer: an add-on finishes creating/updating; install its objects and emit the event."""
+        """Timer: an add-on finishes creating/updating; install its objects and emit the event.
+
+        The add-on stays CREATING/UPDATING while its objects are installed and its health is evaluated, then turns
+        ACTIVE or DEGRADED at once: a ``DescribeAddon`` in between never sees an ACTIVE that the evaluation is about
+        to take back (a Deployment add-on before any node exists)."""
         with self._lock:
             addon = self._addons.get((cluster, name))
             if addon is None or addon.generation != generation or addon.status not in ("CREATING", "UPDATING"):
                 return
             spec = CATALOG[name]
-            addon.status = "ACTIVE"
-            addon.issues = []
-            addon.modified_at = self.clock.now()
-            status = addon.status
             version = addon.version
-        if status == "ACTIVE":
-            self._install(cluster, spec, version)
-            issues = self._health_issues(cluster, spec, version)
-            with self._lock:
-                if issues and addon.generation == generation and addon.status == "ACTIVE":
-                    addon.status = status = "DEGRADED"
-                    addon.issues = issues
-            if _deployments(spec, version, self.region) or spec.requires:
-                self._schedule_health_check(cluster, name, generation)
+        self._install(cluster, spec, version)
+        issues = self._health_issues(cluster, spec, version)
+        with self._lock:
+            if addon.generation != generation or addon.status not in ("CREATING", "UPDATING"):
+                return  # deleted or updated again while it was installed
+            addon.status = status = "DEGRADED" if issues else "ACTIVE"
+            addon.issues = issues
+            addon.modified_at = self.clock.now()
+        if _deployments(spec, version, self.region) or spec.requires:
+            self._schedule_health_check(cluster, name, generation)
         if status == "DEGRADED":
             # the add-on is installed but its Deployments have no node: EKS reports it as a health change
             self._emit_addon(addon, "EKS Addon Health Degraded")
