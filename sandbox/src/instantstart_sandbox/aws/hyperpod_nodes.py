@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import botocore.session
@@ -55,7 +56,10 @@ DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
 Handler = Callable[[AwsRequest, Callable[[], RawResponse]], Any]
 
 
+@cache
 def _limit(operation: str, member: str) -> int | None:
+    """The ``max`` of list ``member`` of ``operation``'s input in the installed botocore SageMaker model (read once per
+    operation and member: loading the model costs about 50 CPU-ms)."""
     model = botocore.session.get_session().get_service_model("sagemaker")
     shape = model.operation_model(operation).input_shape
     assert shape is not None
