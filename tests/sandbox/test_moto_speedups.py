@@ -156,6 +156,51 @@ def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_eve
         assert refused.value.response["Error"]["Code"] == "ValidationException"
 
 
+def test_an_update_answers_the_old_and_new_values_as_moto_does(moto_in_process: Any) -> None:
+    import boto3
+
+    ddb = boto3.client("dynamodb", region_name="us-west-2")
+    ddb.create_table(
+        TableName="t",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    ddb.put_item(
+        TableName="t",
+        Item={
+            "pk": {"S": "a"},
+            "status": {"S": "RUNNING"},
+            "stages": {"M": {"network": {"M": {"status": {"S": "RUNNING"}}}}},
+            "tags": {"SS": ["x"]},
+            "rounds": {"L": [{"N": "1"}]},
+        },
+    )
+
+    def update(return_values: str) -> dict[str, Any]:
+        return dict(
+            ddb.update_item(
+                TableName="t",
+                Key={"pk": {"S": "a"}},
+                UpdateExpression="SET #s = :s, stages.network.#s = :s, rounds = list_append(rounds, :r) ADD tags :t",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": {"S": "DONE"}, ":r": {"L": [{"N": "2"}]}, ":t": {"SS": ["y"]}},
+                ReturnValues=return_values,
+            ).get("Attributes", {})
+        )
+
+    old = update("ALL_OLD")
+    assert old["status"] == {"S": "RUNNING"}
+    assert old["stages"] == {"M": {"network": {"M": {"status": {"S": "RUNNING"}}}}}
+    assert old["tags"] == {"SS": ["x"]} and old["rounds"] == {"L": [{"N": "1"}]}
+    updated_old = update("UPDATED_OLD")  # the same values again: only the list changes (the set holds "y" already)
+    assert updated_old == {"rounds": {"L": [{"N": "1"}, {"N": "2"}]}}
+    assert update("NONE") == {}
+    stored = ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"]
+    assert stored["stages"] == {"M": {"network": {"M": {"status": {"S": "DONE"}}}}}
+    assert stored["rounds"] == {"L": [{"N": "1"}, {"N": "2"}, {"N": "2"}, {"N": "2"}]}
+
+
 def test_aws_managed_policies_attach_in_the_aws_partition(moto_in_process: Any) -> None:
     import boto3
 

@@ -23,6 +23,10 @@ attribute name, as a test's monkeypatch does). DynamoDB parsed every ``UpdateExp
 call; the parse tree of an expression text is now kept (moto deep-copies it before validating and executing,
 so the kept tree is never changed; an invalid expression is not kept and fails on every call).
 
+DynamoDB's ``UpdateItem`` deep-copied the stored item before each update, to read its attributes as they were (for
+``ReturnValues`` ``ALL_OLD``/``UPDATED_*``); that read, ``Item.to_json()``, is already a copy, so the item is no longer
+copied first (:func:`_updates_snapshot_the_old_item_once`).
+
 DynamoDB's ``TransactWriteItems`` deep-copied every table it writes, all items, before each transaction (its
 rollback on a cancellation): the cost grew with the table, so long runs (the fault matrix: a few thousand items)
 spent a sixth of their CPU there. The backup now shares the table's untouched items and deep-copies only the items
@@ -68,6 +72,7 @@ def install() -> None:
     _update_expressions_are_parsed_once()
     _aws_managed_policies_only_in_the_aws_partition()
     _transactions_back_up_only_their_items()
+    _updates_snapshot_the_old_item_once()
     _ec2_tags_are_read_by_resource_id()
     _moto_modules_are_listed_once()
 
@@ -350,6 +355,29 @@ def _transactions_back_up_only_their_items() -> None:
     dynamodb_models.copy = _Copy
     backend.transact_write_items = functools.wraps(original)(transact_write_items)
     backend._instantstart_item_backups = True
+
+
+def _updates_snapshot_the_old_item_once() -> None:
+    from moto.dynamodb import responses as responses_module
+    from moto.dynamodb.models.dynamo_type import Item
+
+    dynamodb_responses: Any = responses_module  # the module whose ``copy`` UpdateItem's old-item copy goes through
+    if getattr(dynamodb_responses.copy, "_instantstart_patched", False):
+        return
+
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        # UpdateItem deep-copies the stored item, then reads only its to_json(), taken before the update: to_json()
+        # is itself a snapshot (scalars are immutable, maps, lists and sets are copied), so the item is read as it is
+        if isinstance(value, Item) or value is None:
+            return value
+        return copy.deepcopy(value, memo)
+
+    class _Copy:  # moto's DynamoDB responses module calls copy.deepcopy once: the old item of UpdateItem
+        copy = staticmethod(copy.copy)
+        _instantstart_patched = True
+
+    _Copy.deepcopy = staticmethod(deepcopy)  # type: ignore[attr-defined]
+    dynamodb_responses.copy = _Copy
 
 
 def _ec2_tags_are_read_by_resource_id() -> None:
