@@ -28,6 +28,19 @@ def session() -> boto3.session.Session:
     return boto3.session.Session()
 
 
+@lru_cache(maxsize=8)
+def service_model(service: str) -> Any:
+    """The installed botocore model of ``service`` (``botocore.model.ServiceModel``), read once per process: its
+    shapes' enums and limits are the API's own (loading SageMaker's costs about 50 CPU-ms). Calls nothing.
+
+    Raises:
+        botocore.exceptions.UnknownServiceError: botocore has no model named ``service``.
+    """
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model(service)
+
+
 @lru_cache(maxsize=64)
 def client(service: str, region: str | None = None) -> Any:
     """A cached boto3 client for ``service`` with standard retries (5 attempts) and timeouts.

@@ -15,9 +15,9 @@ https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGro
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 from typing import Any
 
+from instantstart.aws.clients import service_model
 from instantstart.errors import Conflict
 from instantstart.models.common import CapacityType
 from instantstart.models.instance_groups import InstanceGroupDetail, UpdateInstanceGroupRequest
@@ -58,21 +58,14 @@ READ_ONLY: frozenset[str] = frozenset(
 """DescribeCluster members that describe state, not configuration: never sent back."""
 
 
-@lru_cache(maxsize=1)
-def _model() -> Any:
-    import botocore.session
-
-    return botocore.session.get_session().get_service_model("sagemaker")
-
-
 def spec_members() -> frozenset[str]:
     """The members of ``ClusterInstanceGroupSpecification`` in the installed botocore model."""
-    return frozenset(_model().shape_for(SPEC_SHAPE).members)
+    return frozenset(service_model("sagemaker").shape_for(SPEC_SHAPE).members)
 
 
 def details_members() -> frozenset[str]:
     """The members of ``ClusterInstanceGroupDetails`` in the installed botocore model."""
-    return frozenset(_model().shape_for(DETAILS_SHAPE).members)
+    return frozenset(service_model("sagemaker").shape_for(DETAILS_SHAPE).members)
 
 
 def _conform(value: Any, shape: Any) -> Any:
@@ -98,7 +91,7 @@ def spec_from_description(group: dict[str, Any]) -> dict[str, Any]:
     flexible group (``InstanceRequirements``; the two are mutually exclusive) and ``ImageReleaseVersion``
     when an ``ImageId`` is set. Pure: the input is not changed.
     """
-    spec_shape = _model().shape_for(SPEC_SHAPE)
+    spec_shape = service_model("sagemaker").shape_for(SPEC_SHAPE)
     raw: dict[str, Any] = {}
     for key, value in group.items():
         if value is None or key in READ_ONLY:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from instantstart.aws.clients import error_code, error_message
+from instantstart.aws.clients import error_code, error_message, service_model
 from instantstart.errors import Conflict, ValidationFailed
 from instantstart.models.capacity import (
     AvailabilityZoneChange,
@@ -83,17 +82,9 @@ def list_training_plans(sm: Any) -> list[TrainingPlanView]:
 
 
 def reserved_capacity_instance_types() -> list[str]:
-    """The SageMaker ``ReservedCapacityInstanceType`` enum (instance types training plans can reserve), a new list
-    per call from the installed botocore model (loaded once per process)."""
-    return list(_reserved_capacity_instance_types())
-
-
-@cache
-def _reserved_capacity_instance_types() -> tuple[str, ...]:
-    import botocore.session
-
-    shape: Any = botocore.session.get_session().get_service_model("sagemaker").shape_for("ReservedCapacityInstanceType")
-    return tuple(shape.enum)
+    """The SageMaker ``ReservedCapacityInstanceType`` enum (instance types training plans can reserve)."""
+    shape: Any = service_model("sagemaker").shape_for("ReservedCapacityInstanceType")
+    return list(shape.enum)
 
 
 def parse_start_after(value: str) -> datetime:

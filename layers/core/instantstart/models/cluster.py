@@ -240,10 +240,9 @@ def hyperpod_instance_types() -> frozenset[str]:
 
     Read lazily so the API function only pays for it when an instance type is validated.
     """
-    import botocore.session
+    from instantstart.aws.clients import service_model
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    shape: Any = model.shape_for("ClusterInstanceType")
+    shape: Any = service_model("sagemaker").shape_for("ClusterInstanceType")
     return frozenset(shape.enum)
 
 
