@@ -122,9 +122,9 @@ def moto_in_process(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield
 
 
-def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_every_time(moto_in_process: Any) -> None:
+def _table_t() -> Any:
+    """A DynamoDB client of moto in process, with table ``t`` keyed by the string ``pk``."""
     import boto3
-    from botocore.exceptions import ClientError
 
     ddb = boto3.client("dynamodb", region_name="us-west-2")
     ddb.create_table(
@@ -133,6 +133,13 @@ def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_eve
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
     )
+    return ddb
+
+
+def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_every_time(moto_in_process: Any) -> None:
+    from botocore.exceptions import ClientError
+
+    ddb = _table_t()
     expression = "SET #s = :s, attempts = if_not_exists(attempts, :zero) + :one"
     for pk, status in (("a", "RUNNING"), ("b", "FAILED"), ("a", "READY")):
         ddb.update_item(
@@ -157,15 +164,7 @@ def test_the_same_update_expression_applies_to_each_item_and_a_bad_one_fails_eve
 
 
 def test_an_update_answers_the_old_and_new_values_as_moto_does(moto_in_process: Any) -> None:
-    import boto3
-
-    ddb = boto3.client("dynamodb", region_name="us-west-2")
-    ddb.create_table(
-        TableName="t",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )
+    ddb = _table_t()
     ddb.put_item(
         TableName="t",
         Item={
