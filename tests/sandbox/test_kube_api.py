@@ -1,7 +1,7 @@
 """The emulated Kubernetes API server, driven by the official ``kubernetes`` client over HTTPS.
 
 Every test talks to a real ``KubeApiServer`` on 127.0.0.1 through ``Configuration.host`` with the
-``/clusters/<name>`` prefix, verifying the server certificate against ``ca_pem``.
+``/clusters/<name>-<id>`` prefix, verifying the server certificate against ``ca_pem``.
 """
 
 from __future__ import annotations
@@ -211,8 +211,8 @@ def test_unknown_cluster_is_not_found(server: KubeApiServer, tmp_path: Path) -> 
 
 
 def test_removed_cluster_stops_answering(server: KubeApiServer, tmp_path: Path) -> None:
-    server.add_cluster("short-lived")
-    assert server.add_cluster("short-lived").endswith("/clusters/short-lived")  # idempotent
+    first = server.add_cluster("short-lived")
+    assert server.add_cluster("short-lived") == first  # idempotent
     core = client.CoreV1Api(make_client(server, "short-lived", tmp_path))
     core.read_namespace("default")
     server.remove_cluster("short-lived")
@@ -221,6 +221,23 @@ def test_removed_cluster_stops_answering(server: KubeApiServer, tmp_path: Path) 
     with pytest.raises(ApiException) as err:
         core.read_namespace("default")
     assert err.value.status == 404
+
+
+def test_a_cluster_created_again_answers_at_a_new_endpoint(server: KubeApiServer, tmp_path: Path) -> None:
+    # Given a cluster that was removed and created again under the same name
+    old = server.add_cluster("again")
+    old_core = client.CoreV1Api(make_client(server, "again", tmp_path))
+    old_core.create_namespace({"metadata": {"name": "from-the-first"}})
+    server.remove_cluster("again")
+    new = server.add_cluster("again")
+
+    # Then, as with EKS, the new cluster has its own endpoint and the old one is gone
+    assert new != old and new.split("/clusters/")[1].startswith("again-")
+    with pytest.raises(ApiException) as err:
+        old_core.read_namespace("default")
+    assert err.value.status == 404
+    names = [ns.metadata.name for ns in client.CoreV1Api(make_client(server, "again", tmp_path)).list_namespace().items]
+    assert "default" in names and "from-the-first" not in names
 
 
 # ---------------------------------------------------------------------------------------------

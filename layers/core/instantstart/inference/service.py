@@ -470,15 +470,11 @@ def delete_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentAc
     return InferenceDeploymentAccepted(name=name, namespace=INFERENCE_NAMESPACE, operation=op)
 
 
-def _served(dyn: Any, api_version: str, kind: str) -> bool:
-    """Whether the API server serves ``kind`` (API discovery, which every authenticated user may read)."""
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+def _keda_served(dyn: Any) -> bool:
+    """Whether KEDA's ``ScaledObject`` is served now (fresh API discovery: :func:`instantstart.kube.client.served`)."""
+    from instantstart.kube import client as kube
 
-    try:
-        dyn.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        return False
-    return True
+    return kube.served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, timeout=KUBERNETES_READ_SECONDS)
 
 
 def create_router(rt: Runtime, tag: str, name: str, request: CreateRouterRequest) -> InferenceDeploymentAccepted:
@@ -495,9 +491,7 @@ def create_router(rt: Runtime, tag: str, name: str, request: CreateRouterRequest
     deployment, _ = _find(rt, tag, name)
     spec = stored_spec(deployment)
     rules.check_router_engine(name, spec.get("engine"))
-    if request.autoscaling is not None and not read_kubernetes(
-        rt, tag, lambda dyn: _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND)
-    ):
+    if request.autoscaling is not None and not read_kubernetes(rt, tag, _keda_served):
         raise rules.keda_missing(tag)
     port = int(spec.get("port") or builders.ENGINE_PORTS[Engine.SGLANG])
     change = RouterChange(name=name, worker_port=port, request=request)
@@ -646,9 +640,7 @@ def apply_delete(rt: Runtime, p: StepPayload) -> StepResult:
     name = change.name
     dyn = _admin(rt, p.cluster_tag)
     gone: list[str] = []
-    if _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND) and kube.delete(
-        dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name, INFERENCE_NAMESPACE
-    ):
+    if _keda_served(dyn) and kube.delete(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name, INFERENCE_NAMESPACE):
         gone.append(f"{builders.KEDA_KIND} {name}")
     for api_version, kind, obj in [*_router_objects(name), ("v1", "Service", name)]:
         if kube.delete(dyn, api_version, kind, obj, INFERENCE_NAMESPACE):
@@ -834,11 +826,7 @@ def get_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentView:
         deployment = get_object(dyn, "apps/v1", "Deployment", name)
         if not made_here(deployment):
             return {}
-        scaled = (
-            get_object(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name)
-            if _served(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND)
-            else None
-        )
+        scaled = get_object(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name) if _keda_served(dyn) else None
         return {
             "deployment": deployment,
             "pods": _pods_of(dyn, name),

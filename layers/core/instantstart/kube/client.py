@@ -101,6 +101,32 @@ def get(
         return None
 
 
+def served(dyn: DynamicClient, api_version: str, kind: str, timeout: float | None = None) -> bool:
+    """Whether the API server serves ``kind`` in ``api_version`` (e.g. ``keda.sh/v1alpha1``, ``ScaledObject``) now.
+
+    Reads API discovery for that group version afresh (``GET /apis/{group}/{version}``, or ``/api/v1`` for the
+    core group; every authenticated user may read it:
+    https://kubernetes.io/docs/reference/using-api/api-concepts/#discovery-apis), not the client's discovery cache:
+    a cached "served" outlives an uninstalled CRD within a warm function, and a capability check must not answer
+    from it. ``timeout``: seconds the request may take (None: no limit).
+
+    Raises:
+        kubernetes.client.exceptions.ApiException: discovery failed other than with 404 (401, 403, 5xx).
+    """
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    group, _, version = api_version.rpartition("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    kwargs: dict[str, Any] = {} if timeout is None else {"_request_timeout": timeout}
+    try:
+        listing = dyn.request("GET", path, **kwargs)
+    except NotFoundError:
+        return False
+    return any(
+        r.get("kind") == kind and "/" not in str(r.get("name")) for r in listing.to_dict().get("resources") or []
+    )
+
+
 def list_objects(
     dyn: DynamicClient,
     api_version: str,
@@ -109,7 +135,14 @@ def list_objects(
     label_selector: str | None = None,
     timeout: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of a kind (optionally in one namespace, filtered by a label selector; ``timeout`` seconds)."""
+    """Every object of a kind (optionally in one namespace, filtered by a label selector; ``timeout`` seconds).
+
+    Raises:
+        kubernetes.dynamic.exceptions.ResourceNotFoundError: the kind is not served (not in API discovery, or its
+            collection answers 404 because it stopped being served since discovery was cached).
+    """
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
     resource = dyn.resources.get(api_version=api_version, kind=kind)
     kwargs: dict[str, Any] = {}
     if timeout is not None:
@@ -118,7 +151,11 @@ def list_objects(
         kwargs["namespace"] = namespace
     if label_selector:
         kwargs["label_selector"] = label_selector
-    return [dict(item) for item in resource.get(**kwargs).to_dict().get("items", [])]
+    try:
+        listed = resource.get(**kwargs)
+    except NotFoundError as exc:  # a collection answers 404 only when its kind is not served
+        raise ResourceNotFoundError(f"{kind} ({api_version}) is not served") from exc
+    return [dict(item) for item in listed.to_dict().get("items", [])]
 
 
 def delete(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:

@@ -1,4 +1,4 @@
-"""The emulated Kubernetes API server: HTTPS, one path prefix per cluster (``/clusters/<name>``).
+"""The emulated Kubernetes API server: HTTPS, one path prefix per cluster (``/clusters/<name>-<id>``).
 
 The official ``kubernetes`` client (typed APIs, ``CustomObjectsApi``, ``DynamicClient``) talks to
 it exactly as to an EKS endpoint: ``Configuration.host`` is the endpoint returned by
@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import socket
 import ssl
 import tempfile
@@ -68,6 +69,10 @@ class KubeApiServer:
         service proxy (:mod:`instantstart_sandbox.kube.proxy`); None: no EKS, no check."""
         self.clock = clock
         self._clusters: dict[str, KubeCluster] = {}
+        self._segments: dict[str, str] = {}
+        """Cluster name -> the path segment of its endpoint (``<name>-<id>``, new for each creation)."""
+        self._names: dict[str, str] = {}
+        """Endpoint path segment -> cluster name."""
         self._controllers: dict[str, SimulatedControllers] = {}
         self._training: dict[str, TrainingControllers] = {}
         self._inference: dict[str, InferenceControllers] = {}
@@ -137,8 +142,13 @@ class KubeApiServer:
 
     # -- clusters -----------------------------------------------------------------------------
     def endpoint(self, name: str) -> str:
-        """``https://127.0.0.1:<port>/clusters/<name>``."""
-        return f"https://{self._host}:{self._port}/clusters/{name}"
+        """``https://127.0.0.1:<port>/clusters/<name>-<id>``.
+
+        As an EKS endpoint is, it is unique to one creation of the cluster: ``<id>`` is 16 random hex digits, and a
+        cluster removed and added again under the same name answers at a new endpoint while the old one answers 404.
+        Caches keyed by endpoint (the Kubernetes client's API discovery) therefore never outlive their cluster. An
+        unknown name gets ``/clusters/<name>``, which answers 404."""
+        return f"https://{self._host}:{self._port}/clusters/{self._segments.get(name, name)}"
 
     def add_cluster(self, name: str) -> str:
         """Create the cluster ``name`` (idempotent) with its default namespaces and service accounts,
@@ -155,12 +165,16 @@ class KubeApiServer:
                     cluster, self._controllers[name], lambda: self.sagemaker, lambda: self.lustre
                 )
                 self._clusters[name] = cluster
+                segment = f"{name}-{secrets.token_hex(8)}"
+                self._segments[name] = segment
+                self._names[segment] = name
         return self.endpoint(name)
 
     def remove_cluster(self, name: str) -> None:
         """Forget the cluster ``name`` (its open watches end); unknown names are ignored."""
         with self._lock:
             cluster = self._clusters.pop(name, None)
+            self._names.pop(self._segments.pop(name, ""), None)
             controllers = self._controllers.pop(name, None)
             self._training.pop(name, None)
             self._inference.pop(name, None)
@@ -186,8 +200,12 @@ class KubeApiServer:
         """Names of the hosted clusters."""
         return list(self._clusters)
 
-    def _lookup(self, name: str) -> KubeCluster | None:
-        return self._clusters.get(name)
+    def _at(self, segment: str) -> tuple[str, KubeCluster] | None:
+        """``(name, cluster)`` served at the endpoint path segment ``segment``, or None."""
+        with self._lock:
+            name = self._names.get(segment)
+            cluster = self._clusters.get(name) if name is not None else None
+        return (name, cluster) if name is not None and cluster is not None else None
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -351,12 +369,13 @@ class _Handler(BaseHTTPRequestHandler):
             parts = [unquote(p) for p in url.path.split("/") if p]
             if len(parts) < 2 or parts[0] != "clusters":
                 raise KubeError(404, "the server could not find the requested resource", "NotFound")
-            cluster = self.server.api._lookup(parts[1])
-            if cluster is None:
+            found = self.server.api._at(parts[1])
+            if found is None:
                 raise KubeError(404, f'cluster "{parts[1]}" not found', "NotFound")
+            name, cluster = found
             rest = parts[2:]
             if rest not in _PUBLIC:
-                self._authenticate(parts[1])
+                self._authenticate(name, parts[1])
             self._route(method, cluster, rest, params, body)
         except KubeError as exc:
             self._json(exc.code, exc.status())
@@ -366,7 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("kube-apiserver: %s %s failed", method, self.path)
             self._json(500, KubeError(500, f"Internal error occurred: {exc}").status())
 
-    def _authenticate(self, cluster_name: str) -> None:
+    def _authenticate(self, cluster_name: str, segment: str) -> None:
         header = self.headers.get("Authorization") or ""
         scheme, _, token = header.partition(" ")
         token = token.strip()
@@ -380,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not ok:
             raise KubeError(401, "Unauthorized", "Unauthorized")
         gate = self.server.api.access_gate
-        path = urlsplit(self.path).path.removeprefix(f"/clusters/{cluster_name}") or "/"
+        path = urlsplit(self.path).path.removeprefix(f"/clusters/{segment}") or "/"
         denied = gate(cluster_name, self.command, path) if gate is not None else None
         if denied is not None:
             code, message = denied
