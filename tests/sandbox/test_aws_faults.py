@@ -183,9 +183,15 @@ def test_given_a_degraded_addon_hook_when_nodes_are_ready_then_it_stays_degraded
     aws.extension.eks.restore_addon(name, "metrics-server")
     restored = status()
     assert restored["status"] == "ACTIVE" and restored["health"]["issues"] == []
+    # EventBridge does not order events: "Creation Succeeded", emitted just after the add-on turned ACTIVE, may
+    # arrive after the Degraded event the test caused once it saw ACTIVE. The health events follow each other.
     wait_for(
         lambda: (
-            [e["detail-type"] for e in events() if e["detail"]["addonName"] == "metrics-server"][-2:]
+            [
+                e["detail-type"]
+                for e in events()
+                if e["detail"]["addonName"] == "metrics-server" and "Health" in e["detail-type"]
+            ]
             == ["EKS Addon Health Degraded", "EKS Addon Health Restored"]
         )
     )
