@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -275,7 +276,12 @@ def serve(
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="instantstart-sandbox")
+    try:
+        app(prog_name="instantstart-sandbox")
+    finally:
+        # The process exits now: the interpreter need not walk and free the sandbox's heap object by object
+        # (seconds for a heap of a million objects; the operating system takes the memory back at once).
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ class Sandbox:
         self.aws: Any = None
         self.http: HttpApiServer | None = None
         self._gc_thresholds: tuple[int, int, int] | None = None
+        self._frozen = False
         self.deployment: Deployment | None = None
 
     @property
@@ -212,6 +213,10 @@ class Sandbox:
         )
         self.http.start()
         logging.getLogger(__name__).info("sandbox API at %s", self.http.url)
+        # What exists now (modules, botocore and moto models, the deployed template) lives as long as the sandbox:
+        # the collector need not walk it again in every full collection (``stop`` gives it back).
+        gc.freeze()
+        self._frozen = True
         return self
 
     @property
@@ -264,6 +269,9 @@ class Sandbox:
         if self._gc_thresholds is not None:
             gc.set_threshold(*self._gc_thresholds)
             self._gc_thresholds = None
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
 
     def __enter__(self) -> Sandbox:
         return self.start()
