@@ -65,8 +65,33 @@ def test_each_parse_of_a_definition_builds_its_own_program() -> None:
     moto_speedups.install()
     first, tree = AmazonStateLanguageParser.parse(DEFINITION)
     second, same_tree = AmazonStateLanguageParser.parse(DEFINITION)
-    assert first is not second
     assert tree is same_tree
+    # no component of one program is a component of the other: an execution's state stays its own
+    assert not _components(first) & _components(second)
+    assert type(first) is type(second) and len(_components(first)) == len(_components(second)) > 3
+
+
+def _components(program: Any) -> set[int]:
+    """ids of the evaluation components reachable from ``program`` through attributes, lists and dicts."""
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+
+    seen: set[int] = set()
+    found: set[int] = set()
+    stack = [program]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple, set)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif type(obj).__module__.startswith("moto.stepfunctions.parser") and hasattr(obj, "__dict__"):
+            if isinstance(obj, EvalComponent):
+                found.add(id(obj))
+            stack.extend(vars(obj).values())
+    return found
 
 
 def test_an_invalid_definition_fails_on_every_parse() -> None:
