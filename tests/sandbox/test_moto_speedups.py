@@ -225,6 +225,39 @@ def test_an_update_answers_the_old_and_new_values_as_moto_does(moto_in_process: 
     assert stored["rounds"] == {"L": [{"N": "1"}, {"N": "2"}, {"N": "2"}, {"N": "2"}]}
 
 
+@pytest.mark.parametrize(
+    ("expression", "values", "message"),
+    [
+        ("SET pk = :s", {":s": {"S": "b"}}, "Cannot update attribute pk"),  # UpdateHashRangeKeyValidator
+        ("SET a = :s, a = :s", {":s": {"S": "x"}}, "overlap"),  # OverlappingPathsValidator
+        ("SET a = :s, b = :s", {":s": {"S": "x"}, ":t": {"S": "x"}}, "unused"),  # ExpressionAttributeValueProcessor
+        ("SET a = #missing", {}, "#missing"),  # ExpressionAttributeResolvingProcessor
+        ("SET a = n + :s", {":s": {"S": "x"}}, "operand"),  # UpdateExpressionFunctionEvaluator / types
+        ("REMOVE absent", {}, None),  # a missing attribute to remove: no error, no change
+        ("REMOVE nested.deep.path", {}, "document path"),  # nor a path through a missing map
+        ("SET nested.deep = :s", {":s": {"S": "x"}}, "document path"),  # NoneExistingPathChecker
+    ],
+)
+def test_each_update_expression_check_still_refuses_what_moto_refuses(
+    moto_in_process: Any, expression: str, values: dict[str, Any], message: str | None
+) -> None:
+    """Whether moto's validators process a node is answered once per node class: each check still sees its nodes."""
+    from botocore.exceptions import ClientError
+
+    ddb = _table_t()
+    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    kwargs: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
+    if message is None:
+        ddb.update_item(TableName="t", Key={"pk": {"S": "a"}}, UpdateExpression=expression, **kwargs)
+        assert ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}, "n": {"N": "1"}}
+        return
+    with pytest.raises(ClientError) as refused:
+        ddb.update_item(TableName="t", Key={"pk": {"S": "a"}}, UpdateExpression=expression, **kwargs)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert message in refused.value.response["Error"]["Message"]
+    assert ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}, "n": {"N": "1"}}
+
+
 def test_aws_managed_policies_attach_in_the_aws_partition(moto_in_process: Any) -> None:
     import boto3
 

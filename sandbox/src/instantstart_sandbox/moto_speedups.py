@@ -23,6 +23,10 @@ attribute name, as a test's monkeypatch does). DynamoDB parsed every ``UpdateExp
 call; the parse tree of an expression text is now kept (moto deep-copies it before validating and executing,
 so the kept tree is never changed; an invalid expression is not kept and fails on every call).
 
+Each of the ten processors that validate and execute an ``UpdateExpression`` rebuilt its processing map (a dict of
+bound methods) at every node it visited, to ask whether that node is one it processes; the node types are now read
+once per processor class (:func:`_update_expression_traversals_list_their_node_types_once`).
+
 DynamoDB's ``UpdateItem`` deep-copied the stored item before each update, to read its attributes as they were (for
 ``ReturnValues`` ``ALL_OLD``/``UPDATED_*``); that read, ``Item.to_json()``, is already a copy, so the item is no longer
 copied first (:func:`_updates_snapshot_the_old_item_once`).
@@ -70,6 +74,7 @@ def install() -> None:
     _dynamodb_attribute_values_fast()
     _action_method_names_are_kept()
     _update_expressions_are_parsed_once()
+    _update_expression_traversals_list_their_node_types_once()
     _aws_managed_policies_only_in_the_aws_partition()
     _transactions_back_up_only_their_items()
     _updates_snapshot_the_old_item_once()
@@ -249,6 +254,66 @@ def _action_method_names_are_kept() -> None:
 
     method_names_from_class._instantstart_patched = True  # type: ignore[attr-defined]
     responses.method_names_from_class = method_names_from_class
+
+
+def _update_expression_traversals_list_their_node_types_once() -> None:
+    from moto.dynamodb.parsing import ast_nodes as ast_nodes_module
+
+    ast_nodes: Any = ast_nodes_module  # moto's parsing package has no type information
+    traverser = ast_nodes.DepthFirstTraverser
+    if getattr(traverser.traverse_node_recursively, "_instantstart_patched", False):
+        return
+    node_class = ast_nodes.Node
+    descend_into = (ast_nodes.Expression, ast_nodes.UpdateExpressionFunction)
+    # moto's node classes are ABCs that nobody registers virtual subclasses with: whether a node is of a kind depends
+    # on its concrete class only, so each answer is kept per class (an ABC isinstance costs a Python-level call)
+    is_node: dict[type, bool] = {}
+    processes: dict[tuple[type, type], bool] = {}
+    descends: dict[type, bool] = {}
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        """moto's depth-first traversal, with "is it a node, does this traverser process it" answered once per class
+        (moto rebuilt its processing map, a dict of bound methods, and ran ABC ``isinstance`` checks at every node)."""
+        kind = type(node)
+        node_kind = is_node.get(kind)
+        if node_kind is None:
+            node_kind = is_node[kind] = isinstance(node, node_class)
+        if not node_kind:
+            return node
+        parent_node = node.parent
+        if node.children is not None:
+            for i, child_node in enumerate(node.children):
+                self.pre_processing_of_child(node, i)
+                self.traverse_node_recursively(child_node, i)
+        key = (type(self), kind)
+        processed = processes.get(key)
+        if processed is None:
+            processed = processes[key] = isinstance(node, self.nodes_to_be_processed())
+        if processed:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    def find_clauses(self: Any, clause_types: Any) -> list[Any]:
+        """moto's ``Node.find_clauses``, with "does the search descend into it" answered once per class."""
+        clauses = []
+        for child in self.children or []:
+            kind = type(child)
+            if kind in clause_types:
+                clauses.append(child)
+                continue
+            descend = descends.get(kind)
+            if descend is None:
+                descend = descends[kind] = isinstance(child, descend_into)
+            if descend:
+                clauses.extend(child.find_clauses(clause_types))
+        return clauses
+
+    traverse_node_recursively._instantstart_patched = True  # type: ignore[attr-defined]
+    traverser.traverse_node_recursively = traverse_node_recursively
+    node_class.find_clauses = find_clauses
 
 
 def _update_expressions_are_parsed_once() -> None:
