@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,11 +40,12 @@ def handler(event, context):
 def functions(tmp_path: Path) -> list[SimpleNamespace]:
     """Two deployed functions whose handler modules have unique names (as the sandbox requires)."""
     made = []
+    unique = uuid.uuid4().hex  # id(tmp_path) repeats once the object is freed: a module already imported would answer
     for name in ("alpha", "beta"):
         code_dir = tmp_path / name
         code_dir.mkdir()
-        (code_dir / f"lambda_test_{name}_{id(tmp_path)}.py").write_text(HANDLER)
-        handler = f"lambda_test_{name}_{id(tmp_path)}.handler"
+        (code_dir / f"lambda_test_{name}_{unique}.py").write_text(HANDLER)
+        handler = f"lambda_test_{name}_{unique}.handler"
         lambdas.REGISTRY[f"fn-{name}"] = lambdas.LambdaCode(code_dir=code_dir, handler=handler, timeout=10)
         made.append(SimpleNamespace(function_name=f"fn-{name}", function_arn=f"arn:aws:lambda:::function:fn-{name}"))
     return made
@@ -126,7 +128,7 @@ def handler(event, context):
 def test_given_several_environments_then_powertools_class_state_is_not_shared(tmp_path: Path) -> None:
     code_dir = tmp_path / "gamma"
     code_dir.mkdir()
-    module = f"lambda_test_gamma_{id(tmp_path)}"
+    module = f"lambda_test_gamma_{uuid.uuid4().hex}"
     (code_dir / f"{module}.py").write_text(POWERTOOLS_HANDLER)
     lambdas.REGISTRY["fn-gamma"] = lambdas.LambdaCode(code_dir=code_dir, handler=f"{module}.handler", timeout=10)
     gamma = SimpleNamespace(function_name="fn-gamma", function_arn="arn:aws:lambda:::function:fn-gamma")
@@ -162,7 +164,7 @@ def handler(event, context):
 @pytest.fixture
 def caller(tmp_path: Path) -> Iterator[SimpleNamespace]:
     """A deployed function making three AWS calls (STS, stubbed), noting each answer it got; faults cleared after."""
-    module = f"lambda_test_calls_{id(tmp_path)}"
+    module = f"lambda_test_calls_{uuid.uuid4().hex}"  # never an earlier test's module (and its DONE list)
     (tmp_path / f"{module}.py").write_text(CALLING)
     lambdas.REGISTRY["fn-calls"] = lambdas.LambdaCode(code_dir=tmp_path, handler=f"{module}.handler", timeout=1)
     lambdas.install()
