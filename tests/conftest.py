@@ -7,6 +7,7 @@ suites in their own pytest process.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     nor the interpreter's exit need to walk and free it (an integration worker: about 8 of 40 CPU-seconds)."""
     secret_scan.pytest_sessionfinish(session, exitstatus)
     gc.freeze()
+
+
+class _LoggerDict(dict):  # type: ignore[type-arg]
+    """``logging``'s registry of loggers, whose ``values()`` is a snapshot (``list(...)`` of a dict runs in C, so no
+    other thread adds a logger half-way). pytest's log capture walks ``loggerDict.values()`` in Python as each test
+    phase starts (``catching_logs.__enter__``), while the sandbox's threads create loggers as they import modules
+    lazily (a function's first invocation, moto's backends): the walk failed one test with "dictionary changed size
+    during iteration" in a fresh clone's run."""
+
+    def values(self) -> Any:
+        return list(super().values())
+
+
+logging.Logger.manager.loggerDict = _LoggerDict(logging.Logger.manager.loggerDict)
 
 
 TIME_SCALE = float(os.environ.get("INSTANTSTART_TEST_TIME_SCALE", "240"))

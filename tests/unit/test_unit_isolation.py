@@ -33,3 +33,33 @@ def test_given_dummy_credentials_and_moto_when_calling_aws_then_nothing_leaves_t
 
     assert "us-west-2c" in [z["ZoneName"] for z in zones]
     assert aws.client("sts").get_caller_identity()["Account"] == "123456789012"
+
+
+def test_given_a_thread_creating_loggers_when_pytest_starts_capturing_logs_then_it_never_fails() -> None:
+    """The sandbox's threads create loggers as they import lazily; pytest walks the logger registry as each test phase
+    starts. ``tests/conftest.py`` makes that walk a snapshot (without it: about 1,300 failures in this loop)."""
+    import logging
+    import sys
+
+    from _pytest.logging import LogCaptureHandler, catching_logs
+
+    def create_loggers() -> None:
+        for i in range(3000):
+            logging.getLogger(f"instantstart-test-logger-race.n{i}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    creator = threading.Thread(target=create_loggers)
+    failures = []
+    try:
+        creator.start()
+        while creator.is_alive():
+            try:
+                with catching_logs(LogCaptureHandler()):
+                    pass
+            except RuntimeError as exc:
+                failures.append(str(exc))
+    finally:
+        sys.setswitchinterval(interval)
+        creator.join()
+    assert failures == []
