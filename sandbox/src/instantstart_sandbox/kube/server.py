@@ -71,8 +71,6 @@ class KubeApiServer:
         self._clusters: dict[str, KubeCluster] = {}
         self._segments: dict[str, str] = {}
         """Cluster name -> the path segment of its endpoint (``<name>-<id>``, new for each creation)."""
-        self._names: dict[str, str] = {}
-        """Endpoint path segment -> cluster name."""
         self._controllers: dict[str, SimulatedControllers] = {}
         self._training: dict[str, TrainingControllers] = {}
         self._inference: dict[str, InferenceControllers] = {}
@@ -165,16 +163,14 @@ class KubeApiServer:
                     cluster, self._controllers[name], lambda: self.sagemaker, lambda: self.lustre
                 )
                 self._clusters[name] = cluster
-                segment = f"{name}-{secrets.token_hex(8)}"
-                self._segments[name] = segment
-                self._names[segment] = name
+                self._segments[name] = f"{name}-{secrets.token_hex(8)}"
         return self.endpoint(name)
 
     def remove_cluster(self, name: str) -> None:
         """Forget the cluster ``name`` (its open watches end); unknown names are ignored."""
         with self._lock:
             cluster = self._clusters.pop(name, None)
-            self._names.pop(self._segments.pop(name, ""), None)
+            self._segments.pop(name, None)
             controllers = self._controllers.pop(name, None)
             self._training.pop(name, None)
             self._inference.pop(name, None)
@@ -201,11 +197,10 @@ class KubeApiServer:
         return list(self._clusters)
 
     def _at(self, segment: str) -> tuple[str, KubeCluster] | None:
-        """``(name, cluster)`` served at the endpoint path segment ``segment``, or None."""
-        with self._lock:
-            name = self._names.get(segment)
-            cluster = self._clusters.get(name) if name is not None else None
-        return (name, cluster) if name is not None and cluster is not None else None
+        """``(name, cluster)`` served at the endpoint path segment ``segment`` (``<name>-<id>``), or None."""
+        name = segment.rpartition("-")[0]
+        cluster = self._clusters.get(name) if self._segments.get(name) == segment else None
+        return (name, cluster) if cluster is not None else None
 
 
 class _HTTPServer(ThreadingHTTPServer):
