@@ -18,6 +18,7 @@ from instantstart_client.api import InstantStartClient
 from instantstart_client.cli import app
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, eventually, finished, ready_cluster, refusal
+from tests.keda import SCALED_OBJECT_CRD
 
 TAG = "serve"
 EKS = f"eks-cluster-{TAG}"
@@ -282,30 +283,6 @@ def test_delete_removes_the_deployment_and_its_service(
 
 
 SGLANG = {**DEPLOYMENT, "name": "qwen-sglang", "engine": "sglang", "replicas": 2}
-SCALED_OBJECT_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "scaledobjects.keda.sh"},
-    "spec": {
-        "group": "keda.sh",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "scaledobjects",
-            "singular": "scaledobject",
-            "kind": "ScaledObject",
-            "listKind": "ScaledObjectList",
-        },
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                "subresources": {"status": {}},
-            }
-        ],
-    },
-}
 AUTOSCALING = {
     "minReplicas": 1,
     "maxReplicas": 3,

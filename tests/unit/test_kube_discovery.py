@@ -15,26 +15,9 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from instantstart.inference import builders
 from instantstart.kube import client as kube
 from instantstart_sandbox.kube.server import KubeApiServer
+from tests.keda import SCALED_OBJECT_CRD
 
 CLUSTER = "eks-cluster-discovery"
-SCALED_OBJECT_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "scaledobjects.keda.sh"},
-    "spec": {
-        "group": "keda.sh",
-        "scope": "Namespaced",
-        "names": {"plural": "scaledobjects", "singular": "scaledobject", "kind": "ScaledObject"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-            }
-        ],
-    },
-}
 
 
 class _Eks:
