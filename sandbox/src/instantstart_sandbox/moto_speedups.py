@@ -24,8 +24,9 @@ call; the parse tree of an expression text is now kept (moto deep-copies it befo
 so the kept tree is never changed; an invalid expression is not kept and fails on every call).
 
 Each of the ten processors that validate and execute an ``UpdateExpression`` rebuilt its processing map (a dict of
-bound methods) at every node it visited, to ask whether that node is one it processes; the node types are now read
-once per processor class (:func:`_update_expression_traversals_list_their_node_types_once`).
+bound methods) and ran ABC ``isinstance`` checks at every node it visited, to ask whether that node is one it
+processes; those answers, and ``find_clauses``' "descend into this child", are now kept per node class
+(:func:`_update_expression_traversals_list_their_node_types_once`).
 
 DynamoDB's ``UpdateItem`` deep-copied the stored item before each update, to read its attributes as they were (for
 ``ReturnValues`` ``ALL_OLD``/``UPDATED_*``); that read, ``Item.to_json()``, is already a copy, so the item is no longer
