@@ -1,8 +1,8 @@
 """Run every check of ``make test`` as parallel processes and print each suite's wall time.
 
 The suites run in three lanes at once: the sandbox suites (integration and MCP), split over pytest-xdist
-workers (each worker starts its own sandbox: moto's backends are process-global); lint, types, contract,
-unit and the sandbox's own suite one after another; and the web console's browser suite. Each suite's
+workers (each worker starts its own sandbox: moto's backends are process-global); lint, types, contract and
+unit one after another; and the web console's browser suite, then the sandbox's own suite. Each suite's
 output goes to ``.test-logs/<suite>.log``; the log of a failed suite is printed. Exit status 1 when any
 suite failed.
 
@@ -69,16 +69,15 @@ def pytest(*args: str) -> list[str]:
 
 def lanes(workers: int) -> list[list[Suite]]:
     """The suites of ``make test`` grouped in lanes (a lane runs its suites one after another)."""
-    sandbox_lane = [
-        Suite(
-            "integration",
-            [pytest("tests/integration", "tests/mcp", "-n", str(workers), "--dist", "loadfile")],
-        )
-    ]
-    # The web console in headless Chromium against a sandbox of its own (it waits on the simulated clock too). The
-    # sandbox suite stays last in the CPU lane: a lane of its own beside the console was tried and was no faster
-    # (fresh clones: 712-740 s that way, 668-796 s this way; the same mypy run took 33-47 CPU-seconds across them).
-    browser_lane = [Suite("console", [pytest("tests/console")])]
+    # pytest-xdist hands whole modules to its workers (``--dist loadfile``) in collection order, which
+    # tests/conftest.py sorts slowest first; its default reorder (by number of tests per module) would undo that
+    # and leave a slow module to run alone at the end.
+    integration = ["tests/integration", "tests/mcp", "-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
+    sandbox_lane = [Suite("integration", [pytest(*integration)])]
+    # The web console in headless Chromium against a sandbox of its own, then the sandbox's own suite: both wait on
+    # a simulated clock more than they compute (sandbox: about 37 CPU-seconds in 120-135 s of wall time), so they
+    # share a lane beside the CPU-bound checks, which would otherwise be the longest lane.
+    browser_lane = [Suite("console", [pytest("tests/console")]), Suite("sandbox", [pytest("tests/sandbox")])]
     cpu_lane = [
         Suite(
             "lint",
@@ -99,7 +98,6 @@ def lanes(workers: int) -> list[list[Suite]]:
             ],
         ),
         Suite("unit", [pytest("tests/unit", "tests/contract", "-n", "2")]),
-        Suite("sandbox", [pytest("tests/sandbox")]),
     ]
     return [sandbox_lane, cpu_lane, browser_lane]
 
