@@ -2,7 +2,8 @@
 
 Only the sandbox clock scales Wait, Retry intervals, TimeoutSeconds and HeartbeatSeconds; the
 committed ASL keeps realistic seconds (a callback task's timeout counts from its Lambda's return:
-:data:`LAMBDA_RUN_ALLOWANCE_WALL_SECONDS`). Also closes moto's StartExecution-without-a-name gap (AWS
+:data:`LAMBDA_RUN_ALLOWANCE_WALL_SECONDS`), and so does the execution history (``TaskScheduled``'s
+``timeoutInSeconds``). Also closes moto's StartExecution-without-a-name gap (AWS
 generates a UUID), passes SendTaskFailure's ``cause`` on (moto drops it) and emits the
 "Step Functions Execution Status Change" EventBridge event when an execution ends (moto does not). The control plane's
 ASL uses only ``lambda:invoke`` tasks, so moto's ``aws-sdk:*`` conversion is not needed and stays
@@ -83,6 +84,7 @@ against a 60-second timeout; compressed 120 times, a check slower than half a se
 machine, a queue of invocations of a single-concurrency function) would time out every round."""
 
 _OUTER_TIMEOUT = threading.local()
+_FOR_HISTORY = threading.local()
 
 
 def _scale(seconds: float) -> float:
@@ -111,6 +113,9 @@ def install(clock: SimClock) -> None:
     setattr(retrier_decl, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(_scale(s))))  # noqa: B010
 
     def _timeout_eval_body(self: Any, env: Any) -> None:
+        if getattr(_FOR_HISTORY, "active", False):  # TaskScheduled's timeoutInSeconds: the ASL's own seconds
+            env.stack.append(self._eval_seconds(env=env))
+            return
         seconds = max(_scale(self._eval_seconds(env=env)), MIN_TIMEOUT_WALL_SECONDS)
         if getattr(_OUTER_TIMEOUT, "active", False):  # the whole state's bound: Lambda run + callback wait
             seconds += LAMBDA_RUN_ALLOWANCE_WALL_SECONDS
@@ -138,12 +143,36 @@ def install(clock: SimClock) -> None:
 
     ExecutionState._evaluate_with_timeout = _evaluate_with_timeout  # type: ignore[method-assign]
 
+    _history_records_the_asl_seconds()
     _allow_unnamed_executions()
     _catch_back_to_the_same_state()
     _stop_inside_parallel_is_abort()
     _keep_task_failure_cause()
     _emit_execution_status_change()
     _report_state_changes()
+
+
+def _history_records_the_asl_seconds() -> None:
+    """A ``TaskScheduled`` event's ``timeoutInSeconds`` and ``heartbeatInSeconds`` are the state's own seconds, as
+    on AWS; only the wait itself runs on the scaled clock.
+
+    moto evaluates the state's timeout once more to record it, through the same hook that scales it: the history
+    showed wall seconds truncated to an integer (0 for a 60-second poll at 480x).
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import (
+        StateTaskService,
+    )
+
+    original = StateTaskService._before_eval_execution
+
+    def _before_eval_execution(self: Any, env: Any, *args: Any, **kwargs: Any) -> None:
+        _FOR_HISTORY.active = True
+        try:
+            original(self, env, *args, **kwargs)
+        finally:
+            _FOR_HISTORY.active = False
+
+    StateTaskService._before_eval_execution = _before_eval_execution  # type: ignore[method-assign]
 
 
 def _catch_back_to_the_same_state() -> None:
