@@ -225,6 +225,8 @@ def test_given_a_provisioned_cluster_when_listing_events_and_operations_then_fil
         sm.describe_cluster_event(ClusterName=name, EventId="00000000-0000-4000-8000-000000000000")
     assert missing.value.response["Error"]["Code"] == "ResourceNotFound"
 
+    # the create's operation ends a launch step after the last instance runs
+    wait_for(lambda: not sm.list_cluster_operations(ClusterName=name, Status="InProgress")["ClusterOperationSummaries"])
     [create_op] = sm.list_cluster_operations(ClusterName=name)["ClusterOperationSummaries"]
     assert (create_op["Type"], create_op["Status"]) == ("Scaling", "Done")
     described = sm.describe_cluster_operation(ClusterName=name, OperationId=create_op["OperationId"])
@@ -246,7 +248,13 @@ def test_given_a_provisioned_cluster_when_listing_events_and_operations_then_fil
     in_progress = sm.list_cluster_operations(ClusterName=name, Status="InProgress")["ClusterOperationSummaries"]
     assert len(in_progress) == 1 and in_progress[0]["OperationId"] != create_op["OperationId"]
     wait_for(lambda: sm.describe_cluster(ClusterName=name)["InstanceGroups"][0]["CurrentCount"] == 3, timeout=TIMEOUT)
-    scale_op = sm.describe_cluster_operation(ClusterName=name, OperationId=in_progress[0]["OperationId"])
+    # the operation ends a launch step after its last instance runs (a client polls it, as it polls the count)
+    op_id = in_progress[0]["OperationId"]
+    wait_for(
+        lambda: sm.describe_cluster_operation(ClusterName=name, OperationId=op_id)["Status"] != "InProgress",
+        timeout=TIMEOUT,
+    )
+    scale_op = sm.describe_cluster_operation(ClusterName=name, OperationId=op_id)
     assert scale_op["Status"] == "Done"
     assert [
         (d["InstanceGroupName"], d["Original"]["TargetCount"], d["Desired"]["TargetCount"])
