@@ -156,3 +156,82 @@ def test_given_an_answer_that_raises_in_the_server_when_called_in_process_then_t
     assert exc.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
     aws.extension.faults.clear()
     assert client("sts").get_caller_identity()["Account"], "the next call is answered"
+
+
+def test_given_dynamodb_calls_when_answered_without_motos_flask_layer_then_the_answers_are_flasks(
+    aws: AwsSandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    from instantstart_sandbox.aws import extension
+    from instantstart_sandbox.aws.protocol import call_app
+
+    ddb = single_attempt_client(aws, "dynamodb")
+    table = unique("direct")
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    def answers() -> list[Any]:
+        out: list[Any] = []
+        calls: list[Callable[[], Any]] = [
+            lambda: ddb.put_item(TableName=table, Item={"PK": {"S": "k"}, "m": {"M": {"n": {"N": "1.50"}}}}),
+            lambda: ddb.get_item(TableName=table, Key={"PK": {"S": "k"}}),
+            lambda: ddb.update_item(
+                TableName=table,
+                Key={"PK": {"S": "k"}},
+                UpdateExpression="SET #m.#n = #m.#n + :one",
+                ExpressionAttributeNames={"#m": "m", "#n": "n"},
+                ExpressionAttributeValues={":one": {"N": "1"}},
+                ReturnValues="UPDATED_NEW",
+            ),
+            lambda: ddb.put_item(
+                TableName=table, Item={"PK": {"S": "k"}}, ConditionExpression="attribute_not_exists(PK)"
+            ),
+            lambda: ddb.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": {"PK": {"S": "k"}},
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    }
+                ]
+            ),
+            lambda: ddb.get_item(TableName=table, Key={"Other": {"S": "k"}}),
+            lambda: ddb.get_item(TableName=unique("missing"), Key={"PK": {"S": "k"}}),
+            lambda: ddb.query(
+                TableName=table, KeyConditionExpression="PK = :k", ExpressionAttributeValues={":k": {"S": "k"}}
+            ),
+            lambda: ddb.delete_item(TableName=table, Key={"PK": {"S": "k"}}, ReturnValues="ALL_OLD"),
+        ]
+        for call in calls:
+            try:
+                answer = call()
+            except ClientError as exc:
+                answer = exc.response
+            metadata = answer.pop("ResponseMetadata")
+            out.append((metadata["HTTPStatusCode"], answer))
+        return out
+
+    direct_calls: list[str] = []
+    direct = extension.dynamodb_direct
+    monkeypatch.setattr(extension, "dynamodb_direct", lambda environ: direct_calls.append("") or direct(environ))
+    without_flask = answers()
+    assert len(direct_calls) == 9, "every DynamoDB call was answered without moto's Flask layer"
+    flask = DomainDispatcherApplication(create_backend_app)
+    monkeypatch.setattr(extension, "dynamodb_direct", lambda environ: call_app(flask, environ))
+    through_flask = answers()
+
+    assert without_flask == through_flask
+    assert [status for status, _ in without_flask] == [200, 200, 200, 400, 400, 400, 400, 200, 200]
+    assert float(without_flask[2][1]["Attributes"]["m"]["M"]["n"]["N"]) == 2.5
+    assert without_flask[3][1]["Error"]["Code"] == "ConditionalCheckFailedException"
+    assert without_flask[4][1]["CancellationReasons"] == [
+        {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
+    ]
+    assert without_flask[6][1]["Error"]["Code"] == "ResourceNotFoundException"

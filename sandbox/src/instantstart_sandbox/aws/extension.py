@@ -39,6 +39,7 @@ from instantstart_sandbox.aws.protocol import (
     WSGIApplication,
     WSGIEnviron,
     call_app,
+    dynamodb_direct,
     error_response,
     json_response,
     parse_params,
@@ -409,6 +410,8 @@ class AwsExtension:
             fault: AwsError | None,
         ) -> Iterable[bytes]:
             if service not in self._services and fault is None:
+                if service == "dynamodb":  # moto's handler without its Flask layer
+                    return send(dynamodb_direct(environ), start_response)
                 return app(environ, start_response)
             model = MODELS.service_model(service)
             assert model is not None
