@@ -214,6 +214,18 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def pk_table(ddb: Any, prefix: str) -> str:
+    """The name of a new on-demand DynamoDB table (name ``unique(prefix)``) keyed by the string attribute ``PK``."""
+    table = unique(prefix)
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return table
+
+
 @pytest.fixture(scope="session")
 def network(client: Callable[[str], Any]) -> dict[str, Any]:
     """A VPC with two subnets in two AZs and a security group."""

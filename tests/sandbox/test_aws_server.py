@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 try:
-    from tests.sandbox.conftest_aws import _no_leftover_faults, aws, client, clock, kube, unique
+    from tests.sandbox.conftest_aws import _no_leftover_faults, aws, client, clock, kube, pk_table, unique
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
         _no_leftover_faults,
@@ -17,6 +17,7 @@ except ImportError:  # rootdir not on sys.path
         client,
         clock,
         kube,
+        pk_table,
         unique,
     )
 
@@ -109,12 +110,6 @@ def test_given_operations_the_sandbox_does_not_emulate_when_called_then_moto_ans
     sqs.send_message(QueueUrl=url, MessageBody="hello")
     assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "hello"
     ddb = client("dynamodb")
-    table = unique("table")
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = pk_table(ddb, "table")
     ddb.put_item(TableName=table, Item={"PK": {"S": "a"}})
     assert ddb.get_item(TableName=table, Key={"PK": {"S": "a"}})["Item"] == {"PK": {"S": "a"}}

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
 try:
-    from tests.sandbox.conftest_aws import REGION, aws, client, clock, kube, single_attempt_client, unique
+    from tests.sandbox.conftest_aws import REGION, aws, client, clock, kube, pk_table, single_attempt_client, unique
 except ImportError:  # rootdir not on sys.path
     from conftest_aws import (  # type: ignore[no-redef]  # noqa: F401
         REGION,
@@ -21,6 +21,7 @@ except ImportError:  # rootdir not on sys.path
         client,
         clock,
         kube,
+        pk_table,
         single_attempt_client,
         unique,
     )
@@ -85,13 +86,7 @@ def test_given_each_protocol_when_called_both_ways_then_the_answers_are_the_same
     client: Client, aws: AwsSandboxServer
 ) -> None:
     ddb, s3, ec2 = client("dynamodb"), client("s3"), client("ec2")
-    table = unique("transport")
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = pk_table(ddb, "transport")
     ddb.put_item(TableName=table, Item={"PK": {"S": "a/b c"}, "n": {"N": "7"}, "m": {"M": {"x": {"BOOL": True}}}})
     bucket = unique("transport")
     s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
@@ -167,13 +162,7 @@ def test_given_dynamodb_calls_when_answered_without_motos_flask_layer_then_the_a
     from instantstart_sandbox.aws.protocol import call_app
 
     ddb = single_attempt_client(aws, "dynamodb")
-    table = unique("direct")
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = pk_table(ddb, "direct")
 
     def answers() -> list[Any]:
         out: list[Any] = []
