@@ -75,7 +75,7 @@ def lanes(workers: int) -> list[list[Suite]]:
     integration = ["tests/integration", "tests/mcp", "-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
     sandbox_lane = [Suite("integration", [pytest(*integration)])]
     # The web console in headless Chromium against a sandbox of its own, then the sandbox's own suite: both wait on
-    # a simulated clock more than they compute (sandbox: about 37 CPU-seconds in 120-135 s of wall time), so they
+    # a simulated clock more than they compute (sandbox: about 35-45 CPU-seconds in 120-160 s of wall time), so they
     # share a lane beside the CPU-bound checks, which would otherwise be the longest lane.
     browser_lane = [Suite("console", [pytest("tests/console")]), Suite("sandbox", [pytest("tests/sandbox")])]
     cpu_lane = [
