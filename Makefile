@@ -1,25 +1,64 @@
-# One development environment (.venv) for the demo, the tests and the tools.
+# One development environment (.venv) for the demo, the tests and the tools, installed from locks with hashes
+# (requirements-dev.txt, under the core layer's layers/core/requirements.txt: the same versions the layer ships).
+# The SAM CLI has an environment of its own (.sam-cli, tools/sam-cli.txt).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+SAM_VENV ?= .sam-cli
+SAM := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed-stamp
 PYTEST_ARGS ?=
+export SAM_CLI_TELEMETRY := 0
+# The artifacts the sandbox runs: the lock built for this machine's interpreter (tools/lambda_build.py)
+HOST_BUILD := .aws-sam/host
+HOST_STAMP := $(HOST_BUILD)/.built-stamp
+ARTIFACT_SOURCES := $(shell find layers/core/instantstart functions console -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults openapi asl clean
+.PHONY: install lock build build-host sizes demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults openapi asl clean
 
-$(STAMP): pyproject.toml sandbox/pyproject.toml
+$(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	# one resolve: the sandbox distribution depends on this one (instantstart-serverless)
-	$(BIN)/python -m pip install --quiet -e ./sandbox -e ".[dev]"
+	# every package from the lock, hash-checked, nothing resolved here; then the two local distributions
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e ./sandbox -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install the project with its dev tools
 
-demo: $(STAMP) ## start the sandbox and create a HyperPod cluster through the HTTP API
+# The locks: ranges in layers/core/requirements.in and pyproject.toml, versions and hashes in the .txt files. The
+# layer's lock leaves out kubernetes' asyncio client's dependencies (kubernetes.aio is never imported and not shipped).
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet
+NO_AIO := $(foreach dist,aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist multidict propcache yarl attrs,--no-emit-package $(dist))
+lock: $(STAMP) ## recompile the locks (layers/core/requirements.txt, requirements-dev.txt, tools/sam-cli.txt)
+	$(BIN)/uv pip compile layers/core/requirements.in $(LOCK_FLAGS) $(NO_AIO) -o layers/core/requirements.txt
+	$(BIN)/uv pip compile requirements-dev.in -c layers/core/requirements.txt $(LOCK_FLAGS) \
+		--no-emit-package instantstart-serverless --no-emit-package instantstart-sandbox -o requirements-dev.txt
+	$(BIN)/uv pip compile tools/sam-cli.in $(LOCK_FLAGS) -o tools/sam-cli.txt
+
+$(SAM_STAMP): tools/sam-cli.txt
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --no-deps --require-hashes -r tools/sam-cli.txt
+	touch $(SAM_STAMP)
+
+# What `sam deploy` ships: sam build without Docker (BuildMethod: makefile, tools/lambda.mk), Python 3.13 on this
+# machine compiles the .pyc (PATH, pyenv or LAMBDA_PYTHON); then each function's unzipped size with its layer.
+build: $(STAMP) $(SAM_STAMP) ## sam build for Lambda (arm64, python3.13), sam validate --lint, sizes
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(SAM) build --template template.yaml
+	$(SAM) validate --lint --template template.yaml
+	$(BIN)/python tools/lambda_build.py sizes .aws-sam/build
+
+$(HOST_STAMP): $(STAMP) layers/core/requirements.txt tools/lambda_build.py $(ARTIFACT_SOURCES)
+	$(BIN)/python tools/lambda_build.py all --platform host --out $(HOST_BUILD)
+	touch $(HOST_STAMP)
+
+build-host: $(HOST_STAMP) ## the same lock and sources built for this machine: what the sandbox runs
+
+demo: $(STAMP) $(HOST_STAMP) ## start the sandbox and create a HyperPod cluster through the HTTP API
 	$(BIN)/instantstart-sandbox demo
 
 lint: $(STAMP)
@@ -60,7 +99,7 @@ console-tests: $(STAMP) browser
 
 # Every check, as parallel processes (tests/run_suites.py): the sandbox suites wait on the simulated
 # clock, so they run beside the CPU-bound checks; per-suite wall times are printed at the end.
-test: $(STAMP) browser ## lint, types, contracts and every test
+test: $(STAMP) $(HOST_STAMP) browser ## lint, types, contracts and every test
 	$(BIN)/python tests/run_suites.py
 
 # Long runs with figures, not part of `make test`.
@@ -87,4 +126,4 @@ asl: $(STAMP) ## regenerate statemachines/*.asl.json
 	$(BIN)/python statemachines/build.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .test-logs
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache .test-logs

@@ -1,0 +1,281 @@
+"""Build the Lambda artifacts of ``template.yaml`` from the locked requirements: the core layer and each function.
+
+One build for both destinations, in SAM's layout (``DIR/<LogicalId>/`` holds a function's code,
+``DIR/CoreLayer/python/`` the layer's packages):
+
+- ``--platform lambda`` is what ``sam build`` ships (``BuildMethod: makefile``: the Makefile next to each ``CodeUri``
+  calls this script with ``ARTIFACTS_DIR``): wheels for ``manylinux2014_aarch64`` / CPython 3.13 only (the build fails
+  when a locked package has no such wheel), and checked-hash ``.pyc`` compiled by Python 3.13. Lambda's code
+  directories are read-only and SAM dates every zip entry 1980-01-01, so a timestamp-checked ``.pyc`` never validates
+  there and every cold start would compile the sources again (aws/aws-lambda-builders #924); a checked-hash one
+  validates against the source's hash.
+- ``--platform host`` is the same lock for this machine's interpreter: what the offline sandbox runs
+  (``make build-host`` writes ``.aws-sam/host``).
+
+Every package comes from ``layers/core/requirements.txt`` (``make lock``; hashes required, no dependency resolution at
+build time), minus what :data:`PRUNE` names. ``--omit DIST`` leaves a locked distribution out (tests prove a missing
+dependency fails the way Lambda fails).
+
+Usage::
+
+    python tools/lambda_build.py all --platform host --out .aws-sam/host
+    python tools/lambda_build.py layer --platform lambda --out "$ARTIFACTS_DIR"      # from layers/core/Makefile
+    python tools/lambda_build.py function --source functions/api --out "$ARTIFACTS_DIR"
+    python tools/lambda_build.py sizes .aws-sam/build                               # unzipped size per function
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "layers" / "core" / "requirements.txt"
+CORE_PACKAGE = ROOT / "layers" / "core" / "instantstart"
+LAYER_ID = "CoreLayer"
+LAMBDA_PLATFORM = "aarch64-manylinux2014"
+LAMBDA_PYTHON = "3.13"
+
+PRUNE = ("kubernetes/aio",)
+"""Paths under the layer's ``python/`` that are never imported: the kubernetes client's asyncio twin (about 40 MB
+unzipped; its own dependencies, aiohttp and the rest, are left out of the lock by ``make lock``)."""
+
+FUNCTIONS = {
+    "ApiFunction": "functions/api",
+    "ClusterStepsFunction": "functions/steps",
+    "HyperPodEventsFunction": "functions/events",
+    "ExecutionEventsFunction": "functions/events",
+    "ConsolePublisherFunction": "console",
+}
+"""Each function of ``template.yaml`` and its ``CodeUri`` (checked against the template by tests/contract)."""
+
+SKIP = re.compile(r"(^|/)(__pycache__|Makefile|\.[^/]*)$")
+"""Source entries that are not part of a function's code."""
+
+UNZIPPED_LIMIT = 262_144_000
+"""Lambda's quota on a function's unzipped deployment package, its layers included (bytes)."""
+UNZIPPED_TARGET = UNZIPPED_LIMIT // 2
+"""This project's budget: half of Lambda's quota (125 MiB), so the layer can grow without meeting the limit."""
+
+
+class BuildError(RuntimeError):
+    """A build that cannot produce what Lambda would run (missing interpreter, missing wheel, bad argument)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the artifacts run: ``python`` compiles the ``.pyc``; ``platform``/``version`` select the wheels (``None``
+    for this machine's interpreter)."""
+
+    python: str
+    platform: str | None
+    version: str | None
+
+
+def find_python(version: str) -> str:
+    """The path of a CPython ``version`` (``"3.13"``) interpreter: ``$LAMBDA_PYTHON`` when set, ``python3.13`` on
+    ``PATH``, else a pyenv installation. Raises :class:`BuildError` when there is none."""
+    candidates = [os.environ.get("LAMBDA_PYTHON"), shutil.which(f"python{version}")]
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates += [str(path) for path in sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True)]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and _runs(candidate, version):
+            return candidate
+    raise BuildError(
+        f"Python {version} is required to compile the Lambda artifacts (the runtime is python{version}): put "
+        f"python{version} on PATH or set LAMBDA_PYTHON to its path"
+    )
+
+
+def _runs(python: str, version: str) -> bool:
+    """Whether ``python`` starts and is CPython ``version`` (a pyenv shim on PATH may not be)."""
+    found = "'%d.%d' % sys.version_info[:2]"
+    check = f"import sys; sys.exit(sys.implementation.name != 'cpython' or {found} != {version!r})"
+    return subprocess.run([python, "-c", check], capture_output=True).returncode == 0
+
+
+def target(platform: str) -> Target:
+    """The :class:`Target` of ``platform`` (``"lambda"`` or ``"host"``)."""
+    if platform == "lambda":
+        return Target(find_python(LAMBDA_PYTHON), LAMBDA_PLATFORM, LAMBDA_PYTHON)
+    if platform == "host":
+        return Target(sys.executable, None, None)
+    raise BuildError(f"platform must be one of lambda, host (got {platform!r})")
+
+
+def uv() -> list[str]:
+    """The command of uv (installed in the development environment from requirements-dev.txt)."""
+    beside = Path(sys.executable).with_name("uv")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "uv"]
+
+
+def locked_requirements(omit: tuple[str, ...] = ()) -> str:
+    """The text of the lock without the distributions named in ``omit`` (names compared as PEP 503 normalises them).
+    Raises :class:`BuildError` when an omitted name is not in the lock."""
+    blocks: list[list[str]] = []
+    for line in LOCK.read_text().splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    wanted = {_normalise(name) for name in omit}
+    names = {_normalise(re.split(r"[=<>!~;\[ ]", block[0], maxsplit=1)[0]) for block in blocks}
+    if wanted - names:
+        raise BuildError(f"--omit names no locked distribution: {', '.join(sorted(wanted - names))}")
+    kept = [block for block in blocks if _normalise(re.split(r"[=<>!~;\[ ]", block[0], maxsplit=1)[0]) not in wanted]
+    return "\n".join(line for block in kept for line in block) + "\n"
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def build_layer(out: Path, where: Target, omit: tuple[str, ...] = ()) -> None:
+    """Write the core layer to ``out/python``: the locked wheels for ``where`` (hash-checked, no resolution, binary
+    only), :data:`PRUNE` removed, the ``instantstart`` package, all compiled to checked-hash ``.pyc``. The third-party
+    part is kept when the lock, ``omit`` and the target are those of the last build (a stamp records them). Raises
+    :class:`BuildError` (or :class:`subprocess.CalledProcessError` from uv) when a wheel is missing."""
+    site = out / "python"
+    requirements = locked_requirements(omit)
+    stamp = site / ".lock-sha256"
+    digest = hashlib.sha256(f"{where}\n{requirements}".encode()).hexdigest()
+    if not (stamp.is_file() and stamp.read_text() == digest):
+        shutil.rmtree(site, ignore_errors=True)
+        site.mkdir(parents=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+            handle.write(requirements)
+        command = [*uv(), "pip", "install", "--quiet", "--target", str(site), "--no-deps", "--require-hashes"]
+        command += ["--only-binary", ":all:", "--no-compile", "--link-mode", "copy", "-r", handle.name]
+        if where.platform:
+            command += ["--python-platform", where.platform, "--python-version", str(where.version)]
+        else:
+            command += ["--python", where.python]
+        try:
+            subprocess.run(command, check=True)
+        finally:
+            os.unlink(handle.name)
+        for relative in PRUNE:
+            shutil.rmtree(site / relative, ignore_errors=True)
+        shutil.rmtree(site / "bin", ignore_errors=True)
+        compile_tree(site, where.python)
+        stamp.write_text(digest)
+    shutil.rmtree(site / "instantstart", ignore_errors=True)
+    copy_tree(CORE_PACKAGE, site / "instantstart")
+    compile_tree(site / "instantstart", where.python)
+
+
+def build_function(source: Path, out: Path, where: Target) -> None:
+    """Write a function's code (``source``: its ``CodeUri``) to ``out``, compiled to checked-hash ``.pyc``."""
+    if out.exists():
+        shutil.rmtree(out)
+    copy_tree(source, out)
+    compile_tree(out, where.python)
+
+
+def copy_tree(source: Path, out: Path) -> None:
+    """Copy ``source`` to ``out`` without caches, Makefiles and dotfiles."""
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source).as_posix()
+        if SKIP.search(relative) or any(SKIP.search(part) for part in relative.split("/")):
+            continue
+        destination = out / relative
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        else:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+
+
+def compile_tree(path: Path, python: str) -> None:
+    """Compile every ``.py`` under ``path`` with ``python`` to checked-hash ``.pyc`` (valid whatever the file times).
+    Raises :class:`subprocess.CalledProcessError` when a source does not compile."""
+    command = [python, "-m", "compileall", "-q", "-q", "-j", "0", "--invalidation-mode", "checked-hash", str(path)]
+    subprocess.run(command, check=True)
+
+
+def build_all(out: Path, where: Target, omit: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> None:
+    """Build the layer and every function of :data:`FUNCTIONS` (or those named in ``only``) into ``out``."""
+    if not only or LAYER_ID in only:
+        build_layer(out / LAYER_ID, where, omit)
+    for logical_id, code_uri in FUNCTIONS.items():
+        if not only or logical_id in only:
+            build_function(ROOT / code_uri, out / logical_id, where)
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (what Lambda counts as unzipped size)."""
+    return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file() and not entry.is_symlink())
+
+
+def sizes(build: Path) -> list[tuple[str, int, int]]:
+    """``(logical id, function bytes, function + layer bytes)`` of each built function under ``build``."""
+    layer = tree_size(build / LAYER_ID) if (build / LAYER_ID).is_dir() else 0
+    rows = []
+    for logical_id in FUNCTIONS:
+        if (build / logical_id).is_dir():
+            code = tree_size(build / logical_id)
+            rows.append((logical_id, code, code + layer))
+    return rows
+
+
+def print_sizes(build: Path) -> bool:
+    """Print each function's unzipped size with its layer against :data:`UNZIPPED_TARGET` and the quota; ``True``
+    when every function is within the target."""
+    within = True
+    print(f"{'function':28} {'code':>12} {'with layers':>14}  target {UNZIPPED_TARGET:,} B, quota {UNZIPPED_LIMIT:,} B")
+    for logical_id, code, total in sizes(build):
+        verdict = "ok" if total <= UNZIPPED_TARGET else "OVER TARGET"
+        within &= total <= UNZIPPED_TARGET
+        print(f"{logical_id:28} {code:>12,} {total:>14,}  {total / UNZIPPED_LIMIT:6.1%} of quota  {verdict}")
+    return within
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module's docstring). Exit status 1 on a build error or a size over the target."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("all", "layer", "function"):
+        command = commands.add_parser(name)
+        command.add_argument("--platform", choices=("lambda", "host"), default="lambda")
+        command.add_argument("--out", type=Path, required=True)
+        if name != "function":
+            command.add_argument("--omit", action="append", default=[], metavar="DIST")
+        if name == "all":
+            command.add_argument("--only", action="append", default=[], metavar="LOGICAL_ID")
+        if name == "function":
+            command.add_argument("--source", type=Path, required=True)
+    commands.add_parser("sizes").add_argument("build", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "sizes":
+            return 0 if print_sizes(args.build) else 1
+        where = target(args.platform)
+        out = args.out.resolve()
+        if args.command == "all":
+            build_all(out, where, tuple(args.omit), tuple(args.only))
+        elif args.command == "layer":
+            build_layer(out, where, tuple(args.omit))
+        else:
+            build_function(args.source.resolve(), out, where)
+    except (BuildError, subprocess.CalledProcessError) as error:
+        print(f"lambda_build: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
