@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from instantstart_sandbox.aws.calls import IamTarget
-from instantstart_sandbox.iam_audit import UnsupportedCondition, allows, condition_holds, role_statements
+from instantstart_sandbox.iam_audit import (
+    UnsupportedCondition,
+    allows,
+    condition_holds,
+    policy_statements,
+    role_statements,
+)
 from tests.contract.test_template_contract import RESOURCE_STAR_ALLOWLIST, as_list
 
 REGION, ACCOUNT = "us-west-2", "123456789012"
@@ -46,12 +52,11 @@ UNCONDITIONED_WRITES: dict[str, dict[str, str]] = {
 
 
 def _role_statements(translated: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(role, statement)`` of every role's inline and customer managed policies (the IAM audit's reading)."""
     out = []
     for lid, resource in translated["Resources"].items():
-        if resource["Type"] != "AWS::IAM::Role":
-            continue
-        for policy in resource["Properties"].get("Policies", []):
-            out += [(lid, s) for s in as_list(policy["PolicyDocument"]["Statement"])]
+        if resource["Type"] == "AWS::IAM::Role":
+            out += [(lid, s) for s in policy_statements(translated, lid)]
     return out
 
 
@@ -95,6 +100,23 @@ def test_given_a_role_granting_a_delete_without_condition_then_the_check_names_i
     role = {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyDocument": policy}]}}
 
     assert unconditioned_writes({"Resources": {"StepsRole": role}}) == {"StepsRole": {"eks:DeleteCluster"}}
+
+
+def test_given_a_write_in_a_customer_managed_policy_then_the_check_names_it() -> None:
+    policy = {"Statement": [{"Effect": "Allow", "Action": "ec2:DeleteVpc", "Resource": "*"}]}
+    template = {
+        "Resources": {
+            "StepsRole": {"Type": "AWS::IAM::Role", "Properties": {"ManagedPolicyArns": [{"Ref": "Network"}]}},
+            "Network": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": policy}},
+            "Other": {
+                "Type": "AWS::IAM::ManagedPolicy",
+                "Properties": {"PolicyDocument": policy, "Roles": [{"Ref": "OtherRole"}]},
+            },
+            "OtherRole": {"Type": "AWS::IAM::Role", "Properties": {}},
+        }
+    }
+
+    assert unconditioned_writes(template) == {"StepsRole": {"ec2:DeleteVpc"}, "OtherRole": {"ec2:DeleteVpc"}}
 
 
 # -- what IAM decides for the workflows' calls (the IAM audit's evaluator) -----------------------------------
