@@ -202,9 +202,9 @@ class AwsExtension:
             self._handlers[("ec2", op)] = self._ec2_check(check)
         self._handlers[("iam", "CreateRole")] = self._create_role
         self.iam_limits = IamLimits(account_id)
-        for op, check in self.iam_limits.checks().items():
+        for op, limit in self.iam_limits.checks().items():
             self._handlers.setdefault(("iam", op), lambda req, forward: forward())
-            self._wrap("iam", op, check)
+            self._wrap("iam", op, limit)
         self._handlers[("s3", "CreateBucket")] = self._create_bucket
         self._handlers[("s3", "DeleteBucket")] = self._delete_bucket
         self._hyperpod_networks: dict[str, tuple[list[str], list[str]]] = {}
