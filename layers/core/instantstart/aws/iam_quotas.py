@@ -13,8 +13,8 @@ IAM counts a policy document's characters without whitespace
   exceed quota for PoliciesPerRole: 10").
 
 Everything this project builds stays within :data:`HEADROOM` of each, so a permission added later has room before
-a deploy or a step fails (``tests/contract/test_iam_quotas.py`` for the template, ``tests/unit/test_iam_quotas.py``
-for the documents the core builds at run time).
+a deploy or a step fails (``tests/contract/test_iam_quotas.py`` for the template,
+``tests/unit/test_runtime_iam_quotas.py`` for the documents the core builds at run time).
 """
 
 from __future__ import annotations
