@@ -9,14 +9,23 @@ the same evaluator the sandbox's IAM audit runs on every recorded EKS and HyperP
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from instantstart_sandbox.aws.calls import IamTarget
-from instantstart_sandbox.iam_audit import UnsupportedCondition, allows, condition_holds, role_statements
+from instantstart_sandbox.iam_audit import (
+    UnsupportedCondition,
+    allows,
+    audit,
+    condition_holds,
+    policy_statements,
+    role_statements,
+)
 from tests.contract.test_template_contract import RESOURCE_STAR_ALLOWLIST, as_list
 
+ROOT = Path(__file__).resolve().parents[2]
 REGION, ACCOUNT = "us-west-2", "123456789012"
 READ_VERBS = ("Describe", "List", "Get", "Search")
 OWNERSHIP_KEYS = ("aws:ResourceTag/instantstart:", "aws:RequestTag/instantstart:", "aws:TagKeys", "ec2:CreateAction")
@@ -46,12 +55,11 @@ UNCONDITIONED_WRITES: dict[str, dict[str, str]] = {
 
 
 def _role_statements(translated: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(role, statement)`` of every role's inline and customer managed policies (the IAM audit's reading)."""
     out = []
     for lid, resource in translated["Resources"].items():
-        if resource["Type"] != "AWS::IAM::Role":
-            continue
-        for policy in resource["Properties"].get("Policies", []):
-            out += [(lid, s) for s in as_list(policy["PolicyDocument"]["Statement"])]
+        if resource["Type"] == "AWS::IAM::Role":
+            out += [(lid, s) for s in policy_statements(translated, lid)]
     return out
 
 
@@ -95,6 +103,36 @@ def test_given_a_role_granting_a_delete_without_condition_then_the_check_names_i
     role = {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyDocument": policy}]}}
 
     assert unconditioned_writes({"Resources": {"StepsRole": role}}) == {"StepsRole": {"eks:DeleteCluster"}}
+
+
+def test_given_a_write_in_a_customer_managed_policy_then_the_check_names_it() -> None:
+    policy = {"Statement": [{"Effect": "Allow", "Action": "ec2:DeleteVpc", "Resource": "*"}]}
+    template = {
+        "Resources": {
+            "StepsRole": {"Type": "AWS::IAM::Role", "Properties": {"ManagedPolicyArns": [{"Ref": "Network"}]}},
+            "Network": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": policy}},
+            "Other": {
+                "Type": "AWS::IAM::ManagedPolicy",
+                "Properties": {"PolicyDocument": policy, "Roles": [{"Ref": "OtherRole"}]},
+            },
+            "OtherRole": {"Type": "AWS::IAM::Role", "Properties": {}},
+        }
+    }
+
+    assert unconditioned_writes(template) == {"StepsRole": {"ec2:DeleteVpc"}, "OtherRole": {"ec2:DeleteVpc"}}
+
+
+def test_given_the_steps_role_then_the_audit_reads_its_customer_managed_policies(translated: dict[str, Any]) -> None:
+    sids = {s.get("Sid") for s in role_statements(translated)["ClusterStepsFunction"]}
+    managed = [lid for lid, r in translated["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"]
+
+    assert managed
+    for lid in managed:
+        assert {s["Sid"] for s in translated["Resources"][lid]["Properties"]["PolicyDocument"]["Statement"]} <= sids
+    # calls only a managed policy grants (network, IAM) are attributed and allowed
+    calls = {("steps", "ec2", "CreateVpc"): 1, ("steps", "iam", "CreateRole"): 1, ("steps", "dynamodb", "Query"): 1}
+    report = audit(calls, ROOT / "template.yaml", REGION, {"steps": "ClusterStepsFunction"})
+    assert report.ok and report.checked == 3, report.summary()
 
 
 # -- what IAM decides for the workflows' calls (the IAM audit's evaluator) -----------------------------------

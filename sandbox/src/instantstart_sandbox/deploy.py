@@ -27,6 +27,7 @@ import boto3
 import yaml
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
+from instantstart_sandbox import deploy_iam
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
@@ -383,26 +384,14 @@ class Deployer:
         dep.attributes[lid] = {"Arn": f"arn:aws:logs:{self.region}:{self.account_id}:log-group:{name}:*"}
 
     def _create_AWS_IAM_Role(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
-        iam = self.client("iam")
         name = p.get("RoleName") or self._name(lid)
-        kwargs: dict[str, Any] = {
-            "RoleName": name,
-            "AssumeRolePolicyDocument": json.dumps(p["AssumeRolePolicyDocument"]),
-            "Path": p.get("Path", "/"),
-        }
-        if p.get("Description"):
-            kwargs["Description"] = p["Description"]
-        if p.get("Tags"):
-            kwargs["Tags"] = p["Tags"]
-        role = iam.create_role(**kwargs)["Role"]
-        for arn in p.get("ManagedPolicyArns", []):
-            iam.attach_role_policy(RoleName=name, PolicyArn=arn)
-        for policy in p.get("Policies", []):
-            # SAM policy templates omit Version (IAM then assumes 2008-10-17); moto rejects that.
-            document = {"Version": "2012-10-17", **policy["PolicyDocument"]}
-            iam.put_role_policy(RoleName=name, PolicyName=policy["PolicyName"], PolicyDocument=json.dumps(document))
+        dep.attributes[lid] = deploy_iam.create_role(self.client("iam"), name, p)
         dep.physical[lid] = name
-        dep.attributes[lid] = {"Arn": role["Arn"], "RoleId": role["RoleId"]}
+
+    def _create_AWS_IAM_ManagedPolicy(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        arn = deploy_iam.create_managed_policy(self.client("iam"), self._name(lid, 128), p, list(p.get("Roles", [])))
+        dep.physical[lid] = arn
+        dep.attributes[lid] = {"PolicyArn": arn}
 
     def _create_AWS_Lambda_LayerVersion(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
         out = self.client("lambda").publish_layer_version(

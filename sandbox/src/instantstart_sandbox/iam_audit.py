@@ -200,21 +200,48 @@ class AuditReport:
         return not self.missing and not self.denied
 
 
-def _statements(role: dict[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for policy in role.get("Properties", {}).get("Policies", []) or []:
-        statement = (policy.get("PolicyDocument") or {}).get("Statement") or []
-        out += statement if isinstance(statement, list) else [statement]
-    return out
+def _document_statements(document: Any) -> list[dict[str, Any]]:
+    if not isinstance(document, dict):
+        return []
+    statement = document.get("Statement") or []
+    return statement if isinstance(statement, list) else [statement]
 
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _names_role(resource: dict[str, Any], role_id: str) -> bool:
+    """Whether a policy resource's ``Roles`` (or an ``AWS::IAM::RolePolicy``'s ``RoleName``) is ``Ref role_id``."""
+    props = resource.get("Properties") or {}
+    names = _as_list(props.get("Roles") or []) + ([props["RoleName"]] if "RoleName" in props else [])
+    return any(isinstance(n, dict) and n.get("Ref") == role_id for n in names)
+
+
+def policy_statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    """Every statement of the policies of role ``role_id`` in a (SAM-transformed) template: its inline
+    ``Policies``, the ``AWS::IAM::Policy``/``AWS::IAM::RolePolicy`` resources naming it, and the customer managed
+    policies (``AWS::IAM::ManagedPolicy``) attached to it through ``ManagedPolicyArns`` (``Ref``) or the policy's own
+    ``Roles``. AWS managed policies (named by ARN) are not read: the template does not hold their text."""
+    resources = template.get("Resources", {})
+    role = resources.get(role_id) or {}
+    props = role.get("Properties") or {}
+    out: list[dict[str, Any]] = []
+    for policy in props.get("Policies", []) or []:
+        out += _document_statements(policy.get("PolicyDocument"))
+    attached = [a.get("Ref") for a in props.get("ManagedPolicyArns", []) or [] if isinstance(a, dict)]
+    for lid, resource in resources.items():
+        kind = resource.get("Type")
+        if kind not in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::RolePolicy"):
+            continue
+        if (kind == "AWS::IAM::ManagedPolicy" and lid in attached) or _names_role(resource, role_id):
+            out += _document_statements((resource.get("Properties") or {}).get("PolicyDocument"))
+    return out
+
+
 def role_statements(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Function logical id -> its role's inline ``Allow`` statements (SAM-transformed template; roles referenced
-    with ``Fn::GetAtt <Role>.Arn``)."""
+    """Function logical id -> its role's ``Allow`` statements (:func:`policy_statements`; SAM-transformed template,
+    roles referenced with ``Fn::GetAtt <Role>.Arn``)."""
     resources = template.get("Resources", {})
     out: dict[str, list[dict[str, Any]]] = {}
     for lid, resource in resources.items():
@@ -224,13 +251,12 @@ def role_statements(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]
         role_id = role_ref.get("Fn::GetAtt", [None])[0] if isinstance(role_ref, dict) else None
         if isinstance(role_id, str) and "." in role_id:
             role_id = role_id.split(".", 1)[0]
-        role = resources.get(str(role_id), {})
-        out[lid] = [s for s in _statements(role) if s.get("Effect") == "Allow"]
+        out[lid] = [s for s in policy_statements(template, str(role_id)) if s.get("Effect") == "Allow"]
     return out
 
 
 def role_actions(template: dict[str, Any]) -> dict[str, list[str]]:
-    """Function logical id -> the action patterns its role's inline ``Allow`` statements name."""
+    """Function logical id -> the action patterns its role's ``Allow`` statements name (:func:`role_statements`)."""
     return {
         lid: [str(a) for s in statements for a in _as_list(s.get("Action", []))]
         for lid, statements in role_statements(template).items()

@@ -145,13 +145,10 @@ def delete_owned_role(iam: Any, name: str, tag: str) -> bool:
     return True
 
 
-def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str, boundary: str | None) -> str:
-    """The Mountpoint S3 CSI driver role of the cluster: trusted by EKS Pod Identity, S3 access to one bucket.
-
-    Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
-    """
+def storage_role_policy(tag: str, account_id: str, region: str) -> dict[str, Any]:
+    """The S3 CSI driver role's inline policy: list, read, write and delete in the cluster's bucket only."""
     bucket = storage_bucket_name(tag, account_id, region)
-    policy = {
+    return {
         "Version": "2012-10-17",
         "Statement": [
             {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": f"arn:aws:s3:::{bucket}"},
@@ -162,6 +159,13 @@ def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str
             },
         ],
     }
+
+
+def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str, boundary: str | None) -> str:
+    """The Mountpoint S3 CSI driver role of the cluster: trusted by EKS Pod Identity, S3 access to one bucket.
+
+    Calls IAM ``GetRole``, ``CreateRole``, ``PutRolePolicy``.
+    """
     arn, _ = ensure_role(
         iam,
         name=storage_role_name(tag),
@@ -169,7 +173,7 @@ def _storage_role(iam: Any, *, tag: str, account_id: str, region: str, path: str
         path=path,
         trust=pod_identity_trust(account_id),
         policy_name="s3-claim-bucket-access",
-        policy=policy,
+        policy=storage_role_policy(tag, account_id, region),
         description=f"Mountpoint for Amazon S3 CSI driver of InstantStart cluster {tag}",
         boundary=boundary,
     )

@@ -8,7 +8,8 @@ moto unchanged. Every signed request is first recorded in :attr:`AwsExtension.ca
 operation) so tests can count AWS write calls. A few moto
 operations are wrapped for the real-account faults (:mod:`instantstart_sandbox.aws.faults`): IAM
 CreateRole (role age), S3 CreateBucket/DeleteBucket (name reuse), EC2 DeleteSubnet/
-DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster/DeleteCluster.
+DeleteSecurityGroup/DeleteVpc (lingering interfaces) and SageMaker CreateCluster/DeleteCluster; IAM's
+size and count quotas on roles and policies are enforced before moto (:mod:`instantstart_sandbox.aws.iam_limits`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from instantstart_sandbox.aws.fsx import FsxLustre
 from instantstart_sandbox.aws.hyperpod import HyperPodEmulator
 from instantstart_sandbox.aws.hyperpod_autoscaling import HyperPodAutoScaling
 from instantstart_sandbox.aws.hyperpod_nodes import HyperPodNodeOperations
+from instantstart_sandbox.aws.iam_limits import IamLimits
 from instantstart_sandbox.aws.inference import InferenceFaults, SageMakerInference
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.mlflow import SageMakerMlflow
@@ -105,6 +107,7 @@ class AwsExtension:
             associations and auto-export to S3 of the files pods write.
         foreign: EKS clusters created outside the control plane, for import tests (``create(...)``).
         mlflow: SageMaker managed MLflow tracking servers and apps (``fail_next_create``, ``find``, ``reset``).
+        iam_limits: IAM's trust, inline, managed policy size and attachment count quotas (checked on every call).
         calls: every AWS call received (``reset()``, ``calls(*services)``, ``writes(*services)``, ``counts``).
         training: training-job faults (``fail_pod(cluster, namespace, pod, exit_code)``); node faults are
             ``hyperpod.report_node_health`` and ``hyperpod_nodes`` reboot/replace.
@@ -198,6 +201,10 @@ class AwsExtension:
         ):
             self._handlers[("ec2", op)] = self._ec2_check(check)
         self._handlers[("iam", "CreateRole")] = self._create_role
+        self.iam_limits = IamLimits(account_id)
+        for op, limit in self.iam_limits.checks().items():
+            self._handlers.setdefault(("iam", op), lambda req, forward: forward())
+            self._wrap("iam", op, limit)
         self._handlers[("s3", "CreateBucket")] = self._create_bucket
         self._handlers[("s3", "DeleteBucket")] = self._delete_bucket
         self._hyperpod_networks: dict[str, tuple[list[str], list[str]]] = {}
