@@ -34,7 +34,8 @@ install: $(STAMP) ## create .venv and install the project with its dev tools
 # layer's lock leaves out kubernetes' asyncio client's dependencies (kubernetes.aio is never imported and not shipped).
 LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet
 NO_AIO := $(foreach dist,aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist multidict propcache yarl attrs,--no-emit-package $(dist))
-lock: $(STAMP) ## recompile the locks (layers/core/requirements.txt, requirements-dev.txt, tools/sam-cli.txt)
+lock: ## recompile the locks (layers/core/requirements.txt, requirements-dev.txt, tools/sam-cli.txt)
+	@test -x $(BIN)/uv || { echo "uv comes with the development environment: run make install first"; exit 1; }
 	$(BIN)/uv pip compile layers/core/requirements.in $(LOCK_FLAGS) $(NO_AIO) -o layers/core/requirements.txt
 	$(BIN)/uv pip compile requirements-dev.in -c layers/core/requirements.txt $(LOCK_FLAGS) \
 		--no-emit-package instantstart-serverless --no-emit-package instantstart-sandbox -o requirements-dev.txt
@@ -76,13 +77,13 @@ contract: $(STAMP)
 	$(BIN)/python statemachines/build.py --check
 
 # Test suites run in separate processes: moto's backends are process-global.
-unit: $(STAMP)
+unit: $(STAMP) $(HOST_STAMP)
 	$(BIN)/pytest tests/unit tests/contract $(PYTEST_ARGS)
 
-sandbox-tests: $(STAMP)
+sandbox-tests: $(STAMP) $(HOST_STAMP)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 
-integration: $(STAMP)
+integration: $(STAMP) $(HOST_STAMP)
 	$(BIN)/pytest tests/integration tests/mcp -n $${INSTANTSTART_TEST_WORKERS:-3} --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a browser download of its own):
@@ -94,7 +95,7 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@$(CHROMIUM) --version 2>/dev/null
 
-console-tests: $(STAMP) browser
+console-tests: $(STAMP) $(HOST_STAMP) browser
 	$(BIN)/pytest tests/console $(PYTEST_ARGS)
 
 # Every check, as parallel processes (tests/run_suites.py): the sandbox suites wait on the simulated

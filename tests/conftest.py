@@ -11,15 +11,24 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from instantstart_sandbox import artifacts
 from instantstart_sandbox.runner import GC_THRESHOLDS
 from tests import secret_scan
 from tests.secret_scan import pytest_runtest_logreport, pytest_terminal_summary
 
 __all__ = ["pytest_runtest_logreport", "pytest_terminal_summary"]
+
+ROOT = Path(__file__).resolve().parents[1]
+# Every suite runs what `sam build` ships: the core layer's packages come from the host build (make build-host) ahead
+# of the development environment's, so a package missing from the lock or a stale copy fails here, not on Lambda.
+BUILD = artifacts.build_dir(ROOT / "template.yaml")
+artifacts.check_layer(BUILD, artifacts.CORE_LAYER, ROOT / "layers" / "core")
+artifacts.activate([artifacts.layer_dir(BUILD, artifacts.CORE_LAYER)])
 
 # Every suite's process allocates as the sandbox does (moto, botocore, pydantic), most of them without starting one:
 # collect as it does (unit tests: 8.8 of 67.6 CPU-seconds in the collector with Python's defaults, 1.6 with these).

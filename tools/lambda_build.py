@@ -40,7 +40,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "layers" / "core" / "requirements.txt"
 CORE_PACKAGE = ROOT / "layers" / "core" / "instantstart"
+DEV_LOCK = ROOT / "requirements-dev.txt"
 LAYER_ID = "CoreLayer"
+RUNTIME_ID = "Runtime"
+RUNTIME_DISTRIBUTIONS = ("awslambdaric", "simplejson", "snapshot-restore-py")
+"""The sandbox's ``/var/runtime``: what ``awslambdaric`` needs (``make build-host`` writes it to ``DIR/Runtime``)."""
 LAMBDA_PLATFORM = "aarch64-manylinux2014"
 LAMBDA_PYTHON = "3.13"
 
@@ -122,25 +126,62 @@ def uv() -> list[str]:
     return [sys.executable, "-m", "uv"]
 
 
-def locked_requirements(omit: tuple[str, ...] = ()) -> str:
-    """The text of the lock without the distributions named in ``omit`` (names compared as PEP 503 normalises them).
-    Raises :class:`BuildError` when an omitted name is not in the lock."""
+def locked_requirements(omit: tuple[str, ...] = (), lock: Path = LOCK, only: tuple[str, ...] = ()) -> str:
+    """The text of ``lock`` without the distributions named in ``omit`` (or with only those in ``only``), names
+    compared as PEP 503 normalises them. Raises :class:`BuildError` when a name is not in the lock."""
     blocks: list[list[str]] = []
-    for line in LOCK.read_text().splitlines():
+    for line in lock.read_text().splitlines():
         if line and not line[0].isspace() and not line.startswith("#"):
             blocks.append([line])
         elif blocks:
             blocks[-1].append(line)
+
+    def name(block: list[str]) -> str:
+        return _normalise(re.split(r"[=<>!~;\[ ]", block[0], maxsplit=1)[0])
+
     wanted = {_normalise(name) for name in omit}
-    names = {_normalise(re.split(r"[=<>!~;\[ ]", block[0], maxsplit=1)[0]) for block in blocks}
-    if wanted - names:
-        raise BuildError(f"--omit names no locked distribution: {', '.join(sorted(wanted - names))}")
-    kept = [block for block in blocks if _normalise(re.split(r"[=<>!~;\[ ]", block[0], maxsplit=1)[0]) not in wanted]
+    chosen = {_normalise(name) for name in only}
+    unknown = (wanted | chosen) - {name(block) for block in blocks}
+    if unknown:
+        raise BuildError(f"no locked distribution {', '.join(sorted(unknown))} in {lock.name}")
+    kept = [block for block in blocks if name(block) not in wanted and (not chosen or name(block) in chosen)]
     return "\n".join(line for block in kept for line in block) + "\n"
 
 
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _install(requirements: str, site: Path, where: Target) -> None:
+    """Install the pinned, hashed ``requirements`` (no resolution, wheels only) for ``where`` into ``site``."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+        handle.write(requirements)
+    command = [*uv(), "pip", "install", "--quiet", "--target", str(site), "--no-deps", "--require-hashes"]
+    command += ["--only-binary", ":all:", "--no-compile", "--link-mode", "copy", "-r", handle.name]
+    if where.platform:
+        command += ["--python-platform", where.platform, "--python-version", str(where.version)]
+    else:
+        command += ["--python", where.python]
+    try:
+        subprocess.run(command, check=True)
+    finally:
+        os.unlink(handle.name)
+    shutil.rmtree(site / "bin", ignore_errors=True)
+
+
+def _unchanged(site: Path, key: str) -> bool:
+    """Whether ``site`` was built from ``key`` (its stamp says so); else it is emptied and the stamp is due."""
+    stamp = site / ".lock-sha256"
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    if stamp.is_file() and stamp.read_text() == digest:
+        return True
+    shutil.rmtree(site, ignore_errors=True)
+    site.mkdir(parents=True)
+    return False
+
+
+def _stamp(site: Path, key: str) -> None:
+    (site / ".lock-sha256").write_text(hashlib.sha256(key.encode()).hexdigest())
 
 
 def build_layer(out: Path, where: Target, omit: tuple[str, ...] = ()) -> None:
@@ -150,31 +191,27 @@ def build_layer(out: Path, where: Target, omit: tuple[str, ...] = ()) -> None:
     :class:`BuildError` (or :class:`subprocess.CalledProcessError` from uv) when a wheel is missing."""
     site = out / "python"
     requirements = locked_requirements(omit)
-    stamp = site / ".lock-sha256"
-    digest = hashlib.sha256(f"{where}\n{requirements}".encode()).hexdigest()
-    if not (stamp.is_file() and stamp.read_text() == digest):
-        shutil.rmtree(site, ignore_errors=True)
-        site.mkdir(parents=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
-            handle.write(requirements)
-        command = [*uv(), "pip", "install", "--quiet", "--target", str(site), "--no-deps", "--require-hashes"]
-        command += ["--only-binary", ":all:", "--no-compile", "--link-mode", "copy", "-r", handle.name]
-        if where.platform:
-            command += ["--python-platform", where.platform, "--python-version", str(where.version)]
-        else:
-            command += ["--python", where.python]
-        try:
-            subprocess.run(command, check=True)
-        finally:
-            os.unlink(handle.name)
+    key = f"{where}\n{requirements}"
+    if not _unchanged(site, key):
+        _install(requirements, site, where)
         for relative in PRUNE:
             shutil.rmtree(site / relative, ignore_errors=True)
-        shutil.rmtree(site / "bin", ignore_errors=True)
         compile_tree(site, where.python)
-        stamp.write_text(digest)
+        _stamp(site, key)
     shutil.rmtree(site / "instantstart", ignore_errors=True)
     copy_tree(CORE_PACKAGE, site / "instantstart")
     compile_tree(site / "instantstart", where.python)
+
+
+def build_runtime(out: Path, where: Target) -> None:
+    """Write the offline sandbox's Lambda runtime directory (its ``/var/runtime``): AWS's runtime interface client
+    (``awslambdaric``) and its dependencies at the versions of ``requirements-dev.txt``. Not part of any deploy."""
+    requirements = locked_requirements(lock=DEV_LOCK, only=RUNTIME_DISTRIBUTIONS)
+    key = f"{where}\n{requirements}"
+    if not _unchanged(out, key):
+        _install(requirements, out, where)
+        compile_tree(out, where.python)
+        _stamp(out, key)
 
 
 def build_function(source: Path, out: Path, where: Target) -> None:
@@ -208,12 +245,15 @@ def compile_tree(path: Path, python: str) -> None:
 
 
 def build_all(out: Path, where: Target, omit: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> None:
-    """Build the layer and every function of :data:`FUNCTIONS` (or those named in ``only``) into ``out``."""
+    """Build the layer and every function of :data:`FUNCTIONS` (or those named in ``only``) into ``out``; for the host,
+    the sandbox's runtime directory too (:func:`build_runtime`)."""
     if not only or LAYER_ID in only:
         build_layer(out / LAYER_ID, where, omit)
     for logical_id, code_uri in FUNCTIONS.items():
         if not only or logical_id in only:
             build_function(ROOT / code_uri, out / logical_id, where)
+    if where.platform is None and (not only or RUNTIME_ID in only):
+        build_runtime(out / RUNTIME_ID, where)
 
 
 def tree_size(path: Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import gc
 import logging
 import os
@@ -14,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from instantstart_sandbox.artifacts import ArtifactsError
 from instantstart_sandbox.aws.faults import (
     DEFAULT_BUCKET_REUSE_SECONDS,
     DEFAULT_ENI_LINGER_SECONDS,
@@ -29,6 +31,23 @@ console = Console()
 TimeScale = Annotated[
     float,
     typer.Option("--time-scale", min=1.0, max=100000.0, help="Simulated seconds per wall second (1 = real time)."),
+]
+
+
+class LambdaRuntime(enum.StrEnum):
+    """How the sandbox runs the deployed functions (``Sandbox(lambda_runtime=...)``)."""
+
+    process = "process"
+    thread = "thread"
+
+
+LambdaRuntimeOption = Annotated[
+    LambdaRuntime,
+    typer.Option(
+        "--lambda-runtime",
+        help="process: each Lambda execution environment a process running AWS's awslambdaric on the built "
+        "artifacts (make build-host); thread: the same artifacts' handlers called in this process (cheaper).",
+    ),
 ]
 
 Template = Annotated[
@@ -65,18 +84,31 @@ def _configure_logging(executions: bool) -> None:
 
 
 def _start(
-    time_scale: float, template: Path | None, state_change_events: bool = True, *, executions: bool = True
+    time_scale: float,
+    template: Path | None,
+    state_change_events: bool = True,
+    *,
+    executions: bool = True,
+    lambda_runtime: LambdaRuntime = LambdaRuntime.process,
 ) -> Sandbox:
     _configure_logging(executions)
     try:
         sandbox = Sandbox(
-            time_scale=time_scale, template_path=template, hyperpod_state_change_events=state_change_events
+            time_scale=time_scale,
+            template_path=template,
+            hyperpod_state_change_events=state_change_events,
+            lambda_runtime="thread" if lambda_runtime is LambdaRuntime.thread else "process",
         )
     except TemplateNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint="--template") from error
     started = time.monotonic()
-    with console.status("Starting the sandbox: emulated AWS, Kubernetes API, template deployment..."):
-        sandbox.start()
+    try:
+        with console.status("Starting the sandbox: emulated AWS, Kubernetes API, template deployment..."):
+            sandbox.start()
+    except ArtifactsError as error:
+        sandbox.stop()
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from error
     console.print(
         f"[green]Sandbox ready[/green] in {time.monotonic() - started:.1f}s: API {sandbox.api_url}, "
         f"time scale {time_scale:g}x"
@@ -94,12 +126,13 @@ def demo(
     availability_zone: Annotated[str, typer.Option("--az", help="Availability Zone.")] = "us-west-2c",
     instance_type: Annotated[str, typer.Option("--instance-type")] = "ml.g6.4xlarge",
     instance_count: Annotated[int, typer.Option("--count", min=1)] = 1,
+    lambda_runtime: LambdaRuntimeOption = LambdaRuntime.process,
 ) -> None:
     """Start the sandbox and create a HyperPod cluster through the HTTP API, as the article's agent does."""
     from instantstart_client.api import InstantStartClient
     from instantstart_client.demo import run_demo
 
-    sandbox = _start(time_scale, template, executions=False)
+    sandbox = _start(time_scale, template, executions=False, lambda_runtime=lambda_runtime)
     started = time.monotonic()
     try:
         os.environ.update(sandbox.client_environment())
@@ -239,6 +272,7 @@ def serve(
     bucket_reuse_seconds: Annotated[
         float, typer.Option(min=0.0, help="A deleted S3 bucket's name cannot be created again for this long (0: off).")
     ] = DEFAULT_BUCKET_REUSE_SECONDS,
+    lambda_runtime: LambdaRuntimeOption = LambdaRuntime.process,
 ) -> None:
     """Start the sandbox and keep it running; prints the environment a client needs.
 
@@ -246,7 +280,7 @@ def serve(
     """
     for spec in throttle or []:
         parse_throttle(spec)  # fail before starting anything
-    sandbox = _start(time_scale, template, state_change_events)
+    sandbox = _start(time_scale, template, state_change_events, lambda_runtime=lambda_runtime)
     for line in apply_fault_options(
         sandbox.aws.extension.faults,
         fail_capacity=fail_capacity,

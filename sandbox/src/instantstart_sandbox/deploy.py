@@ -27,7 +27,7 @@ import boto3
 import yaml
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
-from instantstart_sandbox import deploy_iam
+from instantstart_sandbox import artifacts, deploy_iam
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
@@ -206,8 +206,19 @@ class Deployer:
         stack_name: prefix of physical names.
     """
 
-    def __init__(self, endpoint_url: str, region: str, account_id: str, stack_name: str = "instantstart") -> None:
+    def __init__(
+        self,
+        endpoint_url: str,
+        region: str,
+        account_id: str,
+        stack_name: str = "instantstart",
+        build: Path | None = None,
+    ) -> None:
         self.endpoint_url = endpoint_url
+        self.build = build
+        """``sam build``'s layout the functions run from (:mod:`instantstart_sandbox.artifacts`); None: the source
+        directories (a template whose functions are never invoked)."""
+        self._layer_dirs: dict[str, Path] = {}
         self.region = region
         self.account_id = account_id
         self.stack_name = stack_name
@@ -402,6 +413,8 @@ class Deployer:
         )
         dep.physical[lid] = out["LayerVersionArn"]
         dep.attributes[lid] = {"Arn": out["LayerVersionArn"]}
+        if self.build is not None:
+            self._layer_dirs[out["LayerVersionArn"]] = artifacts.layer_dir(self.build, lid)
 
     def _create_AWS_Lambda_Function(self, lid: str, p: dict[str, Any], dep: Deployment, local: dict[str, Path]) -> None:
         name = p.get("FunctionName") or self._name(lid)
@@ -427,10 +440,12 @@ class Deployer:
             Architectures=p.get("Architectures", ["x86_64"]),
         )
         REGISTRY[name] = LambdaCode(
-            code_dir=local[lid],
+            code_dir=artifacts.function_dir(self.build, lid) if self.build is not None else local[lid],
             handler=p["Handler"],
             timeout=int(p.get("Timeout", 3)),
             memory_size=int(p.get("MemorySize", 128)),
+            layers=tuple(self._layer_dirs[arn] for arn in p.get("Layers", []) if arn in self._layer_dirs),
+            environment={k: str(v) for k, v in env.items()},
         )
         dep.physical[lid] = name
         dep.attributes[lid] = {"Arn": out["FunctionArn"]}

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,45 @@ def acting_as(function_name: str) -> Iterator[None]:
 
 
 _installed = False
+
+
+def current_label() -> str | None:
+    """The label of the invocation this thread runs (:func:`label_invocations`), None outside one."""
+    return _LABEL.get()
+
+
+_ACCESS_KEY = re.compile(r"Credential=([A-Z0-9]+)/")
+_ENVIRONMENT_KEY = "instantstart.sandbox.environment"
+
+
+def attribute(environ: dict[str, Any]) -> None:
+    """Name the caller of a request signed by a deployed function's own process (the ``process`` Lambda runtime):
+    its access key id names the environment, which names the function and the label of the invocation it serves.
+    Sets the ``WSGI`` keys of :data:`CALLER_HEADER` and :data:`LABEL_HEADER` unless the request carries them."""
+    if environ.get("HTTP_X_SANDBOX_FUNCTION"):
+        return
+    found = _ACCESS_KEY.search(str(environ.get("HTTP_AUTHORIZATION") or ""))
+    if found is None:
+        return
+    from instantstart_sandbox.lambda_process import environment_of
+
+    environment = environment_of(found.group(1))
+    if environment is None:
+        return
+    environ["HTTP_X_SANDBOX_FUNCTION"] = environment.name
+    if environment.label is not None:
+        environ["HTTP_X_SANDBOX_LABEL"] = environment.label
+    environ[_ENVIRONMENT_KEY] = environment
+
+
+def after_response(environ: dict[str, Any], operation: str, body: Iterable[bytes]) -> Iterable[bytes]:
+    """``body``, the answer to ``environ``, computed (AWS did the work); when a function's process made the call
+    (:func:`attribute`), its environment counts the call before the answer goes out, so an invocation fault that
+    kills the process there leaves it no chance of a further call (as the in-process runtime freezes the thread)."""
+    environment = environ.get(_ENVIRONMENT_KEY)
+    if environment is not None:
+        environment.after_call(operation)
+    return body
 
 
 def install() -> None:

@@ -47,12 +47,38 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class LambdaCode:
-    """Where a deployed function's code lives on this machine."""
+    """Where a deployed function's built code lives on this machine (``sam build``'s layout, ``make build-host``):
+    ``code_dir`` its ``LAMBDA_TASK_ROOT``, ``layers`` the ``python`` directory of each of its layers (``/opt/python``),
+    ``environment`` its ``Environment.Variables``; ``timeout`` in seconds, ``memory_size`` in MiB."""
 
     code_dir: Path
     handler: str
     timeout: int = 30
     memory_size: int = 512
+    layers: tuple[Path, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+RuntimeMode = Literal["thread", "process"]
+_runtime: list[RuntimeMode] = ["thread"]
+
+
+def use_runtime(mode: RuntimeMode) -> None:
+    """How invocations run: ``"process"``, each execution environment a process running AWS's runtime interface
+    client on the built artifacts (:mod:`instantstart_sandbox.lambda_process`); ``"thread"``, the handler imported
+    from the same artifacts into this process and called on the invoking thread (the test suites' default: cheaper).
+
+    Raises:
+        ValueError: ``mode`` is neither.
+    """
+    if mode not in ("thread", "process"):
+        raise ValueError(f"lambda runtime must be thread or process; got {mode!r}")
+    _runtime[0] = mode
+
+
+def runtime() -> RuntimeMode:
+    """The runtime :func:`use_runtime` chose."""
+    return _runtime[0]
 
 
 @dataclass
@@ -141,6 +167,12 @@ def _environments_of(name: str, code: LambdaCode) -> _Environments:
         return pool
 
 
+def environment_limit(name: str) -> int:
+    """How many execution environments function ``name`` may run at once (:func:`set_environments`)."""
+    with _environments_guard:
+        return _limits.get(name, _default_limit)
+
+
 def set_environments(count: int, function_name: str | None = None) -> None:
     """Let ``function_name`` (None: every function) run up to ``count`` invocations at once.
 
@@ -166,6 +198,9 @@ def set_environments(count: int, function_name: str | None = None) -> None:
             pools = [p for name, p in _environments.items() if name == function_name]
     for pool in pools:
         pool.set_limit(count)
+    from instantstart_sandbox import lambda_process
+
+    lambda_process.set_limits(count, function_name)
 
 
 _invocations: list[dict[str, Any]] = []
@@ -372,6 +407,20 @@ def _hook_aws_calls() -> None:
     _calls_hooked = True
 
 
+def record_invocation(
+    function: str, errored: bool, seconds: float, calls: int, event: Any, fault: FaultKind | None
+) -> None:
+    """Append one entry to the invocation log (:func:`invocations`); ``seconds`` of wall time."""
+    entry = {"function": function, "errored": errored, "seconds": seconds, "calls": calls}
+    with _invocations_lock:
+        _invocations.append({**entry, "event": _event_summary(event), "fault": fault})
+
+
+def event_summary(event: Any) -> dict[str, Any]:
+    """The event's top-level scalar fields, without any whose name mentions a token."""
+    return _event_summary(event)
+
+
 def _event_summary(event: Any) -> dict[str, Any]:
     """The event's top-level scalar fields, without any whose name mentions a token."""
     if not isinstance(event, Mapping):
@@ -490,6 +539,10 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     The error payload has the Lambda shape ``{"errorType", "errorMessage", "stackTrace"}``. An invocation a fault of
     :data:`FAULTS` kills answers ``{"errorType", "errorMessage"}`` as Lambda does for a crashed or timed-out runtime.
     """
+    if _runtime[0] == "process":
+        from instantstart_sandbox import lambda_process
+
+        return lambda_process.invoke(function, event)
     name = function.function_name
     code = REGISTRY.get(name)
     if code is None:
@@ -559,17 +612,8 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     finally:
         if invocation.fault is not None:
             FAULTS.disarm(invocation.fault, killed)
-    with _invocations_lock:
-        _invocations.append(
-            {
-                "function": name,
-                "errored": errored,
-                "seconds": time.monotonic() - started,
-                "calls": invocation.calls,
-                "event": _event_summary(event),
-                "fault": invocation.fault.kind if killed is not None and invocation.fault else None,
-            }
-        )
+    fault_kind = invocation.fault.kind if killed is not None and invocation.fault else None
+    record_invocation(name, errored, time.monotonic() - started, invocation.calls, event, fault_kind)
     return payload, errored, ""
 
 

@@ -12,16 +12,18 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from instantstart_sandbox import iam_audit, lambdas, moto_fixes, moto_speedups, stepfunctions
+from instantstart_sandbox import artifacts as built
+from instantstart_sandbox import iam_audit, lambda_process, lambdas, moto_fixes, moto_speedups, stepfunctions
 from instantstart_sandbox.aws import transport
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.console import ConsoleSite
-from instantstart_sandbox.deploy import Deployer, Deployment
+from instantstart_sandbox.deploy import Deployer, Deployment, translate
 from instantstart_sandbox.httpapi import HttpApiServer
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -94,9 +96,16 @@ class Sandbox:
             execution environment (default 1: one container per function). More lets concurrent API requests
             race as they do when Lambda scales out; settable later with
             :func:`instantstart_sandbox.lambdas.set_environments`.
+        lambda_runtime: ``"process"``: each execution environment a process running AWS's runtime interface client
+            (``awslambdaric``) on the built artifacts, with Lambda's variables and nothing else on ``sys.path``
+            (:mod:`instantstart_sandbox.lambda_process`; ``make demo`` and ``serve``); ``"thread"`` (default): the
+            handlers of the same artifacts imported into this process (cheaper; the test suites' default).
+        artifacts: ``sam build``'s layout to run (default ``<template's directory>/.aws-sam/host``, written by
+            ``make build-host``; :mod:`instantstart_sandbox.artifacts`).
 
     Raises:
         TemplateNotFoundError: no template was given or found (checked here, before anything starts).
+        ArtifactsError: (at :meth:`start`) the build directory is missing or older than the sources.
     """
 
     def __init__(
@@ -108,8 +117,12 @@ class Sandbox:
         hyperpod_state_change_events: bool = True,
         engine_log: Path | str | None = None,
         lambda_environments: int = 1,
+        lambda_runtime: lambdas.RuntimeMode = "thread",
+        artifacts: Path | str | None = None,
     ) -> None:
         self.template_path = resolve_template(template_path)
+        self.lambda_runtime: lambdas.RuntimeMode = lambda_runtime
+        self.build = built.build_dir(self.template_path, artifacts)
         self.hyperpod_state_change_events = hyperpod_state_change_events
         self.engine_log_path = (
             Path(engine_log)
@@ -186,6 +199,7 @@ class Sandbox:
         )
         self.aws.start()
         os.environ["AWS_ENDPOINT_URL"] = self.aws.endpoint_url
+        self._use_artifacts()
         lambdas.install()
         iam_audit.install()
         transport.install()
@@ -195,7 +209,7 @@ class Sandbox:
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
-        deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id)
+        deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id, build=self.build)
         self.deployment = deployer.deploy(self.template_path)
         # In-process functions share this process's environment (the deployer checked it is consistent).
         # Only the log level is the sandbox's own: Lambda logs would otherwise flood the terminal.
@@ -218,6 +232,27 @@ class Sandbox:
         gc.freeze()
         self._frozen = True
         return self
+
+    def _use_artifacts(self) -> None:
+        """Check the build against the sources and set the Lambda runtime up to run it."""
+        _, local = translate(self.template_path, self.region)
+        built.check_sources(self.build, local)
+        lambdas.use_runtime(self.lambda_runtime)
+        if self.lambda_runtime == "thread":
+            built.activate([built.layer_dir(self.build, built.CORE_LAYER)])
+            return
+        lambda_process.configure(
+            lambda_process.ProcessSettings(
+                python=sys.executable,
+                runtime_dir=built.function_dir(self.build, built.RUNTIME_DIR),
+                endpoint_url=self.aws.endpoint_url,
+                secret_key=CREDENTIALS["secret_key"],
+                region=self.region,
+                clock=self.clock,
+                log_dir=self.engine_log_path.with_suffix(".lambda"),
+                common_environment={"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": self.log_level},
+            )
+        )
 
     @property
     def lambda_faults(self) -> lambdas.LambdaFaults:
@@ -261,6 +296,8 @@ class Sandbox:
             self.aws.stop()
         if self.kube:
             self.kube.stop()
+        lambda_process.configure(None)
+        lambdas.use_runtime("thread")
         lambdas.FAULTS.clear()
         lambdas.use_clock(None)
         lambdas.sdk_backoff_on(None)

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from instantstart_sandbox import iam_audit
 from instantstart_sandbox.aws import ec2, eventbridge
 from instantstart_sandbox.aws.calls import READ_PREFIXES, AwsCall, CallRecorder, IamTarget
 from instantstart_sandbox.aws.eks import EksEmulator
@@ -375,6 +376,7 @@ class AwsExtension:
             operation = resolve_operation(MODELS, service, environ, body)
             if operation is None:
                 return app(environ, start_response)
+            iam_audit.attribute(environ)  # a function's own process: its access key names it
             caller = environ.get("HTTP_X_SANDBOX_FUNCTION")
             label = environ.get("HTTP_X_SANDBOX_LABEL")
             target = self._iam_target(service, operation, environ, body, region) if caller else None
@@ -388,8 +390,9 @@ class AwsExtension:
                 model = MODELS.service_model(service)
                 response = error_response(model.protocol if model else "json", service, fault)
                 response.headers.append((CONNECTION_FAULT_HEADER, fault.kind))
-                return send(response, start_response)
-            return serve(environ, start_response, service, operation, region, body, fault)
+                return iam_audit.after_response(environ, operation, send(response, start_response))
+            answer = serve(environ, start_response, service, operation, region, body, fault)
+            return iam_audit.after_response(environ, operation, answer)
 
         def serve(
             environ: WSGIEnviron,
