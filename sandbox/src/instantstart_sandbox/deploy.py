@@ -27,6 +27,8 @@ import boto3
 import yaml
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
+from instantstart_sandbox import code_size
+from instantstart_sandbox.aws.lambda_limits import DECLARED_SIZE_ENTRY
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
@@ -188,10 +190,13 @@ def _transform(path: Path, text: bytes, region: str) -> tuple[dict[str, Any], di
     return dict(transform(template, {"AWS::Region": region}, _NoManagedPolicies())), relative
 
 
-def _zip_placeholder(note: str) -> bytes:
+def _zip_placeholder(note: str, unzipped_bytes: int = 0) -> bytes:
+    """A ZIP standing for local code: a note, and the unzipped size of the code it stands for (Lambda's size limit
+    counts it: :data:`instantstart_sandbox.aws.lambda_limits.DECLARED_SIZE_ENTRY`)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("SANDBOX.txt", note)
+        zf.writestr(DECLARED_SIZE_ENTRY, str(unzipped_bytes))
     return buf.getvalue()
 
 
@@ -405,10 +410,11 @@ class Deployer:
         dep.attributes[lid] = {"Arn": role["Arn"], "RoleId": role["RoleId"]}
 
     def _create_AWS_Lambda_LayerVersion(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        layer_size = code_size.layer_bytes(local[lid]) if lid in local else 0
         out = self.client("lambda").publish_layer_version(
             LayerName=p["LayerName"],
             Description=p.get("Description", ""),
-            Content={"ZipFile": _zip_placeholder("code is served from the local layer directory")},
+            Content={"ZipFile": _zip_placeholder("code is served from the local layer directory", layer_size)},
             CompatibleRuntimes=p.get("CompatibleRuntimes", []),
         )
         dep.physical[lid] = out["LayerVersionArn"]
@@ -430,7 +436,11 @@ class Deployer:
             Runtime=p.get("Runtime", "python3.13"),
             Role=p["Role"],
             Handler=p["Handler"],
-            Code={"ZipFile": _zip_placeholder("code is served from the local function directory")},
+            Code={
+                "ZipFile": _zip_placeholder(
+                    "code is served from the local function directory", code_size.directory_bytes(local[lid])
+                )
+            },
             Timeout=int(p.get("Timeout", 3)),
             MemorySize=int(p.get("MemorySize", 128)),
             Environment={"Variables": {k: str(v) for k, v in env.items()}},
