@@ -6,13 +6,18 @@
 * labels: keys are qualified names (an optional DNS-1123 subdomain prefix of at most 253 characters and ``/``, a name
   part of at most 63 characters of ``[-A-Za-z0-9_.]`` starting and ending alphanumeric), values at most 63 such
   characters or empty; annotations: keys the same rule (case-insensitive), and keys plus values at most 262,144
-  bytes in all (``metadata.annotations: Too long: must have at most 262144 bytes``);
+  bytes in all (``metadata.annotations: Too long: may not be more than 262144 bytes``, the wording of Kubernetes
+  1.32, the sandbox's default version; older apiservers say "must have at most 262144 bytes");
+* a ConfigMap's ``data`` and ``binaryData`` values, a Secret's ``data`` (decoded) and ``stringData`` values: at most
+  1 MiB (1,048,576 bytes) in all (``[]: Too long: ...`` for a ConfigMap, ``data: Too long: ...`` for a Secret);
 * a request body over 3 MiB (3,145,728 bytes) is 413 ``RequestEntityTooLarge`` "Request entity too large: limit is
   3145728".
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from typing import Any
@@ -24,6 +29,9 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 """Kubernetes' limit on an object's annotations, keys plus values (256 KiB)."""
+
+MAX_DATA_BYTES = 1024 * 1024
+"""Kubernetes' limit on a ConfigMap's or a Secret's data values (1 MiB, ``MaxSecretSize``)."""
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
@@ -185,14 +193,34 @@ def metadata_causes(meta: dict[str, Any], path: str = "metadata") -> list[dict[s
             causes += [_invalid(f"{path}.annotations", str(key), m) for m in qualified_name_problems(str(key).lower())]
         size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
         if size > MAX_ANNOTATIONS_BYTES:
-            causes.append(
-                {
-                    "reason": "FieldValueTooLong",
-                    "field": f"{path}.annotations",
-                    "message": f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes",
-                }
-            )
+            causes.append(_too_long(f"{path}.annotations", MAX_ANNOTATIONS_BYTES))
     return causes
+
+
+def _too_long(field: str, limit: int) -> dict[str, str]:
+    """apimachinery's ``field.TooLong`` cause (the value left out of the message)."""
+    return {"reason": "FieldValueTooLong", "field": field, "message": f"Too long: may not be more than {limit} bytes"}
+
+
+def _decoded_bytes(value: Any) -> int:
+    try:
+        return len(base64.b64decode(str(value), validate=False))
+    except (binascii.Error, ValueError):
+        return len(str(value))
+
+
+def data_causes(kind: str, obj: dict[str, Any]) -> list[dict[str, str]]:
+    """The 422 cause of a ConfigMap or a Secret whose data values pass 1 MiB (``ValidateConfigMap``,
+    ``ValidateSecret``); empty for other kinds and for data within the limit."""
+    if kind == "ConfigMap":
+        size = sum(len(str(v).encode()) for v in (obj.get("data") or {}).values())
+        size += sum(_decoded_bytes(v) for v in (obj.get("binaryData") or {}).values())
+        return [_too_long("[]", MAX_DATA_BYTES)] if size > MAX_DATA_BYTES else []
+    if kind == "Secret":
+        size = sum(_decoded_bytes(v) for v in (obj.get("data") or {}).values())
+        size += sum(len(str(v).encode()) for v in (obj.get("stringData") or {}).values())
+        return [_too_long("data", MAX_DATA_BYTES)] if size > MAX_DATA_BYTES else []
+    return []
 
 
 def check_request_body(body: bytes) -> None:

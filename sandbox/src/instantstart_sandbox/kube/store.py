@@ -301,6 +301,8 @@ class KubeCluster:
         self, rt: ResourceType, obj: Obj, old: Obj | None, warnings: list[str], field_validation: str | None
     ) -> None:
         causes = kube_limits.metadata_causes(obj["metadata"])
+        if not rt.group:
+            causes += kube_limits.data_causes(rt.kind, obj)
         hook = PREPARE.get(f"{rt.group}/{rt.kind}")
         if hook:
             causes += hook(obj, old, self._alloc)
