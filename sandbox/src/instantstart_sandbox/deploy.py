@@ -27,7 +27,8 @@ import boto3
 import yaml
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
-from instantstart_sandbox import artifacts, deploy_iam
+from instantstart_sandbox import artifacts, code_size, deploy_iam
+from instantstart_sandbox.aws.lambda_limits import DECLARED_SIZE_ENTRY
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
 LOCAL_URI_PROPS = ("CodeUri", "ContentUri", "DefinitionUri")
@@ -189,10 +190,13 @@ def _transform(path: Path, text: bytes, region: str) -> tuple[dict[str, Any], di
     return dict(transform(template, {"AWS::Region": region}, _NoManagedPolicies())), relative
 
 
-def _zip_placeholder(note: str) -> bytes:
+def _zip_placeholder(note: str, unzipped_bytes: int = 0) -> bytes:
+    """A ZIP standing for local code: a note, and the unzipped size of the code it stands for (Lambda's size limit
+    counts it: :data:`instantstart_sandbox.aws.lambda_limits.DECLARED_SIZE_ENTRY`)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("SANDBOX.txt", note)
+        zf.writestr(DECLARED_SIZE_ENTRY, str(unzipped_bytes))
     return buf.getvalue()
 
 
@@ -405,10 +409,14 @@ class Deployer:
         dep.attributes[lid] = {"PolicyArn": arn}
 
     def _create_AWS_Lambda_LayerVersion(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        if self.build is not None:  # what the build holds, its bytecode included
+            layer_size = code_size.directory_bytes(artifacts.layer_dir(self.build, lid).parent, skip_caches=False)
+        else:
+            layer_size = code_size.layer_bytes(local[lid]) if lid in local else 0
         out = self.client("lambda").publish_layer_version(
             LayerName=p["LayerName"],
             Description=p.get("Description", ""),
-            Content={"ZipFile": _zip_placeholder("code is served from the local layer directory")},
+            Content={"ZipFile": _zip_placeholder("code is served from the local layer directory", layer_size)},
             CompatibleRuntimes=p.get("CompatibleRuntimes", []),
         )
         dep.physical[lid] = out["LayerVersionArn"]
@@ -427,12 +435,18 @@ class Deployer:
                     "environment in the sandbox"
                 )
             dep.environment[key] = str(value)
+        code_dir = artifacts.function_dir(self.build, lid) if self.build is not None else local[lid]
         out = self.client("lambda").create_function(
             FunctionName=name,
             Runtime=p.get("Runtime", "python3.13"),
             Role=p["Role"],
             Handler=p["Handler"],
-            Code={"ZipFile": _zip_placeholder("code is served from the local function directory")},
+            Code={
+                "ZipFile": _zip_placeholder(
+                    "code is served from the local function directory",
+                    code_size.directory_bytes(code_dir, skip_caches=self.build is None),
+                )
+            },
             Timeout=int(p.get("Timeout", 3)),
             MemorySize=int(p.get("MemorySize", 128)),
             Environment={"Variables": {k: str(v) for k, v in env.items()}},
@@ -440,7 +454,7 @@ class Deployer:
             Architectures=p.get("Architectures", ["x86_64"]),
         )
         REGISTRY[name] = LambdaCode(
-            code_dir=artifacts.function_dir(self.build, lid) if self.build is not None else local[lid],
+            code_dir=code_dir,
             handler=p["Handler"],
             timeout=int(p.get("Timeout", 3)),
             memory_size=int(p.get("MemorySize", 128)),

@@ -3,8 +3,10 @@
 Routes come from the deployed template (``Deployment.routes``). Like API Gateway with ``AWS_IAM``
 authorization, every request must be SigV4-signed for ``execute-api``; the signature is verified
 against the sandbox credentials (403 ``{"message": "Forbidden"}`` otherwise). The function is
-invoked through the Lambda ``Invoke`` API of the emulated AWS. Paths under ``/console/`` are the web console's
-(:mod:`instantstart_sandbox.console`), answered before the signature check as CloudFront answers them in production.
+invoked through the Lambda ``Invoke`` API of the emulated AWS; an invocation past the 30 s integration timeout is
+answered 503 ``{"message": "Service Unavailable"}`` (:func:`instantstart_sandbox.aws.limits.call_integration`).
+Paths under ``/console/`` are the web console's (:mod:`instantstart_sandbox.console`), answered before the signature
+check as CloudFront answers them in production.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from instantstart_sandbox.aws import limits
 from instantstart_sandbox.console import ConsoleSite
 from instantstart_sandbox.deploy import Route
 
@@ -254,7 +257,13 @@ class HttpApiServer:
             except UnicodeDecodeError:
                 event["body"] = base64.b64encode(body).decode()
                 event["isBase64Encoded"] = True
-        out = self.lambda_client.invoke(FunctionName=route.function_name, Payload=json.dumps(event).encode())
+        payload_in = json.dumps(event).encode()
+        try:  # API Gateway's 30 s integration timeout: 503 while the function keeps running
+            out = limits.call_integration(
+                lambda: self.lambda_client.invoke(FunctionName=route.function_name, Payload=payload_in)
+            )
+        except limits.IntegrationTimeout:
+            return 503, {"Content-Type": "application/json"}, b'{"message":"Service Unavailable"}'
         payload = out["Payload"].read()
         if out.get("FunctionError"):
             return 500, {"Content-Type": "application/json"}, b'{"message":"Internal Server Error"}'

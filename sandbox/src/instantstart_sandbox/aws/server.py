@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 
-from instantstart_sandbox.aws import eks, eventbridge, transport
+from instantstart_sandbox.aws import eks, eventbridge, limits, transport
 from instantstart_sandbox.aws.extension import AwsExtension
 from instantstart_sandbox.aws.kubetypes import KubeApiServerLike
 from instantstart_sandbox.aws.protocol import WSGIApplication
@@ -68,7 +68,8 @@ class AwsSandboxServer:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Serve on ``host:port`` (0 picks a free port) in a background thread; returns when listening.
 
-        Switches on moto's Step Functions engine, patches EventBridge target delivery, and exports
+        Switches on moto's Step Functions engine, patches EventBridge target delivery and the hard limits moto does
+        not enforce (:mod:`instantstart_sandbox.aws.limits`), and exports
         ``MOTO_PORT`` (moto's Step Functions engine calls back to ``localhost:$MOTO_PORT``).
         """
         from moto.core.config import default_user_config
@@ -76,6 +77,7 @@ class AwsSandboxServer:
         default_user_config["stepfunctions"] = {"execute_state_machine": True}
         eventbridge.install()
         eks.install_moto_patches()
+        limits.install(self.clock)
 
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,

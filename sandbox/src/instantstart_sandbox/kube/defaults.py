@@ -4,7 +4,6 @@ defaulted fields, initial status, allocated cluster IPs, ``422 Invalid`` for bro
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -12,9 +11,6 @@ from instantstart_sandbox.kube.selectors import match_labels, requirements_from_
 
 Causes = list[dict[str, str]]
 Prepare = Callable[[dict[str, Any], dict[str, Any] | None, "Allocator"], Causes]
-
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class Allocator:
@@ -33,29 +29,6 @@ class Allocator:
         """Next NodePort from 30000-32767."""
         self._next_port += 1
         return 30000 + (self._next_port - 30000) % 2768
-
-
-def validate_name(name: str, rule: str) -> str | None:
-    """An error message when ``name`` breaks the kind's naming rule (subdomain, label or path)."""
-    if not name:
-        return "name or generateName is required"
-    if rule == "path":
-        if name in (".", "..") or "/" in name or "%" in name:
-            return 'may not contain "/" or "%" or be "." or ".."'
-        return None
-    if rule == "label":
-        if len(name) > 63 or not _LABEL.match(name):
-            return (
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                "and must start and end with an alphanumeric character"
-            )
-        return None
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
-        return (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-            "'.', and must start and end with an alphanumeric character"
-        )
-    return None
 
 
 def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:

@@ -46,7 +46,7 @@ class ResourceType:
     scale: ScalePaths | None = None
     keep_status_on_create: bool = False
     delete_returns_object: bool = False
-    name_rule: str = "subdomain"  # subdomain | label | path
+    name_rule: str = "subdomain"  # subdomain | label | dns1035 | path (kube/limits.py)
     field_selectors: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     review: bool = False  # create-only: answered with a status, never stored
@@ -140,7 +140,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _r("v1", "pods", "Pod", True, ("po",), ("status", "log"), categories=("all",),
        delete_returns_object=True, field_selectors=_POD_FIELDS),
     _r("v1", "services", "Service", True, ("svc",), ("status",), categories=("all",),
-       delete_returns_object=True, name_rule="label"),
+       delete_returns_object=True, name_rule="dns1035"),
     _r("v1", "serviceaccounts", "ServiceAccount", True, ("sa",), delete_returns_object=True),
     _r("v1", "configmaps", "ConfigMap", True, ("cm",)),
     _r("v1", "secrets", "Secret", True, (), field_selectors=("type",)),

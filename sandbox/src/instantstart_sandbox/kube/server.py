@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from instantstart_sandbox.kube import certs, proxy
+from instantstart_sandbox.kube import limits as kube_limits
 from instantstart_sandbox.kube.controllers import SimulatedControllers
 from instantstart_sandbox.kube.errors import KubeError, bad_request
 from instantstart_sandbox.kube.inference import InferenceControllers, LustreSide, SageMakerSide
@@ -359,6 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         try:
             body = self._read_body()
+            kube_limits.check_request_body(body)
             url = urlsplit(self.path)
             params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             parts = [unquote(p) for p in url.path.split("/") if p]

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from instantstart_sandbox.kube import limits as kube_limits
 from instantstart_sandbox.kube import patches, schema
-from instantstart_sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator, validate_name
+from instantstart_sandbox.kube.defaults import INITIAL_STATUS, PREPARE, Allocator
 from instantstart_sandbox.kube.errors import KubeError, already_exists, bad_request, conflict, invalid, not_found
 from instantstart_sandbox.kube.patches import clone
 from instantstart_sandbox.kube.resources import Registry, ResourceType, ScalePaths
@@ -299,7 +300,9 @@ class KubeCluster:
     def _prepare_kind(
         self, rt: ResourceType, obj: Obj, old: Obj | None, warnings: list[str], field_validation: str | None
     ) -> None:
-        causes: list[dict[str, str]] = []
+        causes = kube_limits.metadata_causes(obj["metadata"])
+        if not rt.group:
+            causes += kube_limits.data_causes(rt.kind, obj)
         hook = PREPARE.get(f"{rt.group}/{rt.kind}")
         if hook:
             causes += hook(obj, old, self._alloc)
@@ -575,19 +578,8 @@ class KubeCluster:
                 )
             meta["name"] = self._generate_name(rt, namespace, meta["generateName"])
         name = meta["name"]
-        if not isinstance(name, str) or (problem := validate_name(name, rt.name_rule)):
-            raise invalid(
-                rt.kind,
-                str(name),
-                [
-                    {
-                        "reason": "FieldValueInvalid",
-                        "field": "metadata.name",
-                        "message": f'Invalid value: "{name}": {problem}',
-                    }
-                ],
-                rt.group,
-            )
+        if causes := kube_limits.name_causes(str(name), rt.name_rule):
+            raise invalid(rt.kind, str(name), causes, rt.group)
         if meta.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
         if self._raw(rt, namespace, name) is not None:
