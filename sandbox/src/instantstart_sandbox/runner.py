@@ -237,9 +237,16 @@ class Sandbox:
         """Check the build against the sources and set the Lambda runtime up to run it."""
         _, local = translate(self.template_path, self.region)
         built.check_sources(self.build, local)
-        lambdas.use_runtime(self.lambda_runtime)
-        if self.lambda_runtime == "thread":
-            built.activate([built.layer_dir(self.build, built.CORE_LAYER)])
+        built.activate([built.layer_dir(self.build, built.CORE_LAYER)])
+        self.use_lambda_runtime(self.lambda_runtime)
+
+    def use_lambda_runtime(self, mode: lambdas.RuntimeMode) -> None:
+        """Run the next invocations in ``mode`` (see the class's ``lambda_runtime``); the process environments of the
+        previous mode are stopped. Raises ``ValueError`` for another mode."""
+        lambdas.use_runtime(mode)
+        self.lambda_runtime = mode
+        if mode == "thread":
+            lambda_process.configure(None)
             return
         lambda_process.configure(
             lambda_process.ProcessSettings(
