@@ -247,6 +247,9 @@ def compile_tree(path: Path, python: str) -> None:
 def build_all(out: Path, where: Target, omit: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> None:
     """Build the layer and every function of :data:`FUNCTIONS` (or those named in ``only``) into ``out``; for the host,
     the sandbox's runtime directory too (:func:`build_runtime`)."""
+    read_only = where.platform is None  # the sandbox's copy, read-only as Lambda's /var/task and /opt are
+    if read_only and out.is_dir():
+        set_writable(out, True)
     if not only or LAYER_ID in only:
         build_layer(out / LAYER_ID, where, omit)
     for logical_id, code_uri in FUNCTIONS.items():
@@ -254,6 +257,19 @@ def build_all(out: Path, where: Target, omit: tuple[str, ...] = (), only: tuple[
             build_function(ROOT / code_uri, out / logical_id, where)
     if where.platform is None and (not only or RUNTIME_ID in only):
         build_runtime(out / RUNTIME_ID, where)
+    if read_only:
+        for built in out.iterdir():
+            if built.is_dir():
+                set_writable(built, False)
+
+
+def set_writable(path: Path, writable: bool) -> None:
+    """Give (``writable``) or take away everyone's write permission on ``path`` and everything under it."""
+    for entry in [path, *path.rglob("*")]:
+        if entry.is_symlink():
+            continue
+        mode = entry.stat().st_mode
+        entry.chmod(mode | 0o200 if writable else mode & ~0o222)
 
 
 def tree_size(path: Path) -> int:

@@ -52,6 +52,7 @@ class RuntimeApi:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
