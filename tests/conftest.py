@@ -112,6 +112,7 @@ def wait_for() -> Callable[..., dict[str, Any]]:
 SLOWEST_FIRST = (
     "tests/integration/test_failure_and_retry.py",
     "tests/integration/test_instance_group_subnets.py",
+    "tests/integration/test_process_runtime.py",
     "tests/integration/test_training_jobs.py",
     "tests/integration/test_sandbox_cli.py",
     "tests/integration/test_real_account_faults.py",
