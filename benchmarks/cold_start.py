@@ -109,8 +109,13 @@ class Function:
 
     logical_id: str
     code_uri: str
-    module: str
+    handler: str
     environment: dict[str, str]
+
+    @property
+    def module(self) -> str:
+        """The handler's module (``Handler`` without the function name)."""
+        return self.handler.rsplit(".", 1)[0]
 
     @property
     def target(self) -> float | None:
@@ -157,19 +162,23 @@ def read_functions(template: Path = TEMPLATE) -> list[Function]:
         props = resource["Properties"]
         variables = {**globals_env, **props.get("Environment", {}).get("Variables", {})}
         environment = {name: placeholder(name, value) for name, value in variables.items()}
-        module = props["Handler"].rsplit(".", 1)[0]
-        functions.append(Function(logical_id, props["CodeUri"].rstrip("/"), module, environment))
+        functions.append(Function(logical_id, props["CodeUri"].rstrip("/"), props["Handler"], environment))
     return functions
 
 
-def lambda_environment(function: Function | None) -> dict[str, str]:
-    """The environment of a child: Lambda's own variables, then the function's (from the template)."""
+def lambda_environment(function: Function | None, task_root: Path) -> dict[str, str]:
+    """The environment of a child: Lambda's own variables, then the function's (from the template).
+
+    ``LAMBDA_TASK_ROOT`` is what Powertools' Tracer and the X-Ray SDK take for "running on Lambda".
+    """
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "en_US.UTF-8",
         "TZ": ":UTC",
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
+        "LAMBDA_TASK_ROOT": str(task_root),
+        "_HANDLER": function.handler if function else "boto3.client",
         "AWS_LAMBDA_FUNCTION_NAME": function.logical_id if function else "Baseline",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
@@ -273,10 +282,11 @@ def pyc_counts(python: str, roots: list[Path]) -> dict[str, dict[str, int]]:
 def measure(python: str, functions: list[Function], task_root: Path, layer: Path, runs: int) -> dict[str, list[float]]:
     """Interleaved rounds (a warm-up round first, not kept): one import of each handler and of boto3 per round."""
     samples: dict[str, list[float]] = {BASELINE: [], **{f.logical_id: [] for f in functions}}
-    jobs: list[tuple[str, str, list[Path], dict[str, str]]] = [
-        (BASELINE, "boto3", [task_root / functions[0].logical_id, layer], lambda_environment(None))
-    ]
-    jobs += [(f.logical_id, f.module, [task_root / f.logical_id, layer], lambda_environment(f)) for f in functions]
+    first = task_root / functions[0].logical_id
+    jobs = [(BASELINE, "boto3", [first, layer], lambda_environment(None, first))]
+    for f in functions:
+        code = task_root / f.logical_id
+        jobs.append((f.logical_id, f.module, [code, layer], lambda_environment(f, code)))
     for round_ in range(runs + 1):
         for key, module, paths, env in jobs:
             seconds = import_seconds(python, module, paths, env)
