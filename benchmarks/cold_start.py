@@ -211,6 +211,7 @@ def assemble(out: Path, functions: list[Function], python: str) -> None:
         print(f"pip install --target {layer} -r {requirements}", flush=True)
         pip = [python, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(layer), "-r"]
         subprocess.run([*pip, str(requirements)], check=True)
+        _compile(python, [layer])
         stamp.write_text(stamp_value)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.rmtree(layer / "instantstart", ignore_errors=True)
@@ -218,9 +219,14 @@ def assemble(out: Path, functions: list[Function], python: str) -> None:
     for function in functions:
         shutil.rmtree(out / function.logical_id, ignore_errors=True)
         shutil.copytree(ROOT / function.code_uri, out / function.logical_id, ignore=ignore)
-    print(f"compileall --invalidation-mode checked-hash {out}", flush=True)
+    _compile(python, [layer / "instantstart", *(out / f.logical_id for f in functions)])
+
+
+def _compile(python: str, paths: list[Path]) -> None:
+    """``compileall --invalidation-mode checked-hash`` of ``paths`` (forced: pip's or older bytecode replaced)."""
+    print(f"compileall --invalidation-mode checked-hash {' '.join(map(str, paths))}", flush=True)
     compileall = [python, "-m", "compileall", "-q", "-f", "-j", "2", "--invalidation-mode", "checked-hash"]
-    subprocess.run([*compileall, str(out)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*compileall, *map(str, paths)], check=True, stdout=subprocess.DEVNULL)
 
 
 # ---------------------------------------------------------------- zip, unpack, read-only
