@@ -37,7 +37,6 @@ TRACED_MODULES = ("botocore",)
 logger = Logger()
 tracer = Tracer(auto_patch=False)
 app = APIGatewayHttpResolver(enable_validation=True)
-app.include_router(api_routes.common.router)
 _included: set[str] = set()
 _including = threading.Lock()
 # Built once per container; a missing setting stops the cold start naming it.
@@ -115,8 +114,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     _trace_aws_calls()
     include_routes_for(event)
     IDEMPOTENCY.bind(context)
-    # Routes read their dependencies from the resolver's context (cleared after every request).
-    app.append_context(runtime=RUNTIME, idempotency=IDEMPOTENCY)
+    # The routes read this handler's runtime and idempotency records for this request (api_routes.common.serving).
     # A record read twice in one request (the cluster by the route, then by the name lookup) is read once.
-    with RUNTIME.store.reusing_reads():
+    with api_routes.common.serving(RUNTIME, IDEMPOTENCY), RUNTIME.store.reusing_reads():
         return app.resolve(event, context)

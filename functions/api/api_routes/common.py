@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, cast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
 from instantstart.models.errors import ErrorResponse, pattern_rule
 from instantstart.models.operation import OperationView
 from instantstart.runtime import Runtime
 
-router = APIGatewayHttpRouter()
-"""Routes nothing; the handler includes it at import so that :func:`runtime` reads the resolver's context."""
+_REQUEST: ContextVar[tuple[Runtime, Any]] = ContextVar("api_request")
+"""The runtime and idempotency records of the request being served (:func:`serving`)."""
 
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
@@ -37,9 +39,28 @@ IdempotencyKey = Annotated[
 ]
 
 
+@contextmanager
+def serving(runtime: Runtime, idempotency: Any) -> Iterator[None]:
+    """Give the routes this request's runtime and idempotency records (built at cold start) while it is served.
+
+    A context variable, not the resolver's context: the route modules are imported after the handler, once per
+    process, and must read the dependencies of the handler that serves the request.
+    """
+    token = _REQUEST.set((runtime, idempotency))
+    try:
+        yield
+    finally:
+        _REQUEST.reset(token)
+
+
 def runtime() -> Runtime:
-    """The runtime the handler put in the resolver's context for this request (built at cold start)."""
-    return cast(Runtime, router.context["runtime"])
+    """The runtime of the request being served."""
+    return _REQUEST.get()[0]
+
+
+def idempotency() -> Any:
+    """The ``api_idempotency.Idempotency`` of the request being served."""
+    return _REQUEST.get()[1]
 
 
 def _json(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -54,7 +75,7 @@ def _accepted(op: OperationView) -> Response[Any]:
 def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[Any]:
     from api_idempotency import run_idempotent
 
-    op = run_idempotent(router.context["idempotency"], route=route, key=key, body=body, call=call)
+    op = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
     return _accepted(OperationView.model_validate(op))
 
 
@@ -62,7 +83,7 @@ def _idempotent_202(route: str, key: str | None, body: Any, model: type[BaseMode
     """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer)."""
     from api_idempotency import run_idempotent
 
-    answer = run_idempotent(router.context["idempotency"], route=route, key=key, body=body, call=call)
+    answer = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
     return _json(model.model_validate(answer), 202)
 
 

@@ -18,6 +18,7 @@ from api_routes.common import (
     _errors,
     _json,
     _ok,
+    idempotency,
     runtime,
 )
 from instantstart.features import service as features
@@ -74,7 +75,7 @@ def update_cluster_features(
     from api_idempotency import run_idempotent
 
     out = run_idempotent(
-        router.context["idempotency"],
+        idempotency(),
         route=f"PATCH /clusters/{cluster_tag}/features",
         key=idempotency_key,
         body=request.wire(),
@@ -117,7 +118,7 @@ def _update_mlflow(cluster_tag: str, request: UpdateMlflowRequest, idempotency_k
     from api_idempotency import run_idempotent
 
     out = run_idempotent(
-        router.context["idempotency"],
+        idempotency(),
         route=f"PUT /clusters/{cluster_tag}/mlflow",
         key=idempotency_key,
         body=request.model_dump(mode="json", by_alias=True, exclude_none=True),

@@ -18,6 +18,7 @@ from api_routes.common import (
     _idempotent_202,
     _json,
     _ok,
+    idempotency,
     runtime,
 )
 from instantstart.inference import endpoints as inference_endpoints
@@ -276,7 +277,7 @@ def invoke_inference_deployment(
     from api_idempotency import run_idempotent
 
     answer = run_idempotent(
-        router.context["idempotency"],
+        idempotency(),
         route=f"POST /clusters/{cluster_tag}/inference/deployments/{name}/invoke",
         key=idempotency_key,
         body=request.to_api(),
@@ -404,7 +405,7 @@ def invoke_inference_endpoint(
     from api_idempotency import run_idempotent
 
     answer = run_idempotent(
-        router.context["idempotency"],
+        idempotency(),
         route=f"POST /clusters/{cluster_tag}/inference/endpoints/{name}/invoke",
         key=idempotency_key,
         body=request.to_api(),
