@@ -17,7 +17,7 @@ ARTIFACT_SOURCES := $(shell find layers/core/instantstart functions console -typ
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install lock build build-host sizes demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults openapi asl clean
+.PHONY: install lock build build-host sizes demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults cold-start openapi asl clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -119,6 +119,12 @@ crash: $(STAMP) ## kill every workflow step after each of its AWS calls: converg
 faults: $(STAMP) ## fault matrix: each AWS operation of the create/delete workflows x {throttling, 5xx, timeout, documented error} x {1, 3}; fails on a BAD cell
 	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-360} INSTANTSTART_FAULT_WORKERS=$${INSTANTSTART_FAULT_WORKERS:-12} timeout --signal=INT 2100 \
 		$(BIN)/pytest -q -p no:cacheprovider -s tests/faults $(PYTEST_ARGS)
+
+# The artifacts of `make build-host` (.aws-sam/host) when they exist, else assembled from this checkout
+# (pip install --target with .venv's interpreter, checked-hash bytecode); COLD_START_ARGS, e.g. --runs 9.
+COLD_START_DIR ?= .aws-sam/host
+cold-start: $(STAMP) $(HOST_STAMP) ## import time of each Lambda handler from zipped, read-only artifacts, x import boto3; fails past a target
+	$(BIN)/python benchmarks/cold_start.py $(COLD_START_DIR) $(COLD_START_ARGS)
 
 openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
 	$(BIN)/python api_schema/generate.py

@@ -32,7 +32,7 @@ def generate() -> str:
     import api_app
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 
-    schema = api_app.app.get_openapi_json_schema(
+    schema = api_app.include_all_routes().get_openapi_json_schema(
         title="InstantStart Serverless API",
         version="0.1.0",
         description="Control plane for Amazon SageMaker HyperPod clusters orchestrated by Amazon EKS. "

@@ -103,10 +103,10 @@ WAIT_RECOMMENDED = "30-50"
 """The poll interval the tools and skills recommend, in seconds: one call each."""
 
 START_AFTER_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
-"""``startAfter`` of ``GET /catalog/training-plan-offerings`` (``functions/api/api_routes.py``)."""
+"""``startAfter`` of ``GET /catalog/training-plan-offerings`` (``functions/api/api_routes/catalog.py``)."""
 
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
-"""``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes.py``: 1-128 characters)."""
+"""``Idempotency-Key`` header of the API's write routes (``functions/api/api_routes/common.py``: 1-128 characters)."""
 IDEMPOTENCY_KEY_MAX_LENGTH = 128
 
 
@@ -438,7 +438,7 @@ EventsNextTokenParam = Annotated[
 ]
 
 OPERATIONS_DEFAULT_PAGE_SIZE = 20
-"""``maxResults`` default of ``GET /clusters/{clusterTag}/operations`` (``functions/api/api_routes.py``)."""
+"""``maxResults`` default of ``GET /clusters/{clusterTag}/operations`` (``functions/api/api_routes/clusters.py``)."""
 OPERATIONS_MAX_PAGE_SIZE = 100
 OPERATIONS_TOKEN_MAX_LENGTH = 2048
 

@@ -1,31 +1,44 @@
 """HTTP API Lambda handler: Powertools ``APIGatewayHttpResolver`` with request validation and OpenAPI.
 
 API Gateway (HTTP API, payload 2.0, ``AWS_IAM`` authorization) invokes ``lambda_handler``.
+
+Cold start: the route modules (``api_routes/``) are imported by the first request of their section
+(:func:`include_routes_for`), and X-Ray patches botocore on the first request (:func:`_trace_aws_calls`), so the
+import of this module loads no route, model of a route, AWS SDK or Kubernetes client (``make cold-start``).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import threading
 from functools import cache
 from typing import Any
 
 import api_errors
 import api_idempotency
 import api_routes
+import api_routes.common
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from instantstart.config import API_SETTINGS
 from instantstart.errors import InstantStartError
 from instantstart.runtime import Runtime
 
+TRACED_MODULES = ("botocore",)
+"""What X-Ray instruments: every AWS call. Powertools' default (every library X-Ray knows) would also import
+``requests`` and ``sqlite3`` at cold start, which this function never uses."""
+
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(auto_patch=False)
 app = APIGatewayHttpResolver(enable_validation=True)
-app.include_router(api_routes.router)
+_included: set[str] = set()
+_including = threading.Lock()
 # Built once per container; a missing setting stops the cold start naming it.
 RUNTIME = Runtime.from_env(API_SETTINGS)
 IDEMPOTENCY = api_idempotency.Idempotency(RUNTIME.settings.TABLE_NAME)
@@ -36,10 +49,38 @@ def _domain_error(exc: InstantStartError) -> Response[Any]:
     return api_errors.from_domain_error(exc)
 
 
+def include_routes(module_name: str) -> None:
+    """Import route module ``module_name`` and include its router, once per container."""
+    with _including:
+        if module_name not in _included:
+            app.include_router(importlib.import_module(module_name).router)
+            _included.add(module_name)
+
+
+def include_routes_for(event: dict[str, Any]) -> None:
+    """Include the route module of the request's path (none for a path no route has: the answer is 404)."""
+    module_name = api_routes.module_of(APIGatewayProxyEventV2(event).path)
+    if module_name is not None and module_name not in _included:
+        include_routes(module_name)
+
+
+def include_all_routes() -> APIGatewayHttpResolver:
+    """The resolver with every route module included (the OpenAPI document describes them all)."""
+    for module_name in api_routes.module_names():
+        include_routes(module_name)
+    return app
+
+
+@cache
+def _trace_aws_calls() -> None:
+    # Once per container, before the first AWS call: X-Ray's subsegments of botocore calls (a no-op when disabled).
+    tracer.patch(TRACED_MODULES)
+
+
 @cache
 def _openapi() -> dict[str, Any]:
     # The published contract of the routes, built once per container on the first invalid request.
-    return dict(json.loads(app.get_openapi_json_schema()))
+    return dict(json.loads(include_all_routes().get_openapi_json_schema()))
 
 
 @app.exception_handler(RequestValidationError)
@@ -70,9 +111,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     unsupported = api_errors.unsupported_media_type(event)
     if unsupported is not None:
         return unsupported
+    _trace_aws_calls()
+    include_routes_for(event)
     IDEMPOTENCY.bind(context)
-    # Routes read their dependencies from the resolver's context (cleared after every request).
-    app.append_context(runtime=RUNTIME, idempotency=IDEMPOTENCY)
+    # The routes read this handler's runtime and idempotency records for this request (api_routes.common.serving).
     # A record read twice in one request (the cluster by the route, then by the name lookup) is read once.
-    with RUNTIME.store.reusing_reads():
+    with api_routes.common.serving(RUNTIME, IDEMPOTENCY), RUNTIME.store.reusing_reads():
         return app.resolve(event, context)

@@ -4,46 +4,63 @@ The key alone identifies the request; a hash of the route and body is validated,
 key with another body, or on another route or cluster, is refused (409) instead of running a new
 request. Without a key the call runs as is; concurrent creates of one
 tag are still serialised by the conditional writes in the core library.
+
+Powertools' idempotency package imports boto3 and builds a DynamoDB client: both happen on the first request
+that carries a key, not at the function's cold start (``make cold-start``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from instantstart.errors import Conflict
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 class Idempotency:
     """Idempotency records of one API function (Powertools ``DynamoDBPersistenceLayer`` on the single table).
 
-    Built once per container (cold start); :meth:`bind` gives it each invocation's Lambda context.
+    Built once per container (cold start), its Powertools parts on first use; :meth:`bind` gives it each
+    invocation's Lambda context.
     """
 
     def __init__(self, table_name: str) -> None:
-        self.config = IdempotencyConfig(
+        self.table_name = table_name
+        self._context: LambdaContext | None = None
+
+    @cached_property
+    def config(self) -> IdempotencyConfig:
+        """The Powertools configuration: the key alone identifies a request, ``[route, body]`` is validated."""
+        from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+        config = IdempotencyConfig(
             event_key_jmespath="key",
             payload_validation_jmespath="[route, body]",
             raise_on_no_idempotency_key=True,
             expires_after_seconds=24 * 3600,
         )
-        self.persistence = DynamoDBPersistenceLayer(table_name=table_name, key_attr="PK", sort_key_attr="SK")
+        if self._context is not None:
+            config.register_lambda_context(self._context)
+        return config
+
+    @cached_property
+    def persistence(self) -> DynamoDBPersistenceLayer:
+        """The records' store: the single table (``PK``/``SK``)."""
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+        return DynamoDBPersistenceLayer(table_name=self.table_name, key_attr="PK", sort_key_attr="SK")
 
     def bind(self, context: LambdaContext | None) -> None:
         """Register the invocation's Lambda context (Powertools uses its remaining time for in-progress records)."""
         if context is not None:
-            self.config.register_lambda_context(context)
+            self._context = context
+            if "config" in self.__dict__:  # built by an earlier request; otherwise it registers it when built
+                self.config.register_lambda_context(context)
 
 
 def run_idempotent(
@@ -56,6 +73,11 @@ def run_idempotent(
     """
     if not key:
         return call()
+    from aws_lambda_powertools.utilities.idempotency import idempotent_function
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
 
     @idempotent_function(
         data_keyword_argument="request", config=idempotency.config, persistence_store=idempotency.persistence

@@ -2,29 +2,41 @@
 
 botocore honours ``AWS_ENDPOINT_URL`` (and ``AWS_ENDPOINT_URL_<SERVICE>``) itself, which is how the
 offline sandbox points every client at its emulated AWS; nothing here knows about the sandbox.
+
+boto3 is imported by the first client (or session) asked for, not with this module: a handler's import stays
+cheap (``make cold-start``), and what each invocation needs is loaded when it needs it.
 """
 
 from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
+if TYPE_CHECKING:
+    import boto3.session
+    from botocore.config import Config
 
-_RETRY_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 5},
-    connect_timeout=5,
-    read_timeout=30,
-    user_agent_extra="instantstart-serverless/0.1",
-)
 _lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _retry_config() -> Config:
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=30,
+        user_agent_extra="instantstart-serverless/0.1",
+    )
 
 
 @lru_cache(maxsize=1)
 def session() -> boto3.session.Session:
     """The process-wide boto3 session (credentials from the standard chain)."""
+    import boto3.session
+
     return boto3.session.Session()
 
 
@@ -58,7 +70,7 @@ def new_client(service: str, region: str | None = None) -> Any:
     """
     with _lock:  # boto3 client creation is not thread-safe on a shared session
         factory: Any = session()
-        return factory.client(service, region_name=region, config=_RETRY_CONFIG)
+        return factory.client(service, region_name=region, config=_retry_config())
 
 
 def error_code(exc: Exception) -> str | None:

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from instantstart.clusters import records, service, waits
+from instantstart.clusters import records, waits
 from instantstart.errors import StageFailed
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType
 from instantstart.models.operation import OperationView
@@ -76,6 +76,8 @@ def start_change(
     Raises:
         Conflict: another operation runs on the cluster.
     """
+    from instantstart.clusters import service  # the API's side only: the steps and reconcilers never import it
+
     now = records.now()
     operation = OperationRecord(
         operation_id=service.new_operation_id(),

@@ -18,7 +18,6 @@ from pydantic import Field
 
 from instantstart.clusters import records, waits
 from instantstart.clusters.changes import wake_running_change
-from instantstart.clusters.stages import hyperpod, verify
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName
 from instantstart.models.records import ClusterRecord
@@ -87,6 +86,8 @@ def on_hyperpod_state_change(rt: Runtime, detail: dict[str, Any], event_time: st
     if not tag or not cluster:
         return Reconciled(action="ignored", cluster_tag=tag, status=status)
     if detail.get("ClusterArn") and detail.get("InstanceGroups") is not None:
+        from instantstart.clusters.stages import hyperpod  # a stage module: imported by the events that use it
+
         hyperpod.observe(
             rt,
             tag,
@@ -145,6 +146,8 @@ def recover_degraded(rt: Runtime, cluster: ClusterRecord) -> Reconciled:
 
     No user action is needed: HyperPod kept provisioning after the create ran out of time.
     """
+    from instantstart.clusters.stages import verify
+
     reached, summary = verify.capacity_reached(rt, cluster.cluster_tag, cluster.generation)
     if not reached:
         return Reconciled(action="recorded", cluster_tag=cluster.cluster_tag, status=summary)

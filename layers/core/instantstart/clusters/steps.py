@@ -8,27 +8,23 @@ error code so ``Retry``/``Catch`` can match them and the failure path records th
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic.exceptions import DynamicApiError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import autoscaling, changes, hyperpod_operations, instance_groups, nodes, records, waits
-from instantstart.clusters.stages import dependencies, stage_steps
+from instantstart.clusters import changes, records, waits
+from instantstart.clusters.stages import STAGE_ACTIONS, stage_step
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
-from instantstart.features import service as features
-from instantstart.inference import endpoints as inference_endpoints
-from instantstart.inference import service as inference
-from instantstart.mlflow import service as mlflow
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
 from instantstart.models.workflow import StepPayload, StepResult
 from instantstart.runtime import Runtime
-from instantstart.training import service as training
 
 
 def _stage(p: StepPayload) -> StageName:
@@ -54,7 +50,11 @@ def complete_stage(rt: Runtime, p: StepPayload) -> BaseModel:
     Waits of other stages that hold until this one SUCCEEDED (:data:`WAITING_ON`) are woken at once.
     """
     stage = _stage(p)
-    observed = dependencies.summary(rt, p.cluster_tag, p.generation) if stage is StageName.DEPENDENCIES else None
+    observed = None
+    if stage is StageName.DEPENDENCIES:
+        from instantstart.clusters.stages import dependencies
+
+        observed = dependencies.summary(rt, p.cluster_tag, p.generation)
     result = records.complete_stage(
         rt,
         tag=p.cluster_tag,
@@ -123,20 +123,91 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
-CHANGE_HANDLERS: dict[OperationType, changes.ClusterChange] = {
-    **instance_groups.CHANGES,
-    **autoscaling.CHANGES,
-    **nodes.CHANGES,
-    **hyperpod_operations.CHANGES,
-    **features.CHANGES,
-    **training.CHANGES,
-    **inference.CHANGES,
-    **inference_endpoints.CHANGES,
-    **mlflow.CHANGES,
+CHANGE_MODULES: dict[OperationType, str] = {
+    **dict.fromkeys(
+        (
+            OperationType.ADD_INSTANCE_GROUP,
+            OperationType.SCALE_INSTANCE_GROUP,
+            OperationType.UPDATE_INSTANCE_GROUP,
+            OperationType.DELETE_INSTANCE_GROUP,
+        ),
+        "instantstart.clusters.instance_groups",
+    ),
+    OperationType.UPDATE_AUTOSCALING: "instantstart.clusters.autoscaling",
+    **dict.fromkeys(
+        (
+            OperationType.REBOOT_CLUSTER_NODES,
+            OperationType.REPLACE_CLUSTER_NODES,
+            OperationType.DELETE_CLUSTER_NODES,
+        ),
+        "instantstart.clusters.nodes",
+    ),
+    **dict.fromkeys(
+        (OperationType.UPDATE_CLUSTER_SOFTWARE, OperationType.START_CLUSTER_HEALTH_CHECK),
+        "instantstart.clusters.hyperpod_operations",
+    ),
+    OperationType.UPDATE_FEATURES: "instantstart.features.service",
+    **dict.fromkeys(
+        (OperationType.CREATE_TRAINING_JOB, OperationType.DELETE_TRAINING_JOB), "instantstart.training.service"
+    ),
+    **dict.fromkeys(
+        (
+            OperationType.DOWNLOAD_MODEL,
+            OperationType.CREATE_INFERENCE_DEPLOYMENT,
+            OperationType.UPDATE_INFERENCE_DEPLOYMENT,
+            OperationType.DELETE_INFERENCE_DEPLOYMENT,
+            OperationType.CREATE_INFERENCE_ROUTER,
+        ),
+        "instantstart.inference.service",
+    ),
+    **dict.fromkeys(
+        (OperationType.CREATE_INFERENCE_ENDPOINT, OperationType.DELETE_INFERENCE_ENDPOINT),
+        "instantstart.inference.endpoints",
+    ),
+    OperationType.UPDATE_MLFLOW: "instantstart.mlflow.service",
 }
+"""The module whose ``CHANGES`` handles each kind of day-2 change (imported by the first step of that kind)."""
+
+
+class _LazyChanges(Mapping[OperationType, changes.ClusterChange]):
+    """:data:`CHANGE_MODULES` as the handlers themselves: a handler's module is imported when it is looked up."""
+
+    def __getitem__(self, op_type: OperationType) -> changes.ClusterChange:
+        handlers: dict[OperationType, changes.ClusterChange] = importlib.import_module(CHANGE_MODULES[op_type]).CHANGES
+        return handlers[op_type]
+
+    def __iter__(self) -> Iterator[OperationType]:
+        return iter(CHANGE_MODULES)
+
+    def __len__(self) -> int:
+        return len(CHANGE_MODULES)
+
+
+CHANGE_HANDLERS: Mapping[OperationType, changes.ClusterChange] = _LazyChanges()
 """The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
 
-ACTIONS: dict[str, Step] = {**BOOKKEEPING_STEPS, **stage_steps(), **changes.workflow_steps(CHANGE_HANDLERS)}
+
+class _Actions(Mapping[str, Step]):
+    """Every task action: the bookkeeping and change steps, and the stages' steps (their module imported on use)."""
+
+    def __init__(self, steps: dict[str, Step]) -> None:
+        self._steps = steps
+
+    def __getitem__(self, action: str) -> Step:
+        step = self._steps.get(action) or stage_step(action)
+        if step is None:
+            raise KeyError(action)
+        return step
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._steps
+        yield from STAGE_ACTIONS
+
+    def __len__(self) -> int:
+        return len(self._steps) + len(STAGE_ACTIONS)
+
+
+ACTIONS: Mapping[str, Step] = _Actions({**BOOKKEEPING_STEPS, **changes.workflow_steps(CHANGE_HANDLERS)})
 """Every task action the state machines use; a contract test checks the ASL uses only these."""
 
 
@@ -180,9 +251,21 @@ def call_step(step: Step, rt: Runtime, payload: StepPayload) -> BaseModel:
         raise aws_error(code, message, name=error_name(code, message)) from exc
     except BotoCoreError as exc:
         raise aws_error(type(exc).__name__, str(exc)) from exc
-    except (ApiException, DynamicApiError) as exc:
+    except Exception as exc:
+        if not _kubernetes_error(exc):
+            raise
         reason = str(getattr(exc, "reason", "") or "Error").replace(" ", "")
         raise aws_error(f"Kubernetes{reason}", f"Kubernetes API {getattr(exc, 'status', '')}: {exc}") from exc
+
+
+def _kubernetes_error(exc: Exception) -> bool:
+    """Whether ``exc`` is an error of the Kubernetes client, which is imported only by the steps that use it."""
+    if "kubernetes" not in sys.modules:  # no step of this process has talked to Kubernetes: not one of its errors
+        return False
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    return isinstance(exc, ApiException | DynamicApiError)
 
 
 def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pydantic.alias_generators import to_camel
 class ApiModel(BaseModel):
     """Base of every HTTP API model: camelCase JSON, unknown fields rejected."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
 
     def to_api(self) -> dict[str, object]:
         """The camelCase JSON-ready dict of this model."""

@@ -42,7 +42,7 @@ class OperationProgress(BaseModel):
     a check has seen). Unknown names are ignored on read; ``None`` means "not recorded yet".
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     node_ids: list[str] | None = None
     successful: list[str] | None = None

@@ -33,7 +33,7 @@ from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 class Record(BaseModel):
     """Base of every stored record: camelCase attributes, unknown attributes ignored on read."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
 
     def to_item(self) -> dict[str, Any]:
         """The record as DynamoDB attributes (camelCase; ``None`` values left out)."""

@@ -18,7 +18,7 @@ from instantstart.models.autoscaling import KarpenterResources
 class StageResources(BaseModel):
     """Base of the per-stage resource models: camelCase keys, unknown keys ignored on read."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
 
 
 class NetworkResources(StageResources):

@@ -16,7 +16,7 @@ from instantstart.models.common import OperationType, StageName
 class WorkflowModel(BaseModel):
     """Base of the workflow contract: camelCase, fields this version does not know are ignored."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
 
     def to_wire(self) -> dict[str, object]:
         """The camelCase JSON-ready dict the ASL sees."""
@@ -89,7 +89,7 @@ class ExecutionInput(WorkflowModel):
 class StepError(BaseModel):
     """A Step Functions ``Catch`` result: ``{"Error": name, "Cause": text}`` (the Lambda error JSON as cause)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     Error: str | None = None
     Cause: str | None = None

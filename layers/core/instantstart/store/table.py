@@ -20,9 +20,9 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from instantstart.models.cluster import (
@@ -41,12 +41,27 @@ from instantstart.models.records import ClusterRecord, OperationRecord, StageRec
 from instantstart.store import keys
 
 if TYPE_CHECKING:
+    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, Any]
 
-_SER = TypeSerializer()
-_DE = TypeDeserializer()
+
+@lru_cache(maxsize=1)
+def _serializer() -> TypeSerializer:
+    # boto3 (its package, the whole SDK) is imported by the first record written or read, not with this module.
+    from boto3.dynamodb.types import TypeSerializer
+
+    return TypeSerializer()
+
+
+@lru_cache(maxsize=1)
+def _deserializer() -> TypeDeserializer:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return TypeDeserializer()
+
+
 _UNSET: Any = object()
 
 
@@ -110,12 +125,12 @@ def _holds(item: Item, resources: Mapping[str, Any], observed_status: str | None
 
 def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
     """A plain dict as a DynamoDB attribute map (``None`` values dropped, floats as Decimal)."""
-    return {k: _SER.serialize(_dynamo(v)) for k, v in item.items() if v is not None}
+    return {k: _serializer().serialize(_dynamo(v)) for k, v in item.items() if v is not None}
 
 
 def deserialize(item: Mapping[str, Any]) -> Item:
     """A DynamoDB attribute map as a plain dict (whole Decimals as int)."""
-    return {k: _plain(_DE.deserialize(v)) for k, v in item.items()}
+    return {k: _plain(_deserializer().deserialize(v)) for k, v in item.items()}
 
 
 def encode_token(key: Mapping[str, Any] | None) -> str | None:
@@ -162,7 +177,7 @@ class _Write:
         sets = []
         for i, (name, value) in enumerate(self.updates.items()):
             names[f"#u{i}"] = name
-            values[f":u{i}"] = _SER.serialize(_dynamo(value))
+            values[f":u{i}"] = _serializer().serialize(_dynamo(value))
             sets.append(f"#u{i} = :u{i}")
         rems = []
         for j, name in enumerate(self.removes):
@@ -179,7 +194,7 @@ class _Write:
             conditions.append(f"#cstatus IN ({', '.join(placeholders)})")
         for i, (name, value) in enumerate(self.equals.items()):
             names[f"#e{i}"] = name
-            values[f":e{i}"] = _SER.serialize(_dynamo(value))
+            values[f":e{i}"] = _serializer().serialize(_dynamo(value))
             conditions.append(f"#e{i} = :e{i}")
         out: dict[str, Any] = {
             "TableName": table,
@@ -876,17 +891,17 @@ class Store:
         if current is not None and _holds(current, resources, observed_status):
             return StageRecord.model_validate(copy.deepcopy(current))
         names: dict[str, str] = {"#map": "resources", "#ua": "updatedAt"}
-        values: dict[str, Any] = {":ua": _SER.serialize(now)}
+        values: dict[str, Any] = {":ua": _serializer().serialize(now)}
         clauses = ["#ua = :ua"]
         for i, (key, value) in enumerate(resources.items()):
             if value is None:
                 continue
             names[f"#k{i}"] = key
-            values[f":k{i}"] = _SER.serialize(_dynamo(value))
+            values[f":k{i}"] = _serializer().serialize(_dynamo(value))
             clauses.append(f"#map.#k{i} = :k{i}")
         if observed_status is not None:
             names["#os"] = "observedStatus"
-            values[":os"] = _SER.serialize(observed_status)
+            values[":os"] = _serializer().serialize(observed_status)
             clauses.append("#os = :os")
         try:
             out = self._db.update_item(

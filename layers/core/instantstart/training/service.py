@@ -69,7 +69,7 @@ JOB_KINDS = (
 class CreateTrainingJobChange(BaseModel):
     """``change`` of a CREATE_TRAINING_JOB operation: the request, EC2's facts of its instance type, Kueue or not."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     request: CreateTrainingJobRequest = Field(description="The POST body, as accepted (stored camelCase).")
     facts: builders.InstanceFacts = Field(description="EC2 DescribeInstanceTypes facts of the job's instance type.")

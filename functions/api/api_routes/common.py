@@ -1,0 +1,118 @@
+"""What every route module shares: the request's runtime, the answers and the OpenAPI responses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Header
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
+
+from instantstart.models.errors import ErrorResponse, pattern_rule
+from instantstart.models.operation import OperationView
+from instantstart.runtime import Runtime
+
+_REQUEST: ContextVar[tuple[Runtime, Any]] = ContextVar("api_request")
+"""The runtime and idempotency records of the request being served (:func:`serving`)."""
+
+
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
+IDEMPOTENCY_KEY_RULE = "letters, digits, '.', '_', ':' or '-' only (e.g. a UUID)"
+"""The Idempotency-Key pattern in words."""
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Optional: the same key with the same body returns the same operation; "
+        "with a different body the answer is 409.",
+        examples=["3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"],
+        json_schema_extra=pattern_rule(IDEMPOTENCY_KEY_RULE),
+    ),
+]
+
+
+@contextmanager
+def serving(runtime: Runtime, idempotency: Any) -> Iterator[None]:
+    """Give the routes this request's runtime and idempotency records (built at cold start) while it is served.
+
+    A context variable, not the resolver's context: the route modules are imported after the handler, once per
+    process, and must read the dependencies of the handler that serves the request.
+    """
+    token = _REQUEST.set((runtime, idempotency))
+    try:
+        yield
+    finally:
+        _REQUEST.reset(token)
+
+
+def runtime() -> Runtime:
+    """The runtime of the request being served."""
+    return _REQUEST.get()[0]
+
+
+def idempotency() -> Any:
+    """The ``api_idempotency.Idempotency`` of the request being served."""
+    return _REQUEST.get()[1]
+
+
+def _json(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
+    # Powertools validates the body against the route's response model and serialises it by alias.
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=model, headers=headers)
+
+
+def _accepted(op: OperationView) -> Response[Any]:
+    return _json(op, 202, {"Location": op.status_url})
+
+
+def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[Any]:
+    from api_idempotency import run_idempotent
+
+    op = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
+    return _accepted(OperationView.model_validate(op))
+
+
+def _idempotent_202(route: str, key: str | None, body: Any, model: type[BaseModel], call: Any) -> Response[Any]:
+    """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer)."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
+    return _json(model.model_validate(answer), 202)
+
+
+_ERROR_MEANINGS = {
+    400: "Malformed request (body not JSON, bad nextToken)",
+    404: "Unknown cluster or operation",
+    409: "Conflict with the current state (names it)",
+    413: "The body is above the route's bound (names the field and the bound)",
+    415: "Body is not application/json",
+    422: "A field failed validation: each detail names the field and states its rule (range, allowed values, "
+    "length, format in words)",
+    502: "The AWS service behind the route failed the call (its code and message verbatim)",
+    503: "An AWS dependency is unavailable; nothing was changed",
+}
+
+
+def _errors(*codes: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI responses for the error answers of a route (the API's error shape, not Powertools')."""
+    return {
+        code: {"description": _ERROR_MEANINGS[code], "content": {"application/json": {"model": ErrorResponse}}}
+        for code in codes
+    }
+
+
+def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
+    """The 200 response of a read route."""
+    return {200: {"description": "OK", "content": {"application/json": {"model": model}}}}
+
+
+_ACCEPTED: dict[int, OpenAPIResponse] = {
+    202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}
+}

@@ -1,0 +1,314 @@
+"""Routes of a cluster's nodes and HyperPod operations (software updates, deep health checks).
+
+Thin: parse, call one core function, map the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api_routes.common import (
+    _ACCEPTED,
+    IdempotencyKey,
+    _errors,
+    _idempotent,
+    _json,
+    _ok,
+    runtime,
+)
+from instantstart.clusters import (
+    hyperpod_operations,
+    nodes,
+)
+from instantstart.models.cluster import (
+    INSTANCE_GROUP_NAME_PATTERN,
+    INSTANCE_GROUP_NAME_RULE,
+    ClusterTag,
+)
+from instantstart.models.errors import pattern_rule
+from instantstart.models.hyperpod_operations import (
+    HYPERPOD_OPERATION_ID_PATTERN,
+    HYPERPOD_OPERATION_ID_RULE,
+    OPERATIONS_DEFAULT_PAGE_SIZE,
+    OPERATIONS_MAX_PAGE_SIZE,
+    HealthCheckRequest,
+    HyperPodOperationList,
+    HyperPodOperationStatus,
+    HyperPodOperationType,
+    HyperPodOperationView,
+    SoftwareUpdateRequest,
+)
+from instantstart.models.nodes import (
+    NODES_DEFAULT_PAGE_SIZE,
+    NODES_MAX_PAGE_SIZE,
+    NODES_TOKEN_MAX_LENGTH,
+    ClusterNodeList,
+    DeleteNodesRequest,
+    NodeAction,
+    RebootOrReplaceNodesRequest,
+)
+from instantstart.models.operation import OperationView
+
+router = APIGatewayHttpRouter()
+
+
+# ---------------------------------------------------------------- nodes and HyperPod operations (day 2)
+_NODE_ACTION_DESCRIPTION = (
+    "Every id must be a node of this cluster (GET /clusters/{clusterTag}/nodes); a foreign or unknown id is a 422 "
+    "naming nodeIds[i] and nothing is done. The cluster must be READY or DEGRADED (409 names its status); one "
+    "operation per cluster at a time (409 names the running one). Answers 202 with the operation; its workflow makes "
+    "the batch call, records HyperPod's per-node answer (result.successful / result.failed, SageMaker's code and "
+    "message verbatim; FAILED with the first one when every node was refused) and waits. "
+)
+
+NodeListPageToken = Annotated[
+    str | None,
+    Query(
+        alias="nextToken",
+        max_length=NODES_TOKEN_MAX_LENGTH,
+        description="The nextToken of the previous page (asked with the same filters); omit for the first page.",
+    ),
+]
+InstanceGroupFilter = Annotated[
+    str | None,
+    Query(
+        alias="instanceGroupName",
+        pattern=INSTANCE_GROUP_NAME_PATTERN,
+        max_length=63,
+        description="Only nodes of this instance group; omit for every group.",
+        examples=["accel"],
+        json_schema_extra=pattern_rule(INSTANCE_GROUP_NAME_RULE),
+    ),
+]
+
+
+@router.get(
+    "/clusters/<clusterTag>/nodes",
+    operation_id="ListClusterNodes",
+    summary="List the nodes of a cluster",
+    description="SageMaker HyperPod's nodes of the cluster (ListClusterNodes), oldest launch first, each with its "
+    "Kubernetes node name and the sagemaker.amazonaws.com/node-health-status label as last observed. Empty while "
+    "the HyperPod cluster does not exist.",
+    responses={**_ok(ClusterNodeList), **_errors(400, 404, 422, 503)},
+    tags=["nodes"],
+)
+def list_cluster_nodes(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    max_results: Annotated[
+        int,
+        Query(
+            alias="maxResults",
+            ge=1,
+            le=NODES_MAX_PAGE_SIZE,
+            description=f"Most nodes per page, 1-{NODES_MAX_PAGE_SIZE}.",
+            examples=[NODES_DEFAULT_PAGE_SIZE],
+        ),
+    ] = NODES_DEFAULT_PAGE_SIZE,
+    next_token: NodeListPageToken = None,
+    instance_group_name: InstanceGroupFilter = None,
+) -> Response[ClusterNodeList]:
+    """A page of the cluster's nodes."""
+    return _json(
+        nodes.list_cluster_nodes(
+            runtime(),
+            cluster_tag,
+            max_results=max_results,
+            next_token=next_token,
+            instance_group_name=instance_group_name,
+        )
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/nodes/reboot",
+    operation_id="RebootClusterNodes",
+    summary="Reboot nodes of a cluster (BatchRebootClusterNodes; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "REBOOT_CLUSTER_NODES: a rebooted node keeps its instance id: it is "
+    "UnschedulablePendingReboot and NotReady, then Schedulable again; the operation SUCCEEDS once every accepted node "
+    "is Running and its Kubernetes node Ready and Schedulable.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["nodes"],
+)
+def reboot_cluster_nodes(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: RebootOrReplaceNodesRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Reboot nodes."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/nodes/reboot",
+        idempotency_key,
+        request.to_api(),
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REBOOT, request.node_ids).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/nodes/replace",
+    operation_id="ReplaceClusterNodes",
+    summary="Replace nodes of a cluster (BatchReplaceClusterNodes; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "REPLACE_CLUSTER_NODES: a replaced node's instance is terminated and a "
+    "new instance (new id, new Kubernetes node) takes its place in the same group; the operation SUCCEEDS once the "
+    "old ids are gone and the group is back at its target with Running nodes.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["nodes"],
+)
+def replace_cluster_nodes(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: RebootOrReplaceNodesRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Replace nodes."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/nodes/replace",
+        idempotency_key,
+        request.to_api(),
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.REPLACE, request.node_ids).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/nodes/delete",
+    operation_id="DeleteClusterNodes",
+    summary="Delete nodes of a cluster (BatchDeleteClusterNodes; lowers the group's count; asynchronous)",
+    description=_NODE_ACTION_DESCRIPTION + "DELETE_CLUSTER_NODES, destructive: the instances are terminated and each "
+    "group's target count is lowered by the nodes deleted, so HyperPod launches no replacement; the operation "
+    "SUCCEEDS once the ids are gone and the targets lowered.",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["nodes"],
+)
+def delete_cluster_nodes(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: DeleteNodesRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Delete nodes."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/nodes/delete",
+        idempotency_key,
+        request.to_api(),
+        lambda: nodes.act_on_nodes(runtime(), cluster_tag, NodeAction.DELETE, request.node_ids).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/software-update",
+    operation_id="UpdateClusterSoftware",
+    summary="Update the nodes' software (UpdateClusterSoftware), optionally rolling (asynchronous)",
+    description="Starts an UPDATE_CLUSTER_SOFTWARE operation: UpdateClusterSoftware patches the AMI of every node of "
+    "the chosen instance groups (all groups when none are named), then the operation waits until HyperPod's cluster "
+    "and groups are InService again with the update Succeeded (FAILED with HyperPod's words when it failed or rolled "
+    "back). The cluster must be READY or DEGRADED (409 names its status), one operation per cluster at a time (409 "
+    "names the running one); each group must be a group of the cluster (422 names the field).",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["hyperpod-operations"],
+)
+def update_cluster_software(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: SoftwareUpdateRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Start a software update."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/software-update",
+        idempotency_key,
+        request.to_api(),
+        lambda: hyperpod_operations.update_software(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/health-checks",
+    operation_id="StartClusterHealthCheck",
+    summary="Run deep health checks on instance groups (StartClusterHealthCheck; asynchronous)",
+    description="Starts a START_CLUSTER_HEALTH_CHECK operation: StartClusterHealthCheck runs a DeepHealthCheck "
+    "HyperPod operation (result.hyperPodOperationId); the nodes are unschedulable while checked, a node that fails is "
+    "replaced. The operation SUCCEEDS when HyperPod's operation is Done with every node passed, and FAILS with "
+    "HyperPod's failure message when a node failed (result.failed lists them). The cluster must be READY or DEGRADED "
+    "(409 names its status), one operation per cluster at a time (409); groups and instance ids must be the "
+    "cluster's (422 names the field).",
+    responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["hyperpod-operations"],
+)
+def start_cluster_health_check(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: HealthCheckRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[OperationView]:
+    """Start deep health checks."""
+    return _idempotent(
+        f"POST /clusters/{cluster_tag}/health-checks",
+        idempotency_key,
+        request.to_api(),
+        lambda: hyperpod_operations.start_health_check(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/hyperpod-operations",
+    operation_id="ListHyperPodOperations",
+    summary="List HyperPod's operations on a cluster, newest first",
+    description="SageMaker HyperPod's own cluster operations (ListClusterOperations: Scaling, DeepHealthCheck), "
+    "not this control plane's operations (GET /clusters/{clusterTag}/operations). Empty while the HyperPod cluster "
+    "does not exist.",
+    responses={**_ok(HyperPodOperationList), **_errors(400, 404, 422, 503)},
+    tags=["hyperpod-operations"],
+)
+def list_hyperpod_operations(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    max_results: Annotated[
+        int,
+        Query(
+            alias="maxResults",
+            ge=1,
+            le=OPERATIONS_MAX_PAGE_SIZE,
+            description=f"Most operations per page, 1-{OPERATIONS_MAX_PAGE_SIZE}.",
+            examples=[OPERATIONS_DEFAULT_PAGE_SIZE],
+        ),
+    ] = OPERATIONS_DEFAULT_PAGE_SIZE,
+    next_token: NodeListPageToken = None,
+    status: Annotated[
+        HyperPodOperationStatus | None,
+        Query(description="Only operations of this status; omit for every status.", examples=["InProgress"]),
+    ] = None,
+    type: Annotated[
+        HyperPodOperationType | None,
+        Query(description="Only operations of this type; omit for every type.", examples=["DeepHealthCheck"]),
+    ] = None,
+) -> Response[HyperPodOperationList]:
+    """A page of HyperPod operations."""
+    return _json(
+        hyperpod_operations.list_operations(
+            runtime(), cluster_tag, max_results=max_results, next_token=next_token, status=status, type=type
+        )
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/hyperpod-operations/<hyperPodOperationId>",
+    operation_id="GetHyperPodOperation",
+    summary="Get one HyperPod operation with its events",
+    description="DescribeClusterOperation (type, status, creation time, ScalingDetails or DeepHealthCheckDetails) "
+    "and the operation's newest HyperPod events.",
+    responses={**_ok(HyperPodOperationView), **_errors(404, 422, 503)},
+    tags=["hyperpod-operations"],
+)
+def get_hyperpod_operation(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    hyper_pod_operation_id: Annotated[
+        str,
+        Path(
+            alias="hyperPodOperationId",
+            pattern=HYPERPOD_OPERATION_ID_PATTERN,
+            description="SageMaker's operation id (from GET /clusters/{clusterTag}/hyperpod-operations).",
+            examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
+            json_schema_extra=pattern_rule(HYPERPOD_OPERATION_ID_RULE),
+        ),
+    ],
+) -> Response[HyperPodOperationView]:
+    """One HyperPod operation."""
+    return _json(hyperpod_operations.get_operation(runtime(), cluster_tag, hyper_pod_operation_id))

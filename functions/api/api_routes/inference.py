@@ -1,0 +1,414 @@
+"""Routes of model downloads, self-managed inference deployments and managed inference endpoints.
+
+Thin: parse, call one core function, map the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api_routes.common import (
+    IdempotencyKey,
+    _errors,
+    _idempotent_202,
+    _json,
+    _ok,
+    idempotency,
+    runtime,
+)
+from instantstart.inference import endpoints as inference_endpoints
+from instantstart.inference import invoke as inference_invoke
+from instantstart.inference import service as inference
+from instantstart.models.cluster import (
+    ClusterTag,
+)
+from instantstart.models.errors import pattern_rule
+from instantstart.models.inference import (
+    DEPLOYMENT_NAME_MAX,
+    DEPLOYMENT_NAME_PATTERN,
+    DEPLOYMENT_NAME_RULE,
+    CreateInferenceDeploymentRequest,
+    CreateRouterRequest,
+    DownloadModelRequest,
+    InferenceDeploymentAccepted,
+    InferenceDeploymentList,
+    InferenceDeploymentView,
+    InvokeDeploymentRequest,
+    InvokeDeploymentView,
+    ModelDownloadAccepted,
+    ModelList,
+    ScaleInferenceDeploymentRequest,
+)
+from instantstart.models.inference_endpoints import (
+    ENDPOINT_NAME_MAX,
+    ENDPOINT_NAME_PATTERN,
+    ENDPOINT_NAME_RULE,
+    CreateInferenceEndpointRequest,
+    InferenceEndpointAccepted,
+    InferenceEndpointList,
+    InferenceEndpointView,
+    InvokeEndpointRequest,
+    InvokeEndpointView,
+)
+
+router = APIGatewayHttpRouter()
+
+
+# -- model downloads and self-managed inference ---------------------------------------------------------------------
+InferenceDeploymentName = Annotated[
+    str,
+    Path(
+        alias="name",
+        pattern=DEPLOYMENT_NAME_PATTERN,
+        max_length=DEPLOYMENT_NAME_MAX,
+        description="Inference deployment name.",
+        examples=["qwen-vllm"],
+        json_schema_extra=pattern_rule(DEPLOYMENT_NAME_RULE),
+    ),
+]
+_DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = {
+    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceDeploymentAccepted}}}
+}
+
+
+@router.post(
+    "/clusters/<clusterTag>/models",
+    operation_id="DownloadModel",
+    summary="Download a Hugging Face model into the cluster's storage (asynchronous: a Kubernetes Job)",
+    description="destination s3 writes to s3://<cluster bucket>/models/<modelId>/ (pods see /s3/models/<modelId>); "
+    "fsx to /fsx/models/<modelId> and needs the fsx feature with a file system (409 FeatureNotEnabled naming fsx). A "
+    "gated model's token only as hfTokenSecret (a Secret's name and key in namespace default), never a value. The "
+    "DOWNLOAD_MODEL operation applies the Job and ends when it completes; its result shows the bytes and files "
+    "under the prefix so far.",
+    responses={
+        202: {"description": "Operation accepted", "content": {"application/json": {"model": ModelDownloadAccepted}}},
+        **_errors(400, 404, 409, 415, 422, 503),
+    },
+    tags=["models"],
+)
+def download_model(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: DownloadModelRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[ModelDownloadAccepted]:
+    """Start the DOWNLOAD_MODEL operation."""
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/models",
+        idempotency_key,
+        request.to_api(),
+        ModelDownloadAccepted,
+        lambda: inference.download_model(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/models",
+    operation_id="ListModels",
+    summary="Models in the cluster's bucket (models/) and on its FSx for Lustre file system, with size and files",
+    description="Read from storage (S3 ListObjectsV2 with Delimiter), not from our records: a model copied there by "
+    "other means is listed too. Models on the fsx feature's file system (destination fsx, modelPath "
+    "/fsx/models/<id>) are read from s3://<bucket>/fsx/models/, where the feature's data repository association "
+    "exports the file system's /models (auto-export, asynchronous: a file appears some time after it is written; FSx "
+    "DescribeFileSystems and DescribeDataRepositoryAssociations). fsx.listed false gives the reason they cannot be "
+    "listed (no file system, SCRATCH_1 or Lustre before 2.12, the association missing or not AVAILABLE).",
+    responses={**_ok(ModelList), **_errors(404, 422, 503)},
+    tags=["models"],
+)
+def list_models(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ModelList]:
+    """The stored models."""
+    return _json(inference.list_models(runtime(), cluster_tag))
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/deployments",
+    operation_id="CreateInferenceDeployment",
+    summary="Deploy a model with vLLM or SGLang (self-managed Deployment + Service; asynchronous)",
+    description="Checked first: instanceType is the type of one of the cluster's instance groups (422 listing them), "
+    "gpus at most the type's (422; the tensor parallel size is gpus), modelPath under /fsx needs the fsx feature "
+    "(409). The Service is ClusterIP unless service.type is LoadBalancer (an internal NLB; internet-facing only with "
+    "service.exposure internet-facing). The CREATE_INFERENCE_DEPLOYMENT operation validates both objects with a "
+    "server-side dry run and applies them; follow readiness with GET .../inference/deployments/{name}.",
+    responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["inference"],
+)
+def create_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: CreateInferenceDeploymentRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceDeploymentAccepted]:
+    """Check the rules, then start the operation that applies the deployment."""
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/inference/deployments",
+        idempotency_key,
+        request.to_api(),
+        InferenceDeploymentAccepted,
+        lambda: inference.create_deployment(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/deployments",
+    operation_id="ListInferenceDeployments",
+    summary="The cluster's self-managed inference deployments with status and replicas",
+    responses={**_ok(InferenceDeploymentList), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def list_inference_deployments(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+) -> Response[InferenceDeploymentList]:
+    """Every deployment made here."""
+    return _json(inference.list_deployments(runtime(), cluster_tag))
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/deployments/<name>",
+    operation_id="GetInferenceDeployment",
+    summary="An inference deployment: spec, status, replicas, pods, Service, router",
+    responses={**_ok(InferenceDeploymentView), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def get_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceDeploymentName
+) -> Response[InferenceDeploymentView]:
+    """One deployment."""
+    return _json(inference.get_deployment(runtime(), cluster_tag, name))
+
+
+@router.patch(
+    "/clusters/<clusterTag>/inference/deployments/<name>",
+    operation_id="ScaleInferenceDeployment",
+    summary="Scale an inference deployment (asynchronous)",
+    description="Scale-in removes idle pods first (controller.kubernetes.io/pod-deletion-cost set from each pod's "
+    "instantstart.io/bound-model annotation) and is refused with 409 BoundPodsWouldBeRemoved when replicas is below "
+    "the number of pods serving a bound model.",
+    responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["inference"],
+)
+def scale_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceDeploymentName,
+    request: ScaleInferenceDeploymentRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceDeploymentAccepted]:
+    """Start the UPDATE_INFERENCE_DEPLOYMENT operation."""
+    return _idempotent_202(
+        f"PATCH /clusters/{cluster_tag}/inference/deployments/{name}",
+        idempotency_key,
+        request.to_api(),
+        InferenceDeploymentAccepted,
+        lambda: inference.scale_deployment(runtime(), cluster_tag, name, request).to_api(),
+    )
+
+
+@router.delete(
+    "/clusters/<clusterTag>/inference/deployments/<name>",
+    operation_id="DeleteInferenceDeployment",
+    summary="Delete an inference deployment, its Service and router (asynchronous)",
+    responses={**_DEPLOYMENT_ACCEPTED, **_errors(404, 409, 422, 503)},
+    tags=["inference"],
+)
+def delete_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceDeploymentName,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceDeploymentAccepted]:
+    """Start the DELETE_INFERENCE_DEPLOYMENT operation."""
+    return _idempotent_202(
+        f"DELETE /clusters/{cluster_tag}/inference/deployments/{name}",
+        idempotency_key,
+        {"name": name},
+        InferenceDeploymentAccepted,
+        lambda: inference.delete_deployment(runtime(), cluster_tag, name).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/deployments/<name>/router",
+    operation_id="CreateInferenceRouter",
+    summary="Put the SGLang cache-aware router in front of an SGLang deployment (optional KEDA autoscaling)",
+    description="409 RouterNeedsSGLang for a vLLM deployment; with autoscaling, 409 KedaNotInstalled when the "
+    "cluster does not serve keda.sh/v1alpha1 ScaledObject. The CREATE_INFERENCE_ROUTER operation applies the "
+    "router's ServiceAccount, Role, RoleBinding, Deployment and Service (and the ScaledObject on the workers).",
+    responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["inference"],
+)
+def create_inference_router(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceDeploymentName,
+    request: CreateRouterRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceDeploymentAccepted]:
+    """Start the CREATE_INFERENCE_ROUTER operation."""
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/inference/deployments/{name}/router",
+        idempotency_key,
+        request.to_api(),
+        InferenceDeploymentAccepted,
+        lambda: inference.create_router(runtime(), cluster_tag, name, request).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/deployments/<name>/invoke",
+    operation_id="InvokeInferenceDeployment",
+    summary="Call a self-managed model: the engine's OpenAI-compatible route through the Kubernetes service proxy",
+    description="body is sent as application/json to route (v1/completions or v1/chat/completions) of the "
+    "deployment's Service, or of its SGLang router when it has one (via chooses); body.model defaults to the served "
+    "model name. At most 1 MiB serialised (413 naming body); the answer is parsed as JSON when it fits 256 KiB, else "
+    "returned cut as text with truncated true. 409 InferenceDeploymentNotReady when no replica is ready, 502 "
+    "ModelError with the engine's status and message when it answers an error, 503 when Kubernetes refuses the "
+    "proxy or the engine does not answer within 20 s. With an Idempotency-Key a repeated call replays the first "
+    "answer instead of calling the model again.",
+    responses={**_ok(InvokeDeploymentView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
+    tags=["inference"],
+)
+def invoke_inference_deployment(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceDeploymentName,
+    request: InvokeDeploymentRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InvokeDeploymentView]:
+    """Invoke the deployment; without an Idempotency-Key every call reaches the engine."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(
+        idempotency(),
+        route=f"POST /clusters/{cluster_tag}/inference/deployments/{name}/invoke",
+        key=idempotency_key,
+        body=request.to_api(),
+        call=lambda: inference_invoke.invoke_deployment(runtime(), cluster_tag, name, request).to_api(),
+    )
+    return _json(InvokeDeploymentView.model_validate(answer))
+
+
+# -- managed inference endpoints (the HyperPod inference operator) ---------------------------------------------------
+InferenceEndpointName = Annotated[
+    str,
+    Path(
+        alias="name",
+        pattern=ENDPOINT_NAME_PATTERN,
+        max_length=ENDPOINT_NAME_MAX,
+        description="Inference endpoint name (the InferenceEndpointConfig or JumpStartModel in namespace default).",
+        examples=["qwen-managed"],
+        json_schema_extra=pattern_rule(ENDPOINT_NAME_RULE),
+    ),
+]
+_ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = {
+    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceEndpointAccepted}}}
+}
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/endpoints",
+    operation_id="CreateInferenceEndpoint",
+    summary="Deploy a model as a managed endpoint of the HyperPod inference operator (asynchronous)",
+    description="An InferenceEndpointConfig (modelSource + worker) or a JumpStartModel (jumpStart) reconciled by the "
+    "inference operator into worker pods and a SageMaker endpoint instantstart-<tag>-<name>. Checked first: the "
+    "inferenceOperator feature on (409 FeatureNotEnabled naming it), instanceType one of the cluster's groups (422 "
+    "listing them), an L2 tieredstorage cache needs tieredCheckpointing (409), the TLS output in the operator's TLS "
+    "bucket (422), and every field known to the API version the cluster serves (read from the CRD; 422 naming the "
+    "fields otherwise). The CREATE_INFERENCE_ENDPOINT operation applies the resource and ends at DeploymentComplete "
+    "with the SageMaker endpoint InService; DeploymentFailed fails it with the operator's reason and message.",
+    responses={**_ENDPOINT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
+    tags=["inference"],
+)
+def create_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    request: CreateInferenceEndpointRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceEndpointAccepted]:
+    """Check the rules, then start the operation that applies the endpoint."""
+    return _idempotent_202(
+        f"POST /clusters/{cluster_tag}/inference/endpoints",
+        idempotency_key,
+        request.to_api(),
+        InferenceEndpointAccepted,
+        lambda: inference_endpoints.create_endpoint(runtime(), cluster_tag, request).to_api(),
+    )
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/endpoints",
+    operation_id="ListInferenceEndpoints",
+    summary="The cluster's managed inference endpoints with their operator state",
+    responses={**_ok(InferenceEndpointList), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def list_inference_endpoints(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+) -> Response[InferenceEndpointList]:
+    """Every InferenceEndpointConfig and JumpStartModel of namespace default."""
+    return _json(inference_endpoints.list_endpoints(runtime(), cluster_tag))
+
+
+@router.get(
+    "/clusters/<clusterTag>/inference/endpoints/<name>",
+    operation_id="GetInferenceEndpoint",
+    summary="A managed endpoint: operator state and conditions, SageMaker endpoint, worker pods and their events",
+    responses={**_ok(InferenceEndpointView), **_errors(404, 422, 503)},
+    tags=["inference"],
+)
+def get_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceEndpointName
+) -> Response[InferenceEndpointView]:
+    """One endpoint."""
+    return _json(inference_endpoints.get_endpoint(runtime(), cluster_tag, name))
+
+
+@router.delete(
+    "/clusters/<clusterTag>/inference/endpoints/<name>",
+    operation_id="DeleteInferenceEndpoint",
+    summary="Delete a managed endpoint and its SageMaker endpoint, config and model (asynchronous)",
+    description="The DELETE_INFERENCE_ENDPOINT operation deletes the resource and ends once it is gone and SageMaker "
+    "DescribeEndpoint no longer finds the endpoint (the operator's finalizer removes the SageMaker side first).",
+    responses={**_ENDPOINT_ACCEPTED, **_errors(404, 409, 422, 503)},
+    tags=["inference"],
+)
+def delete_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceEndpointName,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InferenceEndpointAccepted]:
+    """Start the DELETE_INFERENCE_ENDPOINT operation."""
+    return _idempotent_202(
+        f"DELETE /clusters/{cluster_tag}/inference/endpoints/{name}",
+        idempotency_key,
+        {"name": name},
+        InferenceEndpointAccepted,
+        lambda: inference_endpoints.delete_endpoint(runtime(), cluster_tag, name).to_api(),
+    )
+
+
+@router.post(
+    "/clusters/<clusterTag>/inference/endpoints/<name>/invoke",
+    operation_id="InvokeInferenceEndpoint",
+    summary="Call the model: SageMaker Runtime InvokeEndpoint on the endpoint the operator registered",
+    description="body is sent as application/json (at most 1 MiB serialised: 413 naming body). The answer is parsed "
+    "as JSON when it fits 256 KiB, else returned cut as text with truncated true. SageMaker's refusals come back "
+    "verbatim: 409 for its 4xx (e.g. the endpoint not InService), 502 for ModelError and its 5xx. With an "
+    "Idempotency-Key a repeated call replays the first answer instead of calling the model again.",
+    responses={**_ok(InvokeEndpointView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
+    tags=["inference"],
+)
+def invoke_inference_endpoint(
+    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    name: InferenceEndpointName,
+    request: InvokeEndpointRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[InvokeEndpointView]:
+    """Invoke the endpoint; without an Idempotency-Key every call reaches the model."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(
+        idempotency(),
+        route=f"POST /clusters/{cluster_tag}/inference/endpoints/{name}/invoke",
+        key=idempotency_key,
+        body=request.to_api(),
+        call=lambda: inference_endpoints.invoke_endpoint(runtime(), cluster_tag, name, request).to_api(),
+    )
+    return _json(InvokeEndpointView.model_validate(answer))
