@@ -84,18 +84,30 @@ class Target:
     version: str | None
 
 
+PYODIDE = "pyodide"
+"""The compiler of last resort: Pyodide's CPython 3.13 (WebAssembly) under Node.js (``tools/pyodide``)."""
+PYODIDE_DIR = ROOT / "tools" / "pyodide"
+
+
 def find_python(version: str) -> str:
-    """The path of a CPython ``version`` (``"3.13"``) interpreter: ``$LAMBDA_PYTHON`` when set, ``python3.13`` on
-    ``PATH``, else a pyenv installation. Raises :class:`BuildError` when there is none."""
-    candidates = [os.environ.get("LAMBDA_PYTHON"), shutil.which(f"python{version}")]
+    """The compiler of the Lambda bytecode: a CPython ``version`` (``"3.13"``) interpreter (``$LAMBDA_PYTHON`` when
+    set, ``python3.13`` on ``PATH``, a pyenv installation), else :data:`PYODIDE` when Node.js is there (bytecode
+    depends only on the minor version, so any Python 3.11+ machine can build). ``LAMBDA_PYTHON=pyodide`` chooses
+    Pyodide. Raises :class:`BuildError` when there is neither."""
+    chosen = os.environ.get("LAMBDA_PYTHON")
+    if chosen == PYODIDE:
+        return PYODIDE
+    candidates = [chosen, shutil.which(f"python{version}")]
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates += [str(path) for path in sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True)]
     for candidate in candidates:
         if candidate and Path(candidate).is_file() and _runs(candidate, version):
             return candidate
+    if version == LAMBDA_PYTHON and shutil.which("node") and shutil.which("npm"):
+        return PYODIDE
     raise BuildError(
-        f"Python {version} is required to compile the Lambda artifacts (the runtime is python{version}): put "
-        f"python{version} on PATH or set LAMBDA_PYTHON to its path"
+        f"compiling the Lambda bytecode needs Python {version} (on PATH, from pyenv, or LAMBDA_PYTHON=/path) or "
+        f"Node.js with npm (Pyodide's CPython {version})"
     )
 
 
@@ -238,8 +250,14 @@ def copy_tree(source: Path, out: Path) -> None:
 
 
 def compile_tree(path: Path, python: str) -> None:
-    """Compile every ``.py`` under ``path`` with ``python`` to checked-hash ``.pyc`` (valid whatever the file times).
-    Raises :class:`subprocess.CalledProcessError` when a source does not compile."""
+    """Compile every ``.py`` under ``path`` with ``python`` (or :data:`PYODIDE`) to checked-hash ``.pyc`` (valid
+    whatever the file times). Raises :class:`subprocess.CalledProcessError` when a source does not compile."""
+    if python == PYODIDE:
+        if not (PYODIDE_DIR / "node_modules" / "pyodide").is_dir():  # the locked package (package-lock.json)
+            npm = ["npm", "ci", "--prefix", str(PYODIDE_DIR), "--no-audit", "--no-fund", "--silent"]
+            subprocess.run(npm, check=True)
+        subprocess.run(["node", str(PYODIDE_DIR / "compile.mjs"), str(path)], check=True, stdout=subprocess.DEVNULL)
+        return
     command = [python, "-m", "compileall", "-q", "-q", "-j", "0", "--invalidation-mode", "checked-hash", str(path)]
     subprocess.run(command, check=True)
 

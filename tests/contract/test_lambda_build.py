@@ -120,3 +120,22 @@ def test_the_build_leaves_out_what_is_never_imported_and_fits_the_budget(host_bu
 
 def test_the_sam_cli_lock_pins_the_sam_cli() -> None:
     assert _locked(ROOT / "tools" / "sam-cli.txt")["aws-sam-cli"] == "1.170.0"
+
+
+PYTHON_313_MAGIC = bytes.fromhex("f30d0d0a")
+"""``importlib.util.MAGIC_NUMBER`` of every CPython 3.13 release (Lambda's python3.13 runtime)."""
+
+
+def test_without_python_3_13_the_bytecode_is_compiled_by_pyodides_cpython_3_13(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAMBDA_PYTHON", "pyodide")
+    where = lambda_build.target("lambda")
+    assert where.python == lambda_build.PYODIDE
+    lambda_build.build_function(ROOT / "functions" / "events", tmp_path / "events", where)
+    compiled = sorted((tmp_path / "events" / "__pycache__").glob("*.pyc"))
+    assert [pyc.name for pyc in compiled] == ["execution_events.cpython-313.pyc", "hyperpod_events.cpython-313.pyc"]
+    for pyc in compiled:
+        header = pyc.read_bytes()[:8]
+        assert header[:4] == PYTHON_313_MAGIC
+        assert int.from_bytes(header[4:8], "little") == 0b11, "checked-hash"
