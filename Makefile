@@ -67,6 +67,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/deptry .
 	$(BIN)/deptry sandbox --config sandbox/pyproject.toml
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -86,6 +86,7 @@ def lanes(workers: int) -> list[list[Suite]]:
                 [str(BIN / "ruff"), "format", "--check", "."],
                 [str(BIN / "deptry"), "."],
                 [str(BIN / "deptry"), "sandbox", "--config", "sandbox/pyproject.toml"],
+                [str(BIN / "lint-imports")],
             ],
         ),
         Suite("typecheck", [[str(BIN / "mypy")]]),
