@@ -25,7 +25,14 @@ from pydantic import Field
 from instantstart_client import __version__
 from instantstart_client.api import API_URL_ENV, InstantStartClient
 from mcp_proxy.skills import Skill, load_skills
-from mcp_proxy.tools import ALLOW_WRITE_ENV, CALL_BUDGET_SECONDS, InstantStartTools, Sleep, env_allows_write
+from mcp_proxy.tools import (
+    ALLOW_WRITE_ENV,
+    CALL_BUDGET_SECONDS,
+    WRITE_TOOLS,
+    InstantStartTools,
+    Sleep,
+    env_allows_write,
+)
 
 SERVER_NAME = "instantstart"
 SKILL_URI_PREFIX = "skill://instantstart/"
@@ -43,7 +50,7 @@ def _instructions(rules: Skill, allow_write: bool) -> str:
     mode = (
         "Write tools are enabled."
         if allow_write
-        else "This server is read-only: cluster_create, cluster_retry_stage, cluster_delete and operation_cancel "
+        else f"This server is read-only: its {len(WRITE_TOOLS)} write tools ({', '.join(sorted(WRITE_TOOLS))}) "
         f"are refused until it is started with --allow-write or {ALLOW_WRITE_ENV}=true."
     )
     return f"{rules.body}\n## Mode\n\n{mode}\n"
