@@ -105,19 +105,19 @@ test: $(STAMP) $(HOST_STAMP) browser ## lint, types, contracts and every test
 	$(BIN)/python tests/run_suites.py
 
 # Long runs with figures, not part of `make test`.
-fuzz: $(STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
+fuzz: $(STAMP) $(HOST_STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/fuzz $(PYTEST_ARGS)
 
-load: $(STAMP) ## concurrent creates, deletes and retries over 10 tags: no lost or duplicated operations (prints figures)
+load: $(STAMP) $(HOST_STAMP) ## concurrent creates, deletes and retries over 10 tags: no lost or duplicated operations (prints figures)
 	$(BIN)/pytest -q -p no:cacheprovider -s tests/load $(PYTEST_ARGS)
 
-crash: $(STAMP) ## kill every workflow step after each of its AWS calls: converged, duplicates (prints figures)
+crash: $(STAMP) $(HOST_STAMP) ## kill every workflow step after each of its AWS calls: converged, duplicates (prints figures)
 	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-300} $(BIN)/pytest -q -p no:cacheprovider -s tests/crash $(PYTEST_ARGS)
 
 # Budget: 35 minutes of wall time on a 2-core machine (enforced: the run fails past it). Clusters run at once in one
 # sandbox at INSTANTSTART_TEST_TIME_SCALE (default here 360) with INSTANTSTART_FAULT_WORKERS in flight (default 12);
 # INSTANTSTART_FAULT_BUDGET (default 1800 s): no new cluster after it, the matrix printed, the run fails if cells are left.
-faults: $(STAMP) ## fault matrix: each AWS operation of the create/delete workflows x {throttling, 5xx, timeout, documented error} x {1, 3}; fails on a BAD cell
+faults: $(STAMP) $(HOST_STAMP) ## fault matrix: each AWS operation of the create/delete workflows x {throttling, 5xx, timeout, documented error} x {1, 3}; fails on a BAD cell
 	INSTANTSTART_TEST_TIME_SCALE=$${INSTANTSTART_TEST_TIME_SCALE:-360} INSTANTSTART_FAULT_WORKERS=$${INSTANTSTART_FAULT_WORKERS:-12} timeout --signal=INT 2100 \
 		$(BIN)/pytest -q -p no:cacheprovider -s tests/faults $(PYTEST_ARGS)
 
