@@ -10,8 +10,8 @@ Secrets are what a real deployment must never echo: AWS access key ids and secre
 tokens (``k8s-aws-v1.``, a presigned STS URL usable for 15 minutes), other bearer tokens and Hugging Face tokens. A
 SigV4 request signature is not counted: it is a MAC of one request that cannot sign another (botocore logs them at
 DEBUG, which a test may turn on).
-The sandbox's fixed credentials (``AKIASANDBOXEXAMPLE00``, published in the README and printed by ``serve`` on
-purpose) are not secrets and are not counted.
+The sandbox's fixed credentials (``AKIASANDBOXEXAMPLE00``, published in ``instantstart_sandbox.runner.CREDENTIALS``
+and printed by ``serve`` on purpose, see ``docs/sandbox.md``) are not secrets and are not counted.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 MCP clients commonly time a tool call out at 60 s, and progress notifications do not extend that unless
 the client opts in. ``wait_seconds`` therefore accepts 1-300 s but waits at most
 :data:`mcp_proxy.schemas.WAIT_PER_CALL_MAX_SECONDS` per call and says how much is left; the tool
-descriptions, the server instructions, the skills and the README's MCP section recommend waits that
-fit in one call.
+descriptions, the server instructions, the skills, ``docs/agents.md`` and the README's agent section recommend
+waits that fit in one call.
 """
 
 from __future__ import annotations
@@ -95,11 +95,12 @@ def published_texts() -> dict[str, str]:
     return anyio.run(go)
 
 
-def readme_mcp_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Agents: the MCP server")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+def agent_docs() -> dict[str, str]:
+    """The MCP server's page, ``docs/agents.md``, and the README's section that points to it."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Connect an agent")
+    end = readme.index("\n## ", start + 1)
+    return {"docs/agents.md": (ROOT / "docs" / "agents.md").read_text(), "README.md agent section": readme[start:end]}
 
 
 def test_the_budget_fits_the_common_client_timeout() -> None:
@@ -144,7 +145,7 @@ def test_the_scan_finds_a_recommendation_above_the_budget() -> None:
 
 
 @pytest.mark.parametrize(
-    "source", ["skills", "published", "readme"], ids=["skill-files", "instructions-tools-prompts", "readme-mcp"]
+    "source", ["skills", "published", "docs"], ids=["skill-files", "instructions-tools-prompts", "agent-docs"]
 )
 def test_no_text_an_agent_reads_recommends_a_wait_above_55_s(source: str) -> None:
     if source == "skills":
@@ -152,7 +153,7 @@ def test_no_text_an_agent_reads_recommends_a_wait_above_55_s(source: str) -> Non
     elif source == "published":
         texts = published_texts()
     else:
-        texts = {"README.md MCP section": readme_mcp_section()}
+        texts = agent_docs()
 
     offending = {where: waits for where, text in texts.items() if (waits := long_waits(text))}
 
