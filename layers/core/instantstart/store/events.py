@@ -12,7 +12,6 @@ from instantstart.store.codec import serialize
 class EventStore(StoreBase):
     """The handled events' methods of :class:`~instantstart.store.table.Store`."""
 
-    # -- handled events ----------------------------------------------------------------------
     def claim_event(self, event_id: str, *, now: int, keep_seconds: int) -> bool:
         """Record EventBridge event ``event_id`` as handled; False when it already was (a redelivery).
 

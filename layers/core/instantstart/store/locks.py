@@ -15,7 +15,6 @@ from instantstart.store.errors import ConditionFailed
 class LockStore(StoreBase):
     """The locks' methods of :class:`~instantstart.store.table.Store`."""
 
-    # -- locks -------------------------------------------------------------------------------
     def acquire_lock(self, name: str, owner: str, *, now: int, lease_seconds: int) -> None:
         """Take the lock ``name`` for ``owner`` until ``now + lease_seconds`` (epoch seconds).
 

@@ -56,7 +56,7 @@ class StageStore(StoreBase):
         )
         return [StageRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
 
-    # -- stages ------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------
     def begin_stage(self, tag: str, generation: int, stage: StageName, *, operation_id: str, now: str) -> StageRecord:
         """PENDING/FAILED/CANCELLED -> RUNNING for ``stage``, counting the attempt and noting the operation.
 
