@@ -1,0 +1,244 @@
+"""The stage records (``CLUSTER#<tag>`` / ``STAGE#<generation>#...``): reads and each stage's lifecycle."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from instantstart.models.cluster import StageError
+from instantstart.models.common import StageName, StageStatus
+from instantstart.models.records import StageRecord
+from instantstart.store import keys
+from instantstart.store.base import LIVE_OPERATION, RETRYABLE_STAGE, StoreBase, _Check, _Write
+from instantstart.store.codec import Item, _dynamo, _plain, _serializer, deserialize, serialize
+from instantstart.store.errors import ConditionFailed
+
+
+def _holds(item: Item, resources: Mapping[str, Any], observed_status: str | None) -> bool:
+    """Whether a stage ``item`` (as read) already has each non-None value of ``resources`` in its ``resources`` map
+    and, when given, ``observed_status``: writing them would change nothing but ``updatedAt``."""
+    stored = item.get("resources")
+    if not isinstance(stored, dict):
+        return False
+    if observed_status is not None and item.get("observedStatus") != observed_status:
+        return False
+    return all(value is None or stored.get(key) == _plain(_dynamo(value)) for key, value in resources.items())
+
+
+def _stage_item(record: StageRecord) -> Item:
+    return {
+        "PK": keys.cluster_pk(record.cluster_tag),
+        "SK": keys.stage_sk(record.generation, record.name),
+        **record.to_item(),
+    }
+
+
+class StageStore(StoreBase):
+    """The stage records' methods of :class:`~instantstart.store.table.Store`."""
+
+    def get_stage(self, tag: str, generation: int, stage: StageName) -> StageRecord | None:
+        """One stage record of one generation or None."""
+        item = self._get(keys.cluster_pk(tag), keys.stage_sk(generation, stage))
+        return StageRecord.model_validate(item) if item else None
+
+    def get_stages(self, tag: str, generation: int) -> list[StageRecord]:
+        """Every stage record of a generation, in stage order."""
+        out = self._db.query(
+            TableName=self.table_name,
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :prefix)",
+            ExpressionAttributeValues=serialize(
+                {":pk": keys.cluster_pk(tag), ":prefix": keys.stage_prefix(generation)}
+            ),
+            ConsistentRead=True,
+        )
+        return [StageRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def begin_stage(self, tag: str, generation: int, stage: StageName, *, operation_id: str, now: str) -> StageRecord:
+        """PENDING/FAILED/CANCELLED -> RUNNING for ``stage``, counting the attempt and noting the operation.
+
+        Conditional on the operation still being PENDING or RUNNING (one transaction), so a step of a
+        cancelled operation that Step Functions had already invoked cannot start a stage after the cancel.
+
+        Raises:
+            ConditionFailed: the stage is in another status (e.g. already RUNNING), or the operation ended.
+        """
+        current = self.get_stage(tag, generation, stage)
+        self._transact(
+            [],
+            [
+                _Write(
+                    keys.cluster_pk(tag),
+                    keys.stage_sk(generation, stage),
+                    {
+                        "status": StageStatus.RUNNING.value,
+                        "attempts": (current.attempts if current else 0) + 1,
+                        "startedAt": now,
+                        "updatedAt": now,
+                        "operationId": operation_id,
+                        "waits": {},
+                        "waitRounds": {},
+                        "waitsSatisfied": {},
+                    },
+                    removes=["error", "endedAt"],
+                    expected_status=[StageStatus.PENDING.value, *(s.value for s in RETRYABLE_STAGE)],
+                )
+            ],
+            [_Check(keys.operation_pk(operation_id), keys.META, LIVE_OPERATION)],
+        )
+        record = self.get_stage(tag, generation, stage)
+        assert record is not None  # written just above
+        return record
+
+    def complete_stage(
+        self, tag: str, generation: int, stage: StageName, *, now: str, observed_status: str | None = None
+    ) -> StageRecord:
+        """RUNNING -> SUCCEEDED for ``stage`` (its task token, if any, is dropped).
+
+        Raises:
+            ConditionFailed: the stage is not RUNNING.
+        """
+        updates: dict[str, Any] = {"status": StageStatus.SUCCEEDED.value, "endedAt": now, "updatedAt": now}
+        if observed_status is not None:
+            updates["observedStatus"] = observed_status
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                updates,
+                expected_status=[StageStatus.RUNNING.value],
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def fail_stage(
+        self,
+        tag: str,
+        generation: int,
+        stage: StageName,
+        *,
+        error: StageError,
+        now: str,
+        from_statuses: Sequence[StageStatus] = (StageStatus.RUNNING, StageStatus.PENDING),
+        operation_id: str | None = None,
+    ) -> StageRecord:
+        """``from_statuses`` -> FAILED for ``stage`` with ``error`` verbatim (its task token dropped).
+
+        With ``operation_id``, only while that operation is the one running the stage.
+
+        Raises:
+            ConditionFailed: the stage is in another status (or run by another operation).
+        """
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {
+                    "status": StageStatus.FAILED.value,
+                    "error": error.model_dump(mode="json"),
+                    "endedAt": now,
+                    "updatedAt": now,
+                },
+                expected_status=[s.value for s in from_statuses],
+                equals={"operationId": operation_id} if operation_id else {},
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def cancel_stage(
+        self, tag: str, generation: int, stage: StageName, *, operation_id: str, error: StageError, now: str
+    ) -> StageRecord:
+        """RUNNING -> CANCELLED for ``stage`` while ``operation_id`` runs it (its task tokens dropped).
+
+        Raises:
+            ConditionFailed: the stage is not RUNNING, or is run by another operation.
+        """
+        item = self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {
+                    "status": StageStatus.CANCELLED.value,
+                    "error": error.model_dump(mode="json"),
+                    "endedAt": now,
+                    "updatedAt": now,
+                    "waits": {},
+                },
+                expected_status=[StageStatus.RUNNING.value],
+                equals={"operationId": operation_id},
+            )
+        )
+        return StageRecord.model_validate(item)
+
+    def merge_stage_resources(
+        self,
+        tag: str,
+        generation: int,
+        stage: StageName,
+        resources: Mapping[str, Any],
+        *,
+        now: str,
+        observed_status: str | None = None,
+    ) -> StageRecord:
+        """Set ``resources`` as keys of the stage's ``resources`` map (other keys untouched).
+
+        Each key is its own ``SET #map.#key`` clause, so parallel steps of one stage (add-ons,
+        Kubernetes objects) never lose each other's writes, as a read-modify-write of the map would.
+        Inside :meth:`reusing_reads`, when the stage record read there already holds every value and the
+        observed status, nothing is written (``updatedAt`` is when the stage last changed, not last checked).
+
+        Raises:
+            ConditionFailed: the stage record (or its map) does not exist.
+        """
+        item_key = {"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}
+        current = self._reused(item_key["PK"], item_key["SK"])
+        if current is not None and _holds(current, resources, observed_status):
+            return StageRecord.model_validate(copy.deepcopy(current))
+        names: dict[str, str] = {"#map": "resources", "#ua": "updatedAt"}
+        values: dict[str, Any] = {":ua": _serializer().serialize(now)}
+        clauses = ["#ua = :ua"]
+        for i, (key, value) in enumerate(resources.items()):
+            if value is None:
+                continue
+            names[f"#k{i}"] = key
+            values[f":k{i}"] = _serializer().serialize(_dynamo(value))
+            clauses.append(f"#map.#k{i} = :k{i}")
+        if observed_status is not None:
+            names["#os"] = "observedStatus"
+            values[":os"] = _serializer().serialize(observed_status)
+            clauses.append("#os = :os")
+        try:
+            out = self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize(item_key),
+                UpdateExpression="SET " + ", ".join(clauses),
+                ConditionExpression="attribute_exists(#map)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"stage {stage.value} of {tag} has no resources map") from exc
+            raise
+        return StageRecord.model_validate(
+            self._remember(item_key["PK"], item_key["SK"], deserialize(out["Attributes"]))
+        )
+
+    def set_teardown_status(self, tag: str, generation: int, stage: StageName, status: StageStatus, now: str) -> None:
+        """Record teardown progress of a stage (``teardownStatus`` RUNNING or SUCCEEDED, with its timestamp).
+
+        Raises:
+            ConditionFailed: the stage record does not exist.
+        """
+        stamp = "teardownStartedAt" if status is StageStatus.RUNNING else "teardownEndedAt"
+        self._update(
+            _Write(
+                keys.cluster_pk(tag),
+                keys.stage_sk(generation, stage),
+                {"teardownStatus": status.value, stamp: now, "updatedAt": now},
+            )
+        )
