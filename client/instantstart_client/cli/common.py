@@ -14,7 +14,8 @@ from rich.console import Console
 
 from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
 from instantstart_client.progress import WatchResult, watch_operation
-from instantstart_client.render import change_result_table, esc, print_summary
+from instantstart_client.render import esc, print_summary
+from instantstart_client.render_nodes import change_result_table
 from instantstart_client.shapes import Operation
 
 EXIT_OPERATION_FAILED = 1

@@ -22,7 +22,8 @@ from instantstart_client.cli.common import (
     handle_errors,
 )
 from instantstart_client.progress import DEFAULT_POLL_INTERVAL
-from instantstart_client.render import events_table, hyperpod_operations_table, nodes_table
+from instantstart_client.render import events_table
+from instantstart_client.render_nodes import hyperpod_operations_table, nodes_table
 from instantstart_client.shapes import DEEP_HEALTH_CHECKS, HYPERPOD_OPERATION_STATUSES, HYPERPOD_OPERATION_TYPES
 
 nodes_app = typer.Typer(help="List, reboot, replace and delete the nodes of a cluster.", no_args_is_help=True)
