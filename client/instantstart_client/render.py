@@ -19,12 +19,9 @@ from rich.text import Text
 from instantstart_client.shapes import (
     TERMINAL_OPERATION_STATUSES,
     AvailabilityZone,
-    ChangeResult,
     Cluster,
     ClusterEvent,
-    ClusterNode,
     ClusterSummary,
-    HyperPodOperationSummary,
     InstanceGroupInfo,
     NodeInfo,
     Operation,
@@ -464,62 +461,4 @@ def instance_types_table(instance_types: Sequence[str], availability_zone: str) 
     table.add_column(f"HyperPod instance types in {availability_zone} ({len(instance_types)})")
     for instance_type in instance_types:
         add_row(table, instance_type)
-    return table
-
-
-def nodes_table(nodes: Sequence[ClusterNode], cluster_name: str) -> Table:
-    """``GET /clusters/{clusterTag}/nodes`` as a table: instance, group, type, status, Kubernetes node, health."""
-    table = Table(title=f"Nodes of {cluster_name} ({len(nodes)})")
-    for column in ("Instance", "Group", "Type", "Status", "Launched", "Kubernetes node", "Health"):
-        table.add_column(column, no_wrap=True)
-    for n in nodes:
-        status = n.get("instanceStatus") or MISSING
-        message = n.get("instanceStatusMessage")
-        add_row(
-            table,
-            n.get("instanceId"),
-            n.get("instanceGroupName"),
-            n.get("instanceType"),
-            f"{status} ({message})" if message else status,
-            format_time(n.get("launchTime")),
-            n.get("kubernetesNodeName"),
-            n.get("healthStatus") or MISSING,
-        )
-    return table
-
-
-def change_result_table(operation: Operation) -> Table:
-    """The ``result`` of a node action, software update or health check operation: each node accepted or refused
-    (or failed its check), with SageMaker's code and message verbatim."""
-    result: ChangeResult = operation.get("result") or {
-        "nodeIds": None,
-        "successful": None,
-        "failed": None,
-        "hyperPodOperationId": None,
-        "observed": None,
-    }
-    table = Table(title=f"{operation.get('type')} on {operation.get('clusterTag')}")
-    for column in ("Instance", "Outcome", "Code"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("Message", overflow="fold")
-    failed = result.get("failed") or []
-    done = {f.get("nodeId") for f in failed}
-    for node_id in result.get("successful") or []:
-        if node_id not in done:
-            add_row(table, node_id, Text("accepted", style="green"), MISSING, MISSING)
-    for failure in failed:
-        add_row(table, failure.get("nodeId"), Text("failed", style="red"), failure.get("code"), failure.get("message"))
-    if result.get("successful") is None:
-        for node_id in result.get("nodeIds") or []:
-            add_row(table, node_id, Text("pending"), MISSING, MISSING)
-    return table
-
-
-def hyperpod_operations_table(operations: Sequence[HyperPodOperationSummary], cluster_name: str) -> Table:
-    """``GET /clusters/{clusterTag}/hyperpod-operations`` as a table, newest first."""
-    table = Table(title=f"HyperPod operations of {cluster_name} ({len(operations)}, newest first)")
-    for column in ("Operation", "Type", "Status", "Created"):
-        table.add_column(column, no_wrap=True)
-    for o in operations:
-        add_row(table, o.get("operationId"), o.get("type"), o.get("status"), format_time(o.get("creationTime")))
     return table

@@ -1,0 +1,5 @@
+"""``python -m instantstart_client.cli``: the ``instantstart`` command."""
+
+from instantstart_client.cli import main
+
+main()
