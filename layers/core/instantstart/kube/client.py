@@ -8,6 +8,7 @@ not talk to Kubernetes keep short cold starts.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -28,10 +29,17 @@ def _ca_file(ca_data_b64: str) -> str:
     digest = hashlib.sha256(pem).hexdigest()[:24]
     path = os.path.join(tempfile.gettempdir(), f"instantstart-ca-{digest}.pem")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(pem)
-        os.replace(tmp, path)
+        # A temporary file of its own for each writer (two threads of one process may write the same CA at once:
+        # a name made of the process id alone was renamed away under the second one), then one atomic rename.
+        fd, tmp = tempfile.mkstemp(prefix=f"instantstart-ca-{digest}.", suffix=".tmp", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(pem)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
     return path
 
 
