@@ -14,9 +14,6 @@ PLACES = ("layers/core/instantstart", "functions", "client/instantstart_client",
 MAX_LINES = 500
 
 NOT_YET_SPLIT = {
-    "client/instantstart_client/api.py",
-    "client/instantstart_client/cli.py",
-    "client/instantstart_client/render.py",
     "layers/core/instantstart/clusters/hyperpod_operations.py",
     "layers/core/instantstart/clusters/instance_groups.py",
     "layers/core/instantstart/clusters/nodes.py",
