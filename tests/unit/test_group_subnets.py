@@ -356,3 +356,22 @@ def test_given_a_scale_to_0_below_a_minimum_when_rebuilding_then_the_request_sta
     assert (zero[0].instance_count, zero[0].min_instance_count) == (0, 0)  # the stored view shows the empty group
     for group in (*down, *zero):
         InstanceGroupRequest.model_validate(group.model_dump(by_alias=True))  # what a read of the record does
+
+
+def test_given_a_lease_left_by_a_dead_attempt_when_the_same_operation_retries_then_it_takes_the_lock_back_at_once(
+    network: dict[str, Any], store: Store
+) -> None:
+    name = subnets.subnet_lock_name(network["vpcId"])
+    store.acquire_lock(name, "op-1:subnets", now=int(time.time()), lease_seconds=600)  # the attempt that died
+    slept: list[float] = []
+
+    with subnets.subnet_lock(store, network["vpcId"], owner="op-1:subnets", sleep=slept.append) as owner:
+        assert owner == "op-1:subnets"
+    assert slept == [], "the retry of the same operation does not wait out its own dead lease"
+    store.acquire_lock(name, "op-1:subnets", now=int(time.time()), lease_seconds=600)
+    with (
+        pytest.raises(StageFailed) as other,
+        subnets.subnet_lock(store, network["vpcId"], owner="op-2:subnets", wait_seconds=0.3),
+    ):
+        pass
+    assert other.value.code == "SubnetLockTimeout", "another operation still waits for the lease"

@@ -43,6 +43,7 @@ def subnet_lock(
     store: Store,
     vpc_id: str,
     *,
+    owner: str | None = None,
     lease_seconds: int = SUBNET_LOCK_LEASE_SECONDS,
     wait_seconds: float = SUBNET_LOCK_WAIT_SECONDS,
     clock: Callable[[], float] = time.time,
@@ -52,12 +53,14 @@ def subnet_lock(
 
     A caller that finds it held retries with capped exponential backoff (0.2 s doubling, at most 5 s)
     for ``wait_seconds``; a lease whose holder crashed expires after ``lease_seconds`` and is taken over.
-    The lock is released when the block ends, also by an exception. Yields the owner id.
+    The lock is released when the block ends, also by an exception. Yields the owner id: ``owner`` when given
+    (a workflow step passes its operation's, so the step retried after its Lambda died mid-block takes back the
+    lease its dead attempt left, at once, instead of waiting it out), else a new one.
 
     Raises:
         StageFailed: ``SubnetLockTimeout`` when the lock stayed held for ``wait_seconds``.
     """
-    name, owner = subnet_lock_name(vpc_id), uuid.uuid4().hex
+    name, owner = subnet_lock_name(vpc_id), owner or uuid.uuid4().hex
     deadline, delay = clock() + wait_seconds, _FIRST_DELAY
     while True:
         try:
@@ -88,6 +91,7 @@ def ensure_group_subnet(
     nat_gateway_id: str,
     s3_endpoint_id: str,
     dedicated_group: str | None = None,
+    owner: str | None = None,
 ) -> ComputeSubnet:
     """The compute subnet of the zone, or the dedicated subnet of ``dedicated_group``, found or created once.
 
@@ -100,10 +104,12 @@ def ensure_group_subnet(
     holder might not be listed yet; the lock is released only after ``CreateSubnet`` and the route table
     calls answered, which leaves the next holder that time.
 
+    ``owner``: the lock's owner id (:func:`subnet_lock`; a workflow step passes its operation's).
+
     Raises:
         StageFailed: ``SubnetLockTimeout``; ``InsufficientVpcAddressSpace`` when the VPC has no free /20.
     """
-    with subnet_lock(store, vpc_id):
+    with subnet_lock(store, vpc_id, owner=owner):
         if dedicated_group is not None:
             return vpc.ensure_dedicated_subnet(
                 ec2,

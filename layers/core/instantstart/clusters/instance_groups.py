@@ -274,7 +274,12 @@ def _scale(rt: Runtime, op: OperationRecord, found: dict[str, Any], group: dict[
 
 
 def _new_group_spec(
-    rt: Runtime, tag: str, generation: int, found: dict[str, Any], request: InstanceGroupRequest
+    rt: Runtime,
+    tag: str,
+    generation: int,
+    found: dict[str, Any],
+    request: InstanceGroupRequest,
+    operation_id: str | None = None,
 ) -> dict[str, Any]:
     cluster = records.cluster_record(rt, tag)
     net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
@@ -287,6 +292,7 @@ def _new_group_spec(
         nat_gateway_id=str(net.nat_gateway_id),
         s3_endpoint_id=str(net.s3_endpoint_id),
         dedicated_group=request.instance_group_name if request.dedicated_subnet else None,
+        owner=f"{operation_id}:subnets" if operation_id else None,
     )
     if request.dedicated_subnet:
         resources = NetworkResources(
@@ -326,7 +332,7 @@ def apply_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
         if group is not None:
             return StepResult(status=f"{change.instance_group_name} exists ({group.get('Status')})")
         assert change.group is not None
-        spec = _new_group_spec(rt, p.cluster_tag, p.generation, found, change.group)
+        spec = _new_group_spec(rt, p.cluster_tag, p.generation, found, change.group, p.operation_id)
         sm.update_cluster(ClusterName=found["ClusterName"], InstanceGroups=[spec])
         return StepResult(status=f"UpdateCluster added {change.instance_group_name}")
     if group is None:
