@@ -25,7 +25,6 @@ NOT_YET_SPLIT = {
     "layers/core/instantstart/mlflow/service.py",
     "layers/core/instantstart/models/training_jobs.py",
     "layers/core/instantstart/network/vpc.py",
-    "layers/core/instantstart/training/service.py",
     "mcp_proxy/schemas.py",
     "mcp_proxy/tools.py",
 }
