@@ -38,6 +38,12 @@ def subnet_lock_name(vpc_id: str) -> str:
     return f"SUBNETS#{vpc_id}"
 
 
+def subnet_lock_owner(operation_id: str) -> str:
+    """The subnet lock's owner id of a workflow operation (``<operationId>:subnets``): its steps, retried after a
+    crash inside the lock, take back the lease their dead attempt left."""
+    return f"{operation_id}:subnets"
+
+
 @contextmanager
 def subnet_lock(
     store: Store,
@@ -91,7 +97,7 @@ def ensure_group_subnet(
     nat_gateway_id: str,
     s3_endpoint_id: str,
     dedicated_group: str | None = None,
-    owner: str | None = None,
+    operation_id: str | None = None,
 ) -> ComputeSubnet:
     """The compute subnet of the zone, or the dedicated subnet of ``dedicated_group``, found or created once.
 
@@ -104,12 +110,12 @@ def ensure_group_subnet(
     holder might not be listed yet; the lock is released only after ``CreateSubnet`` and the route table
     calls answered, which leaves the next holder that time.
 
-    ``owner``: the lock's owner id (:func:`subnet_lock`; a workflow step passes its operation's).
+    ``operation_id``: the workflow operation calling, which owns the lock (:func:`subnet_lock_owner`).
 
     Raises:
         StageFailed: ``SubnetLockTimeout``; ``InsufficientVpcAddressSpace`` when the VPC has no free /20.
     """
-    with subnet_lock(store, vpc_id, owner=owner):
+    with subnet_lock(store, vpc_id, owner=subnet_lock_owner(operation_id) if operation_id else None):
         if dedicated_group is not None:
             return vpc.ensure_dedicated_subnet(
                 ec2,

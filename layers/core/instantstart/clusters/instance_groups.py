@@ -273,14 +273,8 @@ def _scale(rt: Runtime, op: OperationRecord, found: dict[str, Any], group: dict[
     return f"UpdateCluster {name} InstanceCount {desired}"
 
 
-def _new_group_spec(
-    rt: Runtime,
-    tag: str,
-    generation: int,
-    found: dict[str, Any],
-    request: InstanceGroupRequest,
-    operation_id: str | None = None,
-) -> dict[str, Any]:
+def _new_group_spec(rt: Runtime, p: StepPayload, found: dict[str, Any], group: InstanceGroupRequest) -> dict[str, Any]:
+    tag, generation = p.cluster_tag, p.generation
     cluster = records.cluster_record(rt, tag)
     net = records.stage_resources(rt, tag, generation, StageName.NETWORK, NetworkResources)
     subnet = ensure_group_subnet(
@@ -291,12 +285,12 @@ def _new_group_spec(
         availability_zone=cluster.availability_zone,
         nat_gateway_id=str(net.nat_gateway_id),
         s3_endpoint_id=str(net.s3_endpoint_id),
-        dedicated_group=request.instance_group_name if request.dedicated_subnet else None,
-        owner=f"{operation_id}:subnets" if operation_id else None,
+        dedicated_group=group.instance_group_name if group.dedicated_subnet else None,
+        operation_id=p.operation_id,
     )
-    if request.dedicated_subnet:
+    if group.dedicated_subnet:
         resources = NetworkResources(
-            dedicated_subnet_ids={**(net.dedicated_subnet_ids or {}), request.instance_group_name: subnet.subnet_id}
+            dedicated_subnet_ids={**(net.dedicated_subnet_ids or {}), group.instance_group_name: subnet.subnet_id}
         )
     else:
         resources = NetworkResources(compute_subnet_id=subnet.subnet_id)
@@ -305,7 +299,7 @@ def _new_group_spec(
     if lifecycle is None:
         raise StageFailed("LifeCycleConfigNotFound", "no instance group of the cluster has a LifeCycleConfig to reuse")
     spec = hyperpod.instance_group_specs(
-        [request],
+        [group],
         execution_role=rt.settings.HYPERPOD_EXECUTION_ROLE_ARN,
         lifecycle_uri=str(lifecycle["SourceS3Uri"]),
         security_group_id=str(net.security_group_id),
@@ -332,7 +326,7 @@ def apply_instance_group_change(rt: Runtime, p: StepPayload) -> StepResult:
         if group is not None:
             return StepResult(status=f"{change.instance_group_name} exists ({group.get('Status')})")
         assert change.group is not None
-        spec = _new_group_spec(rt, p.cluster_tag, p.generation, found, change.group, p.operation_id)
+        spec = _new_group_spec(rt, p, found, change.group)
         sm.update_cluster(ClusterName=found["ClusterName"], InstanceGroups=[spec])
         return StepResult(status=f"UpdateCluster added {change.instance_group_name}")
     if group is None:

@@ -104,7 +104,7 @@ def ensure_compute_subnets(rt: Runtime, p: StepPayload) -> NetworkResources:
         "availability_zone": cluster.availability_zone,
         "nat_gateway_id": str(net.nat_gateway_id),
         "s3_endpoint_id": str(net.s3_endpoint_id),
-        "owner": f"{p.operation_id}:subnets",  # a retry after a crash inside the lock takes it back at once
+        "operation_id": p.operation_id,  # a retry after a crash inside the lock takes it back at once
     }
     ec2 = rt.client("ec2")
     subnet = ensure_group_subnet(rt.store, ec2, **where)
