@@ -14,10 +14,9 @@ Prints a table (handler, median ms, ratio to boto3, target, PASS/FAIL) and how m
 validate for the interpreter that runs the handlers (with 1980 file times only hash-based ``.pyc`` do). Exit
 status 1 when a target is missed.
 
-``--assemble`` first builds an equivalent ``DIR`` with the interpreter given by ``--python``: ``pip install
---target DIR/CoreLayer/python -r layers/core/requirements.txt`` (skipped when the requirements are unchanged), a
-copy of ``layers/core/instantstart`` and of each function's ``CodeUri``, then ``compileall --invalidation-mode
-checked-hash`` as the shipped artifact is compiled.
+``--assemble`` first builds ``DIR`` as ``make build-host`` does, for the interpreter given by ``--python``
+(``tools/lambda_build.py``: the lock's wheels, checked-hash bytecode; the third-party part kept while the lock is
+unchanged).
 
 Run: ``.venv/bin/python benchmarks/cold_start.py [--assemble] [DIR] [--runs 7] [--python PATH]``
 (``make cold-start``).
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import calendar
-import hashlib
 import json
 import os
 import shutil
@@ -44,6 +42,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
+sys.path.insert(0, str(ROOT / "tools"))
+import lambda_build  # noqa: E402  (tools/lambda_build.py: the one build of the artifacts)
+
 LAYER_ID = "CoreLayer"
 DEFAULT_DIR = ROOT / ".aws-sam" / "host"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -199,35 +200,10 @@ def lambda_environment(function: Function | None, task_root: Path) -> dict[str, 
 # ---------------------------------------------------------------- --assemble
 
 
-def assemble(out: Path, functions: list[Function], python: str) -> None:
-    """Build ``out`` in SAM's layout from this checkout with ``python`` (pip, copies, checked-hash bytecode)."""
-    layer = out / LAYER_ID / "python"
-    requirements = ROOT / "layers" / "core" / "requirements.txt"
-    version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True, text=True).stdout
-    stamp_value = hashlib.sha256(requirements.read_bytes() + version.encode()).hexdigest()
-    stamp = out / LAYER_ID / ".requirements-stamp"
-    if not stamp.exists() or stamp.read_text() != stamp_value:
-        shutil.rmtree(out / LAYER_ID, ignore_errors=True)
-        layer.mkdir(parents=True)
-        print(f"pip install --target {layer} -r {requirements}", flush=True)
-        pip = [python, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(layer), "-r"]
-        subprocess.run([*pip, str(requirements)], check=True)
-        _compile(python, [layer])
-        stamp.write_text(stamp_value)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.rmtree(layer / "instantstart", ignore_errors=True)
-    shutil.copytree(ROOT / "layers" / "core" / "instantstart", layer / "instantstart", ignore=ignore)
-    for function in functions:
-        shutil.rmtree(out / function.logical_id, ignore_errors=True)
-        shutil.copytree(ROOT / function.code_uri, out / function.logical_id, ignore=ignore)
-    _compile(python, [layer / "instantstart", *(out / f.logical_id for f in functions)])
-
-
-def _compile(python: str, paths: list[Path]) -> None:
-    """``compileall --invalidation-mode checked-hash`` of ``paths`` (forced: pip's or older bytecode replaced)."""
-    print(f"compileall --invalidation-mode checked-hash {' '.join(map(str, paths))}", flush=True)
-    compileall = [python, "-m", "compileall", "-q", "-f", "-j", "2", "--invalidation-mode", "checked-hash"]
-    subprocess.run([*compileall, *map(str, paths)], check=True, stdout=subprocess.DEVNULL)
+def assemble(out: Path, python: str) -> None:
+    """Build ``out`` in SAM's layout from this checkout for ``python``: what ``make build-host`` builds
+    (``tools/lambda_build.py``: the lock's wheels, ``PRUNE``, checked-hash bytecode compiled by ``python``)."""
+    lambda_build.build_all(out, lambda_build.Target(python, None, None))
 
 
 # ---------------------------------------------------------------- zip, unpack, read-only
@@ -255,15 +231,6 @@ def unpack(archive: Path, target: Path) -> None:
             path = Path(zf.extract(info, target))
             stamp = calendar.timegm((*info.date_time, 0, 0, 0))
             os.utime(path, (stamp, stamp))
-
-
-def set_writable(root: Path, writable: bool) -> None:
-    """``chmod a-w`` (or ``u+w`` back) every file and directory under ``root``."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*dirnames, *filenames, ""]:
-            path = os.path.join(dirpath, name) if name else dirpath
-            mode = os.stat(path).st_mode
-            os.chmod(path, (mode | 0o200) if writable else (mode & ~0o222))
 
 
 # ---------------------------------------------------------------- measure
@@ -339,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     functions = read_functions()
     out: Path = args.dir.resolve()
     if args.assemble:
-        assemble(out, functions, args.python)
+        assemble(out, args.python)
     missing = [name for name in [LAYER_ID, *(f.logical_id for f in functions)] if not (out / name).is_dir()]
     if missing:
         raise SystemExit(f"{out} lacks {', '.join(missing)}: run `make build-host`, or pass --assemble")
@@ -352,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         for f in functions:
             zip_dir(out / f.logical_id, work / f"{f.logical_id}.zip")
             unpack(work / f"{f.logical_id}.zip", task_root / f.logical_id)
-        set_writable(work, False)
+        lambda_build.set_writable(work, False)
         version = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True)
         print(f"artifacts {out}; unpacked read-only in {work}; Python {version.stdout.decode().strip()}")
         roots = [layer_root / "python", *(task_root / f.logical_id for f in functions)]
@@ -368,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = report(functions, samples)
         print(f"\n{args.runs} runs each (after a warm-up round), interleaved; ratio = median / median of import boto3")
     finally:
-        set_writable(work, True)
+        lambda_build.set_writable(work, True)
         shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 
