@@ -305,15 +305,10 @@ def record_invocation(
     """Append one entry to the invocation log (:func:`invocations`); ``seconds`` of wall time."""
     entry = {"function": function, "errored": errored, "seconds": seconds, "calls": calls}
     with _invocations_lock:
-        _invocations.append({**entry, "event": _event_summary(event), "fault": fault})
+        _invocations.append({**entry, "event": event_summary(event), "fault": fault})
 
 
 def event_summary(event: Any) -> dict[str, Any]:
-    """The event's top-level scalar fields, without any whose name mentions a token."""
-    return _event_summary(event)
-
-
-def _event_summary(event: Any) -> dict[str, Any]:
     """The event's top-level scalar fields, without any whose name mentions a token."""
     if not isinstance(event, Mapping):
         return {}
@@ -470,7 +465,7 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
         if result is _KILLED:
             assert invocation.fault is not None
             fault = invocation.fault
-            killed = {"function": name, "event": _event_summary(event), "calls": invocation.calls}
+            killed = {"function": name, "event": event_summary(event), "calls": invocation.calls}
             killed["errorType"] = fault.error_type
             if fault.kind == "timeout":
                 # The environment is gone (the lock is free for the next invocation); the caller waits the Timeout.
