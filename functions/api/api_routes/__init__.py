@@ -1,4 +1,5 @@
-"""The HTTP API's routes, one module per area, each imported by the first request of its area.
+"""The HTTP API's routes, one Powertools router per area (clusters, operations, capacity, features, mlflow, catalog,
+nodes, governance, training, inference), each imported by the first request of its area.
 
 A Lambda cold start imports none of them (``make cold-start``): the handler reads the request's path, imports the
 module of its section (:data:`ROUTE_MODULES`, :func:`module_of`) and includes its router before resolving. The
@@ -12,16 +13,16 @@ ROUTE_MODULES: dict[str, str] = {
     "clusters": "api_routes.clusters",
     "stages": "api_routes.clusters",
     "events": "api_routes.clusters",
-    "operations": "api_routes.clusters",
-    "instance-groups": "api_routes.groups",
-    "autoscaling": "api_routes.groups",
+    "operations": "api_routes.operations",
+    "instance-groups": "api_routes.capacity",
+    "autoscaling": "api_routes.capacity",
     "features": "api_routes.features",
-    "mlflow": "api_routes.features",
+    "mlflow": "api_routes.mlflow",
     "catalog": "api_routes.catalog",
-    "nodes": "api_routes.hyperpod",
-    "software-update": "api_routes.hyperpod",
-    "health-checks": "api_routes.hyperpod",
-    "hyperpod-operations": "api_routes.hyperpod",
+    "nodes": "api_routes.nodes",
+    "software-update": "api_routes.nodes",
+    "health-checks": "api_routes.nodes",
+    "hyperpod-operations": "api_routes.nodes",
     "scheduler-config": "api_routes.governance",
     "compute-quotas": "api_routes.governance",
     "training-jobs": "api_routes.training",

@@ -1,4 +1,4 @@
-"""Routes of clusters, their stages, events and operations, and of ``/operations``.
+"""Routes of clusters, their stages and HyperPod events.
 
 Thin: parse, call one core function, map the result.
 """
@@ -43,7 +43,7 @@ from instantstart.models.cluster_events import (
 )
 from instantstart.models.common import StageName
 from instantstart.models.errors import pattern_rule
-from instantstart.models.operation import OperationId, OperationList, OperationView
+from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
 
@@ -216,33 +216,6 @@ def list_cluster_events(
     )
 
 
-@router.get(
-    "/clusters/<clusterTag>/operations",
-    operation_id="ListClusterOperations",
-    summary="List this control plane's operations on a cluster, newest first",
-    description="Creates, retries and deletes of the cluster (every generation of its tag, also after it was "
-    "DELETED), from the control plane's records.",
-    responses={**_ok(OperationList), **_errors(400, 404, 422)},
-    tags=["clusters"],
-)
-def list_cluster_operations(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    max_results: Annotated[
-        int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.", examples=[20])
-    ] = 20,
-    next_token: Annotated[
-        str | None,
-        Query(
-            alias="nextToken",
-            max_length=2048,
-            description="The nextToken of the previous page; omit for the first page.",
-        ),
-    ] = None,
-) -> Response[OperationList]:
-    """A page of the cluster's operations."""
-    return _json(service.list_operations(runtime(), cluster_tag, max_results, next_token))
-
-
 @router.post(
     "/clusters/<clusterTag>/stages/<stage>/retry",
     operation_id="RetryStage",
@@ -261,45 +234,4 @@ def retry_stage(
         idempotency_key,
         {"clusterTag": cluster_tag, "stage": stage.value},
         lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
-    )
-
-
-@router.get(
-    "/operations/<operationId>",
-    operation_id="GetOperation",
-    summary="Get an operation",
-    responses={**_ok(OperationView), **_errors(404, 422)},
-    tags=["operations"],
-)
-def get_operation(
-    operation_id: Annotated[OperationId, Path(alias="operationId")],
-) -> Response[OperationView]:
-    """One operation."""
-    return _json(service.get_operation(runtime(), operation_id))
-
-
-@router.post(
-    "/operations/<operationId>/cancel",
-    operation_id="CancelOperation",
-    summary="Cancel a running operation (stops its workflow)",
-    description="Stops the operation's Step Functions execution, then records the operation CANCELLED, the stage "
-    "it was running CANCELLED and the cluster FAILED: a cancelled create can then be deleted "
-    "(DELETE /clusters/{clusterTag}, which tears down whatever exists) or its stage retried. Resources a stopped "
-    "step created stay recorded for the delete. Cancelling a CANCELLED operation answers it again; an operation "
-    "that ended SUCCEEDED or FAILED answers 409 naming its status.",
-    responses={
-        202: {"description": "The operation, CANCELLED", "content": {"application/json": {"model": OperationView}}},
-        **_errors(404, 409, 422, 503),
-    },
-    tags=["operations"],
-)
-def cancel_operation(
-    operation_id: Annotated[OperationId, Path(alias="operationId")], idempotency_key: IdempotencyKey = None
-) -> Response[OperationView]:
-    """Cancel one operation."""
-    return _idempotent(
-        f"POST /operations/{operation_id}/cancel",
-        idempotency_key,
-        {"operationId": operation_id},
-        lambda: service.cancel_operation(runtime(), operation_id).to_api(),
     )
