@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -104,7 +105,8 @@ def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_th
     assert [n["nodeName"] for n in cluster["nodes"]] == [n["nodeName"] for n in ready["nodes"]]
 
 
-CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+"""Sample events as the AWS references shape them."""
 
 
 def _deliver(sandbox: Sandbox, function: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -137,25 +139,23 @@ def test_given_a_create_waiting_for_nodes_when_the_same_event_id_arrives_twice_t
         sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
         arn = sm.describe_cluster(ClusterName="hp-cluster-dupid")["ClusterArn"]
         event_id = str(uuid.uuid4())
-        event = {
-            "version": "0",
-            "id": event_id,
-            "detail-type": CLUSTER_EVENT,
-            "source": "aws.sagemaker",
-            "account": "123456789012",
-            "time": dt.datetime.fromtimestamp(sandbox.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": sandbox.region,
-            "resources": [arn],
-            "detail": {
-                "ClusterName": "hp-cluster-dupid",
-                "ClusterArn": arn,
-                "EventId": event_id,
-                "EventLevel": "Error",
-                "ResourceType": "InstanceGroup",
-                "InstanceGroupName": GROUP["instanceGroupName"],
-                "Description": "Instance launch failed (a test event delivered twice).",
-            },
-        }
+        # The event as AWS's cluster events reference shapes it (events/eventbridge_hyperpod_cluster_event.json),
+        # for this cluster: the record is under detail.EventDetails.
+        event = json.loads((EVENTS / "eventbridge_hyperpod_cluster_event.json").read_text())
+        record = event["detail"]["EventDetails"]
+        event.update(
+            id=event_id,
+            time=dt.datetime.fromtimestamp(sandbox.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            region=sandbox.region,
+            resources=[arn],
+        )
+        record.update(
+            ClusterName="hp-cluster-dupid",
+            ClusterArn=arn,
+            EventId=event_id,
+            InstanceGroupName=GROUP["instanceGroupName"],
+            EventTime=int(sandbox.clock.now() * 1000),
+        )
         # Count the reconciliations of this event: the handler module is the one the sandbox runs in process.
         _deliver(sandbox, function, {**event, "id": str(uuid.uuid4()), "detail-type": "Other"})  # loaded
         handler = sys.modules[lambdas.REGISTRY[function].handler.rsplit(".", 1)[0]]
@@ -163,7 +163,7 @@ def test_given_a_create_waiting_for_nodes_when_the_same_event_id_arrives_twice_t
         real = handler.on_cluster_event
 
         def counting(rt: Any, detail: dict[str, Any]) -> Any:
-            if detail.get("EventId") == event_id:
+            if detail["EventDetails"]["EventId"] == event_id:
                 reconciled.append(event_id)
             return real(rt, detail)
 
