@@ -1196,8 +1196,8 @@ class HyperPodEmulator:
             return out
 
     def _emit_state(self, cluster: HpCluster) -> None:
-        """"SageMaker HyperPod Cluster State Change": DescribeCluster's answer, as AWS's EventBridge reference shows
-        it (``CreationTime`` in epoch milliseconds, ``FailureMessage`` always there, empty without a failure)."""
+        """Emit "SageMaker HyperPod Cluster State Change": DescribeCluster's answer as AWS's EventBridge reference
+        shows it (``CreationTime`` in epoch milliseconds, ``FailureMessage`` always there, empty without a failure)."""
         if not self.state_change_events:
             return
         detail = self.describe(cluster)
