@@ -281,3 +281,21 @@ def test_given_an_execution_that_ends_then_its_status_change_event_matches_the_s
         assert (detail["output"], detail["outputDetails"]) == (None, None)
     else:
         assert (json.loads(detail["output"]), detail["outputDetails"]) == ({"clusterTag": "demo"}, {"included": True})
+
+
+def test_given_an_input_over_248_kb_when_the_execution_ends_then_its_event_leaves_the_input_out(
+    client: Client, target: Callable[..., Callable[[], list[Any]]], role: str, clock: SimClock
+) -> None:
+    """Step Functions' EventBridge guide: an escaped input over 248 KB is left out, ``inputDetails.included`` false."""
+    stepfunctions.install(clock)
+    sfn = client("stepfunctions")
+    definition = {"StartAt": "Step", "States": {"Step": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+    machine = sfn.create_state_machine(name=unique("sm"), definition=json.dumps(definition), roleArn=role)
+    received = target({"source": ["aws.states"], "detail": {"stateMachineArn": [machine["stateMachineArn"]]}})
+    big = json.dumps({"blob": "x" * 255_000})  # within StartExecution's 256 KB
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=big)
+    sfn.stop_execution(executionArn=execution["executionArn"])
+
+    [event] = wait_for(lambda: [e for e in received() if e["detail"]["status"] == "ABORTED"])
+
+    assert (event["detail"]["input"], event["detail"]["inputDetails"]) == (None, {"included": False})
