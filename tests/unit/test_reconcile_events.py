@@ -20,9 +20,9 @@ SAMPLE = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_state_chang
 
 
 def detail(name: str, status: str = "Creating") -> dict[str, Any]:
+    """The sample's detail for HyperPod cluster ``name`` in ``status`` (the ARN stays the sample's: AWS's is by id)."""
     out = copy.deepcopy(SAMPLE["detail"])
     out["ClusterName"] = name
-    out["ClusterArn"] = f"arn:aws:sagemaker:us-west-2:123456789012:cluster/{name}"
     out["ClusterStatus"] = status
     return dict(out)
 
@@ -80,7 +80,7 @@ def test_given_our_cluster_when_a_creating_event_arrives_then_the_observed_state
     view = service.get_cluster(demo, "demo")
     assert view.hyper_pod is not None
     assert view.hyper_pod.status == "Creating"
-    assert view.hyper_pod.cluster_arn == "arn:aws:sagemaker:us-west-2:123456789012:cluster/hp-cluster-demo"
+    assert view.hyper_pod.cluster_arn == SAMPLE["detail"]["ClusterArn"]
     [group] = view.hyper_pod.instance_groups
     assert (group.instance_group_name, group.instance_count, group.current_count) == ("accel", 1, 0)
     stage = demo.store.get_stage("demo", 1, StageName.HYPERPOD)
