@@ -10,8 +10,9 @@ request body maps to tool parameters. From the operation itself come:
   ``job``), with ``$ref``s resolved into the tool's own ``$defs``; a typed ``confirmClusterTag`` where the extension
   asks for one. Parameter schemas *advertise* the API's constraints (pattern, length, range, enum, default); the
   proxy does not enforce them: a value the API rejects comes back as the API's own ``{"error": ...}`` JSON.
-- the output schema: the success response's top-level members with their types and descriptions only (no nested
-  shapes, nothing required), so ``tools/list`` stays small and a newer API that adds a field breaks no client.
+- the output schema: the success response's top-level members with their types and the first sentence of their
+  descriptions only (no nested shapes, nothing required), so ``tools/list`` stays small and a newer API that adds
+  a field breaks no client.
 """
 
 from __future__ import annotations
@@ -181,6 +182,13 @@ def _shallow(schema: Mapping[str, Any], components: Mapping[str, Any]) -> dict[s
     return out
 
 
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of ``text`` (at most ``limit`` characters): what a result member is, briefly."""
+    sentence = text.split(". ", 1)[0].strip()
+    sentence = sentence if sentence.endswith(".") or len(sentence) == len(text.strip()) else sentence + "."
+    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+
+
 def output_schema(schema: Mapping[str, Any], components: Mapping[str, Any], wrap: str | None) -> dict[str, Any]:
     """The result schema of one success answer: its top-level members' types and descriptions.
 
@@ -197,7 +205,7 @@ def output_schema(schema: Mapping[str, Any], components: Mapping[str, Any], wrap
         entry = _shallow(member, components)
         description = member.get("description") or resolve(member, components).get("description")
         if description:
-            entry["description"] = description
+            entry["description"] = first_sentence(str(description))
         properties[name] = entry
     result: dict[str, Any] = {"type": "object", "properties": properties}
     if body.get("description"):
