@@ -83,7 +83,7 @@ def test_the_result_schema_has_the_success_answers_top_level_members(spec: ToolD
     branches = spec.output_schema.get("anyOf", [spec.output_schema])
     published = {name for branch in branches for name in branch["properties"]}
     assert published == members
-    assert "required" not in json.dumps(spec.output_schema), "a newer API that drops nothing still validates"
+    assert all("required" not in branch for branch in branches), "members the API may leave out are not required"
     assert len(json.dumps(spec.output_schema)) < 6_000, "the members' types and descriptions only"
 
 

@@ -63,8 +63,7 @@ class InstanceTypeList(ApiModel):
         "catalog_list_availability_zones",
         "List Availability Zones",
         (
-            "List the Availability Zones of the API's Region (GET /catalog/availability-zones): zone names and ids, "
-            "and the Region.\n\n"
+            "List the Availability Zones of the API's Region (GET /catalog/availability-zones): zone names and ids.\n\n"
             "Call before asking the user for a zone, and offer only these. Read-only."
         ),
         cli="catalog zones",

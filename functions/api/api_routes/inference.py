@@ -356,7 +356,7 @@ def create_inference_router(
             "when it has one. body.model defaults to the served model name; at most 1 MiB sent, the answer cut at 256 "
             "KiB. 409 InferenceDeploymentNotReady while no replica is ready (check inference_deployment_get), 502 "
             "ModelError with the engine's own error. Every call without a repeated idempotencyKey reaches the engine. "
-            "Write tool: needs --allow-write."
+            "Allowed in read-only mode: it changes nothing in AWS."
         ),
         cli="deployments invoke",
         read_only=True,

@@ -400,9 +400,9 @@ def list_hyperpod_operations(
         "hyperpod_operation_get",
         "Get a HyperPod operation",
         (
-            "Get one HyperPod operation (GET /clusters/{clusterTag}/hyperpod-operations/{operationId}): type, status, "
-            "scaling or deep-health-check details and its newest HyperPod events (SageMaker's descriptions verbatim). "
-            "Read-only."
+            "Get one HyperPod operation (GET /clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}): type, "
+            "status, scaling or deep-health-check details and its newest HyperPod events (SageMaker's descriptions "
+            "verbatim). Read-only."
         ),
         cli="clusters hyperpod-operations",
         read_only=True,
