@@ -6,7 +6,9 @@ The requests go to a recording transport: what is checked is what would go on th
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,19 @@ import botocore.session
 import httpx2
 import pytest
 
-from instantstart_client.api import ApiError, InstantStartClient, UnknownOperationError, operation, operations
+from instantstart_client.api import (
+    ApiError,
+    InstantStartClient,
+    UnknownOperationError,
+    clusters,
+    governance,
+    groups,
+    inference,
+    nodes,
+    operation,
+    operations,
+    training,
+)
 from instantstart_client.operations import document, quote_segment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,3 +257,78 @@ def test_errors_and_retries_are_the_transports(wire: tuple[InstantStartClient, R
     assert len(recorder.seen) == 2  # the 503 was retried
     first, second = (r.headers["idempotency-key"] for r in recorder.seen)
     assert first == second  # one key for every attempt of the call
+
+
+# -- every route method is a call by operation id ----------------------------------------------------------------
+
+NOT_ROUTES = {"call_operation", "request", "time_bound", "close", "iter_clusters", "api_url", "region"}
+DOC_ROUTE = re.compile(r"^``(GET|PUT|POST|PATCH|DELETE) (\S+?)``")
+
+
+def _dummy(annotation: str) -> Any:
+    """A value of the parameter's annotation that the route accepts on the wire (the recorder answers anything)."""
+    if "list[" in annotation or "Sequence[" in annotation:
+        return []
+    if "Mapping[" in annotation or "dict[" in annotation or "InstanceGroupSpec" in annotation:
+        return {}
+    if annotation.startswith("int"):
+        return 1
+    if annotation.startswith("bool"):
+        return True
+    return "v"
+
+
+def route_methods() -> list[str]:
+    return sorted(
+        name
+        for name in dir(InstantStartClient)
+        if not name.startswith("_") and name not in NOT_ROUTES and callable(getattr(InstantStartClient, name))
+    )
+
+
+@pytest.mark.parametrize("name", route_methods())
+def test_each_route_method_sends_by_operation_id_to_the_route_its_docstring_names(
+    wire: tuple[InstantStartClient, Recorder], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    client, recorder = wire
+    called: list[str] = []
+    real = client.call_operation
+
+    def spy(operation_id: str, *args: Any, **kwargs: Any) -> Any:
+        called.append(operation_id)
+        return real(operation_id, *args, **kwargs)
+
+    monkeypatch.setattr(client, "call_operation", spy)
+    method = getattr(client, name)
+    required = {
+        p.name: _dummy(str(p.annotation))
+        for p in inspect.signature(method).parameters.values()
+        if p.default is inspect.Parameter.empty
+    }
+
+    method(**required)
+
+    assert len(called) == 1 and len(recorder.seen) == 1, f"{name} must make exactly one call by operation id"
+    op = operation(called[0])
+    documented = DOC_ROUTE.match(inspect.getdoc(method) or "")
+    assert documented, f"{name}'s docstring names no route"
+    doc_method, doc_path = documented.groups()
+    # the docstring may abbreviate the path (``.../logs``), add the query or name a parameter its own way
+    doc_route = re.sub(r"\{[^}]*\}", "{}", doc_path.split("?")[0].removeprefix("..."))
+    assert op.method == doc_method, name
+    assert re.sub(r"\{[^}]*\}", "{}", op.path).endswith(doc_route), (name, op.path)
+    assert recorder.last.method == op.method
+    expected_path = op.path
+    for parameter in op.path_parameters:
+        expected_path = expected_path.replace("{" + parameter + "}", "v")
+    assert sent_path(recorder.last).split("?")[0] == expected_path
+
+
+def test_every_operation_of_the_document_has_a_route_method(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "\n".join(
+        inspect.getsource(module) for module in (clusters, groups, nodes, training, inference, governance)
+    )
+
+    called = set(re.findall(r'"([A-Z][A-Za-z]+)"', source)) & set(operations())
+
+    assert called == set(operations()), f"operations without a client method: {sorted(set(operations()) - called)}"
