@@ -327,13 +327,18 @@ def tool_definition(
 
 
 def tool_definitions(document: Mapping[str, Any]) -> list[ToolDefinition]:
-    """The tool of every operation of ``document``, in document order.
+    """The tool of every operation of ``document``, in document order (but those whose ``x-instantstart.mcp``
+    says ``absent``, with the reason: ``api_routes.common.faces_without_tool``).
 
     Raises:
         ValueError: an operation without ``x-instantstart.mcp``, or two operations naming the same tool.
     """
     components = (document.get("components") or {}).get("schemas") or {}
-    found = [tool_definition(method, path, op, components) for method, path, op in operations(document)]
+    found = [
+        tool_definition(method, path, op, components)
+        for method, path, op in operations(document)
+        if not ((op.get(EXTENSION) or {}).get("mcp") or {}).get("absent")
+    ]
     names = [definition.name for definition in found]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

@@ -186,3 +186,20 @@ def faces(
     commands = (cli,) if isinstance(cli, str) else cli
     face_cli: dict[str, Any] = {"commands": list(commands)} if commands is not None else {"absent": no_cli}
     return {FACES_EXTENSION: {"mcp": mcp, "cli": face_cli}}
+
+
+def faces_without_tool(
+    reason: str, *, cli: str | tuple[str, ...] | None = None, no_cli: str | None = None
+) -> dict[str, Any]:
+    """The ``openapi_extensions`` of a route that deliberately has no MCP tool: ``reason`` says why.
+
+    Raises:
+        ValueError: an empty reason, or both or neither of ``cli`` and ``no_cli``.
+    """
+    if not reason.strip():
+        raise ValueError("a route without an MCP tool says why")
+    if (cli is None) == (no_cli is None):
+        raise ValueError("give exactly one of cli (the command) and no_cli (why there is none)")
+    commands = (cli,) if isinstance(cli, str) else cli
+    face_cli: dict[str, Any] = {"commands": list(commands)} if commands is not None else {"absent": no_cli}
+    return {FACES_EXTENSION: {"mcp": {"absent": reason}, "cli": face_cli}}
