@@ -112,7 +112,7 @@ def test_an_operation_describes_its_parameters_body_and_idempotency_key() -> Non
     assert job.path_parameters == ("clusterTag", "name")
     assert [(q.name, q.default) for q in job.query_parameters] == [("namespace", "default")]
     assert job.raw["operationId"] == "GetTrainingJob"
-    assert operation("GetOperation").extension == {}
+    assert operation("GetOperation").extension["mcp"]["tool"] == "operation_get"
 
 
 def test_an_unknown_operation_id_is_a_key_error_listing_the_known_ones() -> None:

@@ -1,5 +1,5 @@
 """The HTTP API's routes, one Powertools router per area (clusters, operations, capacity, features, mlflow, catalog,
-nodes, governance, training, inference), each imported by the first request of its area.
+nodes, governance, training, inference, endpoints), each imported by the first request of its area.
 
 A Lambda cold start imports none of them (``make cold-start``): the handler reads the request's path, imports the
 module of its section (:data:`ROUTE_MODULES`, :func:`module_of`) and includes its router before resolving. The
@@ -27,20 +27,23 @@ ROUTE_MODULES: dict[str, str] = {
     "compute-quotas": "api_routes.governance",
     "training-jobs": "api_routes.training",
     "models": "api_routes.inference",
-    "inference": "api_routes.inference",
+    "inference/deployments": "api_routes.inference",
+    "inference/endpoints": "api_routes.endpoints",
 }
 """The route module of each section of the API's paths (see :func:`section`)."""
 
 
 def section(path: str) -> str:
-    """The section of a request path: the word after ``/clusters/{clusterTag}/``, else the first one.
+    """The section of a request path: the word after ``/clusters/{clusterTag}/``, else the first one; under
+    ``inference`` the next word too.
 
     ``/clusters``, ``/clusters/import`` and ``/clusters/{clusterTag}`` are ``clusters``; ``/operations/{id}`` is
-    ``operations``; ``/clusters/{clusterTag}/training-jobs/...`` is ``training-jobs``.
+    ``operations``; ``/clusters/{clusterTag}/training-jobs/...`` is ``training-jobs``;
+    ``/clusters/{clusterTag}/inference/endpoints/...`` is ``inference/endpoints``.
     """
     words = path.strip("/").split("/")
     if words[0] == "clusters" and len(words) > 2:
-        return words[2]
+        return "/".join(words[2:4]) if words[2] == "inference" else words[2]
     return words[0]
 
 

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _errors,
     _json,
     _ok,
+    faces,
     idempotency,
     runtime,
 )
@@ -29,6 +31,7 @@ from instantstart.models.features import FeatureList, FeatureUpdateResult, Updat
 from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="features")
 
 
 @router.get(
@@ -41,6 +44,20 @@ router = APIGatewayHttpRouter()
     "and what it installed: add-ons (with who needs each), roles, pod identity associations, Kubernetes objects.",
     responses={**_ok(FeatureList), **_errors(404, 422, 503)},
     tags=["features"],
+    openapi_extensions=_faces(
+        "cluster_get_features",
+        "Get a cluster's managed features",
+        (
+            "Get a cluster's managed features (GET /clusters/{clusterTag}/features): for trainingOperator, "
+            "inferenceOperator, observability (HyperPod observability with its Prometheus workspace, CloudWatch "
+            "Container Insights), taskGovernance, tieredCheckpointing, fsx and kubeRay, whether each is on as AWS "
+            "reports it now, what was last applied (desired), the add-on version and status, and what it installed "
+            "(add-ons with who needs each, IAM roles, pod identity associations, Kubernetes objects, buckets).\n\n"
+            "Call it before cluster_update_features and show the user the current state. Read-only."
+        ),
+        cli="features get",
+        read_only=True,
+    ),
 )
 def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[FeatureList]:
     """The cluster's managed features."""
@@ -63,6 +80,23 @@ def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["features"],
+    openapi_extensions=_faces(
+        "cluster_update_features",
+        "Turn managed features on or off",
+        (
+            "Turn managed features on or off (PATCH /clusters/{clusterTag}/features). Only the features given act.\n\n"
+            "Which features, and on or off, are the user's decisions: read the instantstart-managed-features skill "
+            "for what each costs and needs, and confirm before turning one off (off removes the add-on and the roles "
+            "it created; shared add-ons stay while anything else needs them). When AWS already matches, the answer "
+            'lists every feature "unchanged" and nothing was started. Otherwise it is an UPDATE_FEATURES operation: '
+            "poll it with operation_get and wait_seconds to a terminal state; its features map says changed, "
+            "unchanged or failed (AWS error verbatim) per feature. Write tool: needs --allow-write."
+        ),
+        cli="features set",
+        destructive=True,
+        idempotent=True,
+        body="features",
+    ),
 )
 def update_cluster_features(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _errors,
     _json,
     _ok,
+    faces,
     idempotency,
     runtime,
 )
@@ -29,6 +31,7 @@ from instantstart.models.mlflow import MlflowView, UpdateMlflowRequest
 from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="mlflow")
 
 _MLFLOW_PUT_DOC = (
     "Connect an existing tracking server (trackingServerArn) or MLflow app (mlflowAppArn) of this account and Region, "
@@ -52,6 +55,19 @@ _MLFLOW_PUT_DOC = (
     "SageMaker now (DescribeMlflowTrackingServer / DescribeMlflowApp; NotFound when it is gone).",
     responses={**_ok(MlflowView), **_errors(404, 422, 503)},
     tags=["mlflow"],
+    openapi_extensions=_faces(
+        "mlflow_get",
+        "Get a cluster's MLflow connection",
+        (
+            "Get a cluster's SageMaker managed MLflow connection (GET /clusters/{clusterTag}/mlflow): the tracking "
+            "server or app ARN, whether the control plane created it, its status read from SageMaker now, its URL and "
+            "artifact store, and how training pods log to it (namespace, service account instantstart-mlflow, IAM "
+            "role, and the environment they get: MLFLOW_TRACKING_URI = the ARN, for the sagemaker-mlflow plugin). "
+            "Read-only."
+        ),
+        cli="mlflow get",
+        read_only=True,
+    ),
 )
 def get_mlflow(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[MlflowView]:
     """The cluster's MLflow connection."""
@@ -84,6 +100,23 @@ def _update_mlflow(cluster_tag: str, request: UpdateMlflowRequest, idempotency_k
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["mlflow"],
+    openapi_extensions=_faces(
+        "mlflow_connect",
+        "Connect or create SageMaker managed MLflow",
+        (
+            "Connect an existing tracking server or MLflow app, or create one for the cluster (PUT "
+            "/clusters/{clusterTag}/mlflow). Give exactly one of trackingServerArn, mlflowAppArn or create.\n\n"
+            "Read the instantstart-mlflow skill first. Creating costs money while it exists (ask the user; size Small "
+            "unless they say otherwise); connecting an existing one does not create a server. Either way training "
+            "pods of the namespace get an IAM role through EKS Pod Identity to log to it. Returns the UPDATE_MLFLOW "
+            "operation: poll it with operation_get and wait_seconds until SUCCEEDED, FAILED or CANCELLED (creating "
+            "takes about 20 minutes). When already so, the answer is the connection itself. Refusals name the field "
+            "(an ARN of another Region or account, a missing or failed server, another connection). Write tool: needs "
+            "--allow-write."
+        ),
+        cli=("mlflow connect", "mlflow create"),
+        idempotent=True,
+    ),
 )
 def update_mlflow(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -106,6 +139,19 @@ def update_mlflow(
         **_errors(404, 409, 422, 503),
     },
     tags=["mlflow"],
+    openapi_extensions=_faces(
+        "mlflow_disconnect",
+        "Disconnect SageMaker managed MLflow",
+        (
+            "Disconnect the cluster's MLflow (DELETE /clusters/{clusterTag}/mlflow): removes the pod identity, and "
+            "the tracking server or app only when the control plane created it (a connected existing one is never "
+            "deleted; its runs stay in it). A created server's runs are lost with it: confirm with the user first. "
+            "Returns the UPDATE_MLFLOW operation, or the view when not connected. Write tool: needs --allow-write."
+        ),
+        cli="mlflow disconnect",
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def delete_mlflow(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -17,6 +18,7 @@ from api_routes.common import (
     _idempotent,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.clusters import (
@@ -28,6 +30,7 @@ from instantstart.models.cluster import (
 from instantstart.models.operation import OperationId, OperationList, OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="operations")
 
 
 @router.get(
@@ -38,6 +41,20 @@ router = APIGatewayHttpRouter()
     "DELETED), from the control plane's records.",
     responses={**_ok(OperationList), **_errors(400, 404, 422)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_list_operations",
+        "List a cluster's operations",
+        (
+            "List this control plane's operations on a cluster, newest first (GET /clusters/{clusterTag}/operations): "
+            "creates, stage retries and deletes with their status, times and the error that ended them, for every "
+            "generation of the tag (also after the cluster was DELETED).\n\n"
+            "Use it to tell the user what was done to a cluster and to find a running operation's operationId (to "
+            "follow it with operation_get or stop it with operation_cancel). One page per call: when nextToken is not "
+            "null, call again with it for older operations. Read-only."
+        ),
+        cli="clusters operations",
+        read_only=True,
+    ),
 )
 def list_cluster_operations(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -63,6 +80,18 @@ def list_cluster_operations(
     summary="Get an operation",
     responses={**_ok(OperationView), **_errors(404, 422)},
     tags=["operations"],
+    openapi_extensions=_faces(
+        "operation_get",
+        "Get an operation",
+        (
+            "Get a long-running operation (GET /operations/{operationId}): type, status (PENDING, RUNNING, SUCCEEDED, "
+            "FAILED, CANCELLED), cluster tag, times and the error that ended it.\n\n"
+            "SUCCEEDED, FAILED and CANCELLED are terminal; until then keep polling with wait_seconds between calls. "
+            "Read-only."
+        ),
+        cli="operations get",
+        read_only=True,
+    ),
 )
 def get_operation(
     operation_id: Annotated[OperationId, Path(alias="operationId")],
@@ -85,6 +114,22 @@ def get_operation(
         **_errors(404, 409, 422, 503),
     },
     tags=["operations"],
+    openapi_extensions=_faces(
+        "operation_cancel",
+        "Cancel a running operation",
+        (
+            "Cancel a PENDING or RUNNING operation (POST /operations/{operationId}/cancel): its workflow is stopped, "
+            "the operation ends CANCELLED, the stage it was running CANCELLED and the cluster FAILED.\n\n"
+            "Use it only when the user asks to stop a create, retry or delete (for example to delete a cluster whose "
+            "create is still running: cluster_delete answers 409 while an operation runs). Afterwards the cluster can "
+            "be deleted with cluster_delete (it tears down whatever was created) or the CANCELLED stage retried with "
+            "cluster_retry_stage. Cancelling a CANCELLED operation returns it again; an operation that already ended "
+            "SUCCEEDED or FAILED is a 409 naming its status. Write tool: needs --allow-write."
+        ),
+        cli="operations cancel",
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def cancel_operation(
     operation_id: Annotated[OperationId, Path(alias="operationId")], idempotency_key: IdempotencyKey = None
