@@ -23,7 +23,6 @@ NOT_YET_SPLIT = {
     "layers/core/instantstart/inference/builders.py",
     "layers/core/instantstart/inference/endpoints.py",
     "layers/core/instantstart/mlflow/service.py",
-    "layers/core/instantstart/network/vpc.py",
     "mcp_proxy/schemas.py",
     "mcp_proxy/tools.py",
 }
