@@ -20,7 +20,6 @@ NOT_YET_SPLIT = {
     "layers/core/instantstart/clusters/service.py",
     "layers/core/instantstart/clusters/task_governance.py",
     "layers/core/instantstart/features/fsx.py",
-    "layers/core/instantstart/mlflow/service.py",
     "mcp_proxy/schemas.py",
     "mcp_proxy/tools.py",
 }
