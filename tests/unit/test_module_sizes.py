@@ -19,7 +19,6 @@ NOT_YET_SPLIT = {
     "layers/core/instantstart/clusters/nodes.py",
     "layers/core/instantstart/clusters/service.py",
     "layers/core/instantstart/clusters/task_governance.py",
-    "layers/core/instantstart/features/fsx.py",
     "mcp_proxy/schemas.py",
     "mcp_proxy/tools.py",
 }
