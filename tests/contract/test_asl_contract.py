@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from instantstart.clusters.steps import ACTIONS
 from instantstart.models.workflow import MaxPolls
+from instantstart.steps import ACTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL_FILES = sorted((ROOT / "statemachines").glob("*.asl.json"))

@@ -585,7 +585,7 @@ class WorkflowDriver:
     """Moves operations' records as the create, retry and delete workflows do, through the real steps.
 
     The ONLY place the unit tests drive the core's workflow: the bookkeeping at the edges of stages and
-    operations runs through the steps function's own dispatch (:func:`instantstart.clusters.steps.run_step`
+    operations runs through the steps function's own dispatch (:func:`instantstart.steps.run_step`
     with the actions the state machines use), and what a stage's AWS steps would observe is recorded
     through the store (``Store.record_observations``, ``Store.merge_stage_resources``).
 
@@ -623,7 +623,7 @@ class WorkflowDriver:
         raise AssertionError(f"operation {operation_id} did not end within {max_steps} steps")
 
     def _run(self, action: str, op: Any, **extra: Any) -> None:
-        from instantstart.clusters.steps import run_step
+        from instantstart.steps import run_step
 
         run_step(
             self.runtime,

@@ -15,7 +15,7 @@ import pytest
 from inprocess_api import InProcessApi
 
 from instantstart.clusters.reconcile import on_execution_status_change
-from instantstart.clusters.steps import run_step
+from instantstart.steps import run_step
 from instantstart.store.table import ConditionFailed
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_client.shapes import Operation

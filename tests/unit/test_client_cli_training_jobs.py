@@ -410,9 +410,9 @@ def test_mlflow_runs_of_a_job_not_in_the_namespace_exits_2_with_the_404_naming_i
     """Given a cluster with a MLflow connection and job llama-sft-1 in namespace default,
     when `mlflow runs` asks for it in namespace ml (or for a job that does not exist),
     then the CLI exits 2 with the API's 404 naming the job and its namespace: no empty list of runs."""
-    from instantstart.mlflow import runs as mlflow_runs
+    from instantstart.training import runs as job_runs
 
-    monkeypatch.setattr(mlflow_runs.service, "connection", lambda rt, tag: object())
+    monkeypatch.setattr(job_runs.mlflow_service, "connection", lambda rt, tag: object())
     kube_fake.job("llama-sft-1", "Running")
 
     other_namespace = run("mlflow", "runs", "demo", "llama-sft-1", "--namespace", "ml")

@@ -137,12 +137,55 @@ def test_given_the_stage_modules_when_listing_their_steps_then_the_action_table_
 
 
 def test_given_the_change_modules_when_listing_their_changes_then_the_table_names_each_ones_module() -> None:
-    from instantstart.clusters.steps import CHANGE_MODULES
+    from instantstart.clusters.registry import REGISTRY
+    from instantstart.steps import ACTIONS, AREAS
 
-    modules = set(CHANGE_MODULES.values())
-    defined = {op_type: name for name in modules for op_type in importlib.import_module(name).CHANGES}
+    registered = REGISTRY.change_modules()
+    defined = {op_type: name for name in set(registered.values()) for op_type in importlib.import_module(name).CHANGES}
 
-    assert defined == CHANGE_MODULES
+    assert defined == registered
+    assert {name.rsplit(".", 2)[1] for name in registered.values()} == {m.__name__.split(".")[1] for m in AREAS}
+    assert {"apply_change", "check_change", "complete_change", "record_change_failure"} <= set(ACTIONS)
+
+
+_LOOKUP = """
+import json, sys
+sys.path[:0] = sys.argv[2:]
+from instantstart.models.common import OperationType
+from instantstart.steps import REGISTRY
+REGISTRY.change(OperationType(sys.argv[1]))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+AREAS_ABOVE_CLUSTERS = ("features", "mlflow", "training", "inference")
+
+
+@pytest.mark.parametrize(
+    ("op_type", "area"),
+    [("UPDATE_AUTOSCALING", "clusters"), ("UPDATE_FEATURES", "features"), ("UPDATE_MLFLOW", "mlflow")],
+)
+def test_given_a_day2_change_when_its_handler_is_looked_up_then_no_area_above_its_own_is_imported(
+    op_type: str, area: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOOKUP, op_type, str(ROOT / "layers" / "core")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    above = AREAS_ABOVE_CLUSTERS[AREAS_ABOVE_CLUSTERS.index(area) + 1 :] if area != "clusters" else AREAS_ABOVE_CLUSTERS
+
+    imported = sorted(
+        name
+        for name in loaded
+        for other in above
+        if name.startswith(f"instantstart.{other}.") and not name.endswith(".steps")
+    )
+
+    assert imported == [], f"looking up the {op_type} handler imported another area's modules: {imported}"
 
 
 def test_given_the_route_modules_when_listing_their_routes_then_each_path_names_its_own_module(

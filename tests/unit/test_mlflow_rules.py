@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from instantstart.errors import Conflict, NotFound, ValidationFailed
-from instantstart.mlflow import identity, job_environment
-from instantstart.mlflow.service import check_arn_scope, check_connectable
+from instantstart.mlflow import identity
+from instantstart.mlflow.service import check_arn_scope, check_connectable, job_environment
 from instantstart.models.mlflow import MlflowConnection, MlflowKind, UpdateMlflowRequest
 
 SERVER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/team"

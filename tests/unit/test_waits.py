@@ -162,7 +162,7 @@ def test_given_sagemaker_answers_not_found_when_the_hyperpod_check_runs_then_its
 ) -> None:
     from botocore.stub import Stubber
 
-    from instantstart.clusters import steps
+    from instantstart import steps
 
     message = "Resource being access is not found."
     with Stubber(rt.client("sagemaker")) as sagemaker:
@@ -193,7 +193,7 @@ def storage_access_round(token: str) -> dict[str, Any]:
 def test_given_access_not_yet_succeeded_when_storage_waits_then_it_holds_and_completing_access_wakes_it_once(
     demo: Runtime, sent: list[tuple[str, str, Any]]
 ) -> None:
-    from instantstart.clusters import steps
+    from instantstart import steps
 
     op = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
     records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.STORAGE)

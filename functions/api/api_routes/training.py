@@ -22,7 +22,6 @@ from api_routes.common import (
     faces,
     runtime,
 )
-from instantstart.mlflow import runs as mlflow_runs
 from instantstart.models.cluster import (
     ClusterTag,
 )
@@ -52,6 +51,7 @@ from instantstart.models.training_jobs import (
     TrainingJobRequest,
     TrainingJobView,
 )
+from instantstart.training import runs as job_runs
 from instantstart.training import service as training
 
 router = APIGatewayHttpRouter()
@@ -339,4 +339,4 @@ def list_training_job_runs(
     namespace: JobNamespace = "default",
 ) -> Response[MlflowRunList]:
     """A training job's MLflow runs."""
-    return _json(mlflow_runs.list_job_runs(runtime(), cluster_tag, name, namespace))
+    return _json(job_runs.list_job_runs(runtime(), cluster_tag, name, namespace))

@@ -12,9 +12,9 @@ never changes the cluster's status: the cluster stays usable while it changes.
 
 The workflow's steps dispatch on the operation's type to a :class:`ClusterChange` (apply, check and an
 optional finish), each defined in the module of that kind of change (e.g.
-:data:`instantstart.clusters.instance_groups.CHANGES`); :mod:`instantstart.clusters.steps` assembles
-the table and hands it to :func:`workflow_steps`. The API side starts an operation with
-:func:`start_change`.
+:data:`instantstart.clusters.instance_groups.CHANGES`) and registered by its area's ``steps`` module in
+:data:`instantstart.clusters.registry.REGISTRY`, whose table :mod:`instantstart.clusters.steps` hands to
+:func:`workflow_steps`. The API side starts an operation with :func:`start_change`.
 """
 
 from __future__ import annotations

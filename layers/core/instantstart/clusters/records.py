@@ -18,6 +18,7 @@ from instantstart.models.cluster import StageError
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, iso, utcnow
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.models.workflow import ExecutionInput, LoopConfig, StageStarted, StepError, StepResult
+from instantstart.naming import storage_bucket_name
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
 
@@ -174,6 +175,19 @@ def stage_resources(rt: Runtime, tag: str, generation: int, stage: StageName, mo
     """The resources recorded by ``stage``, read into its resources ``model`` (missing fields are None)."""
     record = rt.store.get_stage(tag, generation, stage)
     return model.model_validate(record.resources if record else {})
+
+
+def cluster_bucket(rt: Runtime, tag: str) -> str:
+    """The bucket of live cluster ``tag``: the storage stage's ``bucketName``, else its name by rule (DynamoDB reads).
+
+    Raises:
+        NotFound: no live cluster ``tag``.
+    """
+    from instantstart.models.resources import StorageResources  # not on the steps' cold start path
+
+    cluster = live_cluster(rt, tag)
+    recorded = stage_resources(rt, tag, cluster.generation, StageName.STORAGE, StorageResources).bucket_name
+    return recorded or storage_bucket_name(tag, rt.account_id, rt.region)
 
 
 def complete_stage(

@@ -1,25 +1,25 @@
-"""Dispatch of Step Functions task payloads to the workflow steps.
+"""The clusters area's workflow steps and how every step's errors reach Step Functions.
 
-A task payload is a :class:`~instantstart.models.workflow.StepPayload`; its ``action`` names one step:
-a stage's own step (``instantstart.clusters.stages.<stage>``) or one of the bookkeeping steps at the
-edges of stages and operations below. AWS errors are re-raised as exceptions named after the AWS
-error code so ``Retry``/``Catch`` can match them and the failure path records the code and message verbatim.
+A task payload is a :class:`~instantstart.models.workflow.StepPayload`; its ``action`` names one step. This module
+registers the clusters area's in :data:`~instantstart.clusters.registry.REGISTRY`: a stage's own step
+(``instantstart.clusters.stages.<stage>``, imported on first use), the bookkeeping steps at the edges of stages and
+operations below, the update workflow's steps and the cluster's own day-2 changes. :func:`call_step` runs any
+area's step: AWS errors are re-raised as exceptions named after the AWS error code so ``Retry``/``Catch`` can match
+them and the failure path records the code and message verbatim. The dispatch itself is :mod:`instantstart.steps`.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import changes, records, waits
-from instantstart.clusters.stages import STAGE_ACTIONS, stage_step
+from instantstart.clusters.registry import REGISTRY
+from instantstart.clusters.stages import STAGE_ACTIONS, STAGE_MODULES
 from instantstart.clusters.stages.common import Step
 from instantstart.errors import StageFailed, aws_error
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
@@ -123,92 +123,40 @@ BOOKKEEPING_STEPS: dict[str, Step] = {
 }
 """Steps at the edges of stages and operations (records and events, no AWS resources)."""
 
-CHANGE_MODULES: dict[OperationType, str] = {
-    **dict.fromkeys(
+
+def _register() -> None:
+    """The clusters area's registrations: the bookkeeping, the update workflow's steps (dispatching on the operation
+    type through :data:`~instantstart.clusters.registry.REGISTRY`), every stage's steps (its module imported on first
+    use) and the day-2 changes of the cluster itself."""
+    REGISTRY.add_steps(BOOKKEEPING_STEPS)
+    REGISTRY.add_steps(changes.workflow_steps(REGISTRY.changes()))
+    for stage_name, stage_module in STAGE_MODULES.items():
+        REGISTRY.add_step_module(
+            stage_module,
+            [action for action, stage in STAGE_ACTIONS.items() if stage is stage_name],
+            tables=("CREATE_STEPS", "TEARDOWN_STEPS"),
+        )
+    REGISTRY.add_changes(
+        "instantstart.clusters.instance_groups",
         (
             OperationType.ADD_INSTANCE_GROUP,
             OperationType.SCALE_INSTANCE_GROUP,
             OperationType.UPDATE_INSTANCE_GROUP,
             OperationType.DELETE_INSTANCE_GROUP,
         ),
-        "instantstart.clusters.instance_groups",
-    ),
-    OperationType.UPDATE_AUTOSCALING: "instantstart.clusters.autoscaling",
-    **dict.fromkeys(
-        (
-            OperationType.REBOOT_CLUSTER_NODES,
-            OperationType.REPLACE_CLUSTER_NODES,
-            OperationType.DELETE_CLUSTER_NODES,
-        ),
+    )
+    REGISTRY.add_changes("instantstart.clusters.autoscaling", (OperationType.UPDATE_AUTOSCALING,))
+    REGISTRY.add_changes(
         "instantstart.clusters.nodes",
-    ),
-    **dict.fromkeys(
-        (OperationType.UPDATE_CLUSTER_SOFTWARE, OperationType.START_CLUSTER_HEALTH_CHECK),
+        (OperationType.REBOOT_CLUSTER_NODES, OperationType.REPLACE_CLUSTER_NODES, OperationType.DELETE_CLUSTER_NODES),
+    )
+    REGISTRY.add_changes(
         "instantstart.clusters.hyperpod_operations",
-    ),
-    OperationType.UPDATE_FEATURES: "instantstart.features.service",
-    **dict.fromkeys(
-        (OperationType.CREATE_TRAINING_JOB, OperationType.DELETE_TRAINING_JOB), "instantstart.training.service"
-    ),
-    **dict.fromkeys(
-        (
-            OperationType.DOWNLOAD_MODEL,
-            OperationType.CREATE_INFERENCE_DEPLOYMENT,
-            OperationType.UPDATE_INFERENCE_DEPLOYMENT,
-            OperationType.DELETE_INFERENCE_DEPLOYMENT,
-            OperationType.CREATE_INFERENCE_ROUTER,
-        ),
-        "instantstart.inference.service",
-    ),
-    **dict.fromkeys(
-        (OperationType.CREATE_INFERENCE_ENDPOINT, OperationType.DELETE_INFERENCE_ENDPOINT),
-        "instantstart.inference.endpoints",
-    ),
-    OperationType.UPDATE_MLFLOW: "instantstart.mlflow.service",
-}
-"""The module whose ``CHANGES`` handles each kind of day-2 change (imported by the first step of that kind)."""
+        (OperationType.UPDATE_CLUSTER_SOFTWARE, OperationType.START_CLUSTER_HEALTH_CHECK),
+    )
 
 
-class _LazyChanges(Mapping[OperationType, changes.ClusterChange]):
-    """:data:`CHANGE_MODULES` as the handlers themselves: a handler's module is imported when it is looked up."""
-
-    def __getitem__(self, op_type: OperationType) -> changes.ClusterChange:
-        handlers: dict[OperationType, changes.ClusterChange] = importlib.import_module(CHANGE_MODULES[op_type]).CHANGES
-        return handlers[op_type]
-
-    def __iter__(self) -> Iterator[OperationType]:
-        return iter(CHANGE_MODULES)
-
-    def __len__(self) -> int:
-        return len(CHANGE_MODULES)
-
-
-CHANGE_HANDLERS: Mapping[OperationType, changes.ClusterChange] = _LazyChanges()
-"""The update workflow's handler of each kind of day-2 change (:mod:`instantstart.clusters.changes`)."""
-
-
-class _Actions(Mapping[str, Step]):
-    """Every task action: the bookkeeping and change steps, and the stages' steps (their module imported on use)."""
-
-    def __init__(self, steps: dict[str, Step]) -> None:
-        self._steps = steps
-
-    def __getitem__(self, action: str) -> Step:
-        step = self._steps.get(action) or stage_step(action)
-        if step is None:
-            raise KeyError(action)
-        return step
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._steps
-        yield from STAGE_ACTIONS
-
-    def __len__(self) -> int:
-        return len(self._steps) + len(STAGE_ACTIONS)
-
-
-ACTIONS: Mapping[str, Step] = _Actions({**BOOKKEEPING_STEPS, **changes.workflow_steps(CHANGE_HANDLERS)})
-"""Every task action the state machines use; a contract test checks the ASL uses only these."""
+_register()
 
 
 ROLE_PROPAGATION_DELAY = "RolePropagationDelay"
@@ -266,23 +214,3 @@ def _kubernetes_error(exc: Exception) -> bool:
     from kubernetes.dynamic.exceptions import DynamicApiError
 
     return isinstance(exc, ApiException | DynamicApiError)
-
-
-def run_step(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
-    """Run the step named by ``event["action"]``; returns its result as the ASL sees it (camelCase JSON).
-
-    A payload with a ``taskToken`` is a round of an event-or-poll wait (:func:`waits.run_round`): the
-    step is its check, and the outcome reaches the workflow through the token.
-
-    Raises:
-        StageFailed: unknown action, or a step failure (see :func:`call_step`).
-    """
-    payload = StepPayload.model_validate(event)
-    step = ACTIONS.get(payload.action)
-    if step is None:
-        raise StageFailed("UnknownAction", f"unknown step action {payload.action!r}")
-    if payload.task_token:
-        result: BaseModel = waits.run_round(rt, payload, lambda r, p: call_step(step, r, p))
-    else:
-        result = call_step(step, rt, payload)
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -4,6 +4,7 @@ or all of them removed (the rest of fsx converges like any add-on feature, :mod:
 
 from __future__ import annotations
 
+from instantstart.clusters import records
 from instantstart.features import fsx
 from instantstart.features.catalog import FeatureSpec
 from instantstart.features.plan import claim_names, live_file_system
@@ -75,9 +76,7 @@ def _converge_association(
     if dra is None:
         if any(a.file_system_id == found.file_system_id and a.lifecycle == "DELETING" for a in associations):
             return False
-        from instantstart.inference.service import cluster_bucket
-
-        bucket = cluster_bucket(ctx.rt, ctx.tag)
+        bucket = records.cluster_bucket(ctx.rt, ctx.tag)
         dra_id = fsx.create_models_association(ctx.rt.client("fsx"), ctx.tag, found.file_system_id, bucket)
         actions.append(f"CreateDataRepositoryAssociation {dra_id} {fsx.MODELS_PATH} -> {fsx.export_path(bucket)}")
         return False

@@ -31,6 +31,9 @@ from instantstart.features.catalog import (
     own_addons,
     tls_bucket_name,
 )
+from instantstart.kube.reads import KUBERNETES_READ_BUDGET_SECONDS as KUBERNETES_READ_BUDGET_SECONDS  # re-exported
+from instantstart.kube.reads import KUBERNETES_READ_SECONDS as KUBERNETES_READ_SECONDS
+from instantstart.kube.reads import kubernetes_failure as kubernetes_failure
 from instantstart.naming import owned_by
 
 NEEDED_BY_KEY = "instantstart:needed-by"
@@ -236,25 +239,6 @@ def _kubernetes_objects(
             ns = meta.get("namespace")
             found.add(f"{kind}/{ns + '/' if ns else ''}{meta.get('name')}")
     return found, unknown
-
-
-def kubernetes_failure(exc: BaseException) -> str:
-    """A short reason for a failed Kubernetes read (HTTP status and reason, or the error's type and message)."""
-    status = getattr(exc, "status", None)
-    if isinstance(status, int):
-        reason = getattr(exc, "reason", None) or ""
-        hint = " (the API role's access entry does not allow it)" if status in (401, 403) else ""
-        return f"Kubernetes answered {status} {reason}".rstrip() + hint
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"[:300]
-
-
-KUBERNETES_READ_SECONDS = 3.0
-"""Seconds one Kubernetes request of the API may take."""
-
-KUBERNETES_READ_BUDGET_SECONDS = 8.0
-"""Seconds the API's Kubernetes reads may take together (connection, discovery, every list); the API function's
-timeout is 30 s."""
 
 
 def read_kubernetes(

@@ -9,20 +9,19 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import records
+from instantstart.clusters.kube_reads import read_kubernetes
+from instantstart.clusters.records import cluster_bucket as cluster_bucket  # re-exported
 from instantstart.errors import NotFound, UpstreamUnavailable
-from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import builders, rules
-from instantstart.models.common import ApiModel, StageName
+from instantstart.kube.reads import KUBERNETES_READ_SECONDS
+from instantstart.models.common import ApiModel
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
     CreateInferenceDeploymentRequest,
     CreateRouterRequest,
     DownloadModelRequest,
 )
-from instantstart.models.resources import StorageResources
-from instantstart.naming import storage_bucket_name
 from instantstart.runtime import Runtime
-from instantstart.training.service import read_kubernetes
 
 OPERATION_ANNOTATION = "instantstart/operation-id"
 
@@ -63,13 +62,6 @@ class RouterChange(ApiModel):
 
 
 # -- shared ----------------------------------------------------------------------------------------------------------
-def cluster_bucket(rt: Runtime, tag: str) -> str:
-    """The cluster's bucket: the storage stage's ``bucketName``, else its name by rule."""
-    cluster = records.live_cluster(rt, tag)
-    recorded = records.stage_resources(rt, tag, cluster.generation, StageName.STORAGE, StorageResources).bucket_name
-    return recorded or storage_bucket_name(tag, rt.account_id, rt.region)
-
-
 def _admin(rt: Runtime, tag: str) -> Any:
     from instantstart.kube import client as kube
 

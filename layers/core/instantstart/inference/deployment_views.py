@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from instantstart.clusters import records
+from instantstart.clusters.kube_reads import read_kubernetes
 from instantstart.inference import builders
 from instantstart.inference.cluster_access import (
     _keda_served,
@@ -25,7 +26,6 @@ from instantstart.models.inference import (
     InferenceService,
 )
 from instantstart.runtime import Runtime
-from instantstart.training.service import read_kubernetes
 
 
 # -- reads -----------------------------------------------------------------------------------------------------------

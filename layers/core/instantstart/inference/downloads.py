@@ -20,6 +20,7 @@ from instantstart.inference.cluster_access import (
     _require_fsx_claim,
     cluster_bucket,
 )
+from instantstart.kube.client import dry_run
 from instantstart.models.common import OperationType
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
@@ -33,7 +34,6 @@ from instantstart.models.inference import (
 from instantstart.models.operation import OperationProgress
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
-from instantstart.training.service import dry_run
 
 
 # -- model downloads -------------------------------------------------------------------------------------------------

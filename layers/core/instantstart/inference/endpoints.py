@@ -27,6 +27,7 @@ from pydantic import Field
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import changes, records, service
+from instantstart.clusters.kube_reads import read_kubernetes
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.errors import BadGateway, Conflict, PayloadTooLarge, StageFailed
 from instantstart.features.catalog import tls_bucket_name
@@ -57,6 +58,7 @@ from instantstart.inference.endpoint_reads import (
 )
 from instantstart.inference.invoke import read_answer, request_payload
 from instantstart.inference.service import cluster_bucket
+from instantstart.kube.client import dry_run
 from instantstart.models.common import ApiModel, OperationType
 from instantstart.models.inference import INFERENCE_NAMESPACE, INVOKE_MAX_RESPONSE_BYTES
 from instantstart.models.inference_endpoints import (
@@ -69,7 +71,6 @@ from instantstart.models.inference_endpoints import (
 from instantstart.models.operation import OperationProgress
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
-from instantstart.training.service import dry_run, read_kubernetes
 
 
 class CreateEndpointChange(ApiModel):

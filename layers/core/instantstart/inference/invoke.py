@@ -103,9 +103,9 @@ def invoke_deployment(rt: Runtime, tag: str, name: str, request: InvokeDeploymen
         UpstreamUnavailable: Kubernetes could not be read or refused the proxy (403: the RBAC binding is missing),
             or the engine did not answer in time.
     """
+    from instantstart.clusters.kube_reads import read_kubernetes
     from instantstart.inference.service import deployment_not_found, get_object, made_here, stored_spec
     from instantstart.kube import client as kube
-    from instantstart.training.service import read_kubernetes
 
     body = dict(request.body)
     records.live_cluster(rt, tag)

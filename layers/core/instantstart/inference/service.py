@@ -13,7 +13,7 @@ model (:func:`rules.check_scale_in`); its ``UPDATE_INFERENCE_DEPLOYMENT`` sets e
 SGLang router (and a KEDA ``ScaledObject`` when asked, 409 when KEDA's CRD is not served).
 
 Reads (deployments, pods, claims, API discovery) go through the API role's view entry within the features' read
-budget (:func:`instantstart.training.service.read_kubernetes`); the model list reads the bucket: ``models/`` and
+budget (:func:`instantstart.clusters.kube_reads.read_kubernetes`); the model list reads the bucket: ``models/`` and
 ``fsx/models/``, where the fsx feature's data repository association exports the file system's ``/models``.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from instantstart.clusters import changes, service
+from instantstart.clusters.kube_reads import read_kubernetes
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.errors import Conflict, StageFailed
 from instantstart.inference import builders, rules
@@ -124,6 +125,7 @@ from instantstart.inference.downloads import (
 from instantstart.inference.downloads import (
     model_prefixes as model_prefixes,
 )
+from instantstart.kube.client import dry_run
 from instantstart.models.common import OperationType
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
@@ -137,7 +139,6 @@ from instantstart.models.operation import OperationProgress
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
 from instantstart.training import rules as training_rules
-from instantstart.training.service import dry_run, read_kubernetes
 
 
 # -- deployments: API side -------------------------------------------------------------------------------------------

@@ -96,6 +96,24 @@ def apply(dyn: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
     return dict(result.to_dict())
 
 
+def dry_run(dyn: Any, obj: dict[str, Any]) -> None:
+    """Server-side apply ``obj`` with ``dryRun=All``: the API server validates it against its schema (the CRD's
+    openAPIV3Schema for a custom resource) and stores nothing. Calls ``PATCH`` (apply-patch) with ``dryRun=All``.
+
+    Raises:
+        kubernetes.dynamic.exceptions.DynamicApiError: the API server refused ``obj`` (e.g. 422 naming the field).
+    """
+    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    dyn.server_side_apply(
+        resource,
+        body=obj,
+        namespace=obj["metadata"].get("namespace"),
+        field_manager=FIELD_MANAGER,
+        force_conflicts=True,
+        dry_run="All",
+    )
+
+
 def get(
     dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None
 ) -> dict[str, Any] | None:

@@ -87,7 +87,7 @@ class BuildContext:
         facts: the instance type's facts.
         claims: storage claims present in the job's namespace (``s3-claim``, ``fsx-claim``).
         kueue: add the Kueue queue/priority labels (task governance on and a team given).
-        mlflow_env: the MLflow environment of every container (``instantstart.mlflow.job_environment``: tracking
+        mlflow_env: the MLflow environment of every container (``instantstart.mlflow.service.job_environment``: tracking
             URI, ARN, experiment, job name); empty without a connection. A key the request's ``env`` also sets keeps
             the request's value (the user's explicit choice).
         service_account: the service account every pod runs as (the MLflow connection's, bound to the pod identity

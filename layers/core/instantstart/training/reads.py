@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from instantstart.clusters import records
-from instantstart.errors import NotFound, UpstreamUnavailable
-from instantstart.features.observe import KUBERNETES_READ_BUDGET_SECONDS, KUBERNETES_READ_SECONDS, kubernetes_failure
+from instantstart.clusters.kube_reads import read_kubernetes as read_kubernetes  # re-exported
+from instantstart.errors import NotFound
+from instantstart.kube.reads import KUBERNETES_READ_SECONDS
 from instantstart.runtime import Runtime
 from instantstart.training import builders
 
@@ -27,35 +25,6 @@ JOB_KINDS = (
     (builders.PYTORCH_JOB_API_VERSION, builders.PYTORCH_JOB_KIND),
     (builders.RAY_JOB_API_VERSION, builders.RAY_JOB_KIND),
 )
-
-
-def read_kubernetes(rt: Runtime, tag: str, read: Any) -> Any:
-    """Run ``read(dyn)`` against the cluster's Kubernetes API as the API role, within the read budget.
-
-    Raises:
-        UpstreamUnavailable: no connection, a refusal (401/403: the access entry) or no answer in time.
-    """
-    from instantstart.kube import client as kube
-
-    name = records.eks_name(rt, tag)
-
-    def run() -> Any:
-        dyn = kube.connect(name, rt.region, timeout=KUBERNETES_READ_SECONDS)
-        return read(dyn)
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kube-read")
-    try:
-        return pool.submit(run).result(timeout=KUBERNETES_READ_BUDGET_SECONDS)
-    except FutureTimeout as exc:
-        raise UpstreamUnavailable(
-            f"no answer from the Kubernetes API of cluster '{tag}' within {KUBERNETES_READ_BUDGET_SECONDS:g} s"
-        ) from exc
-    except (NotFound, UpstreamUnavailable):
-        raise
-    except Exception as exc:
-        raise UpstreamUnavailable(f"reading Kubernetes of cluster '{tag}' failed: {kubernetes_failure(exc)}") from exc
-    finally:
-        pool.shutdown(wait=False)
 
 
 def _list_kind(

@@ -22,8 +22,9 @@ from instantstart.clusters import changes, records, service
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.clusters.task_governance import require_task_governance
 from instantstart.errors import StageFailed, UpstreamUnavailable
-from instantstart.mlflow import connection as mlflow_connection
-from instantstart.mlflow import job_environment as mlflow_job_environment
+from instantstart.kube.client import dry_run as dry_run  # re-exported (moved down: inference validates with it too)
+from instantstart.mlflow.service import connection as mlflow_connection
+from instantstart.mlflow.service import job_environment as mlflow_job_environment
 from instantstart.models.common import ApiModel, OperationType
 from instantstart.models.mlflow import MlflowConnection
 from instantstart.models.operation import OperationProgress
@@ -226,28 +227,12 @@ def _ensure_namespace(dyn: Any, namespace: str) -> bool:
     return True
 
 
-def dry_run(dyn: Any, obj: dict[str, Any]) -> None:
-    """Server-side apply with ``dryRun=All``: the API server validates ``obj`` against its schema (the CRD's
-    openAPIV3Schema for a custom resource) and stores nothing."""
-    from instantstart.kube.client import FIELD_MANAGER
-
-    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-    dyn.server_side_apply(
-        resource,
-        body=obj,
-        namespace=obj["metadata"].get("namespace"),
-        field_manager=FIELD_MANAGER,
-        force_conflicts=True,
-        dry_run="All",
-    )
-
-
 def mlflow_settings(
     conn: MlflowConnection | None, tag: str, request: TrainingJobRequest
 ) -> tuple[dict[str, str], str | None]:
     """The MLflow environment and the service account of a job's pods: ``({}, None)`` without a connection.
 
-    A job in the connection's namespace gets :func:`instantstart.mlflow.job_environment` (tracking URI = the ARN,
+    A job in the connection's namespace gets :func:`instantstart.mlflow.service.job_environment` (tracking URI = ARN,
     ``MLFLOW_EXPERIMENT_NAME`` = the cluster tag, ``INSTANTSTART_JOB_NAME``) and runs as the connection's service
     account (``instantstart-mlflow``), whose EKS Pod Identity association gives the AWS credentials to log. A job in
     another namespace gets neither: a pod can only run as a service account of its own namespace and the association

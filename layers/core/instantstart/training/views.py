@@ -8,7 +8,7 @@ from typing import Any
 from instantstart.clusters import records
 from instantstart.clusters.page_tokens import Position, open_token, seal
 from instantstart.errors import NotFound
-from instantstart.features.observe import KUBERNETES_READ_SECONDS
+from instantstart.kube.reads import KUBERNETES_READ_SECONDS
 from instantstart.models.training_jobs import (
     LIST_DEFAULT_PAGE_SIZE,
     LIST_MAX_PAGE_SIZE,

@@ -2,7 +2,8 @@
 
 :data:`STAGE_MODULES` names every :class:`~instantstart.models.common.StageName`'s module; each module exposes
 ``STAGE``, ``CREATE_STEPS`` and ``TEARDOWN_STEPS`` (task action name -> step function). :data:`STAGE_ACTIONS`
-names the stage of every task action, so a step imports only its own stage's module (a Lambda cold start does not
+names the stage of every task action: :mod:`instantstart.clusters.steps` registers each stage's actions by module
+(:mod:`instantstart.clusters.registry`), so a step imports only its own stage's module (a Lambda cold start does not
 pay for the five others); a unit test checks it against the modules' tables.
 """
 
@@ -56,16 +57,6 @@ STAGE_ACTIONS: dict[str, StageName] = {
 def stage_module(stage: StageName) -> ModuleType:
     """The module of ``stage`` (imported on first use)."""
     return importlib.import_module(STAGE_MODULES[stage])
-
-
-def stage_step(action: str) -> Step | None:
-    """The step of task action ``action``, importing only its stage's module; ``None`` for no stage's action."""
-    stage = STAGE_ACTIONS.get(action)
-    if stage is None:
-        return None
-    module = stage_module(stage)
-    step: Step | None = {**module.CREATE_STEPS, **module.TEARDOWN_STEPS}.get(action)
-    return step
 
 
 def stage_steps() -> dict[str, Step]:

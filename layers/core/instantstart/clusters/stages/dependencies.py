@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
 from instantstart.clusters.addons import ADDONS, ADDONS_BY_NAME, addon_state, delete_owned_role, ensure_addon
+from instantstart.clusters.registry import REGISTRY, Teardown
 from instantstart.clusters.stages.common import GONE, Step
 from instantstart.kube import objects
 from instantstart.models.common import StageName
@@ -104,22 +105,20 @@ def summary(rt: Runtime, tag: str, generation: int) -> str:
 
 # -- teardown ----------------------------------------------------------------------------------
 def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once every add-on of the stage, every FSx file system of the ``fsx`` feature (then its security
-    group: :func:`instantstart.features.fsx.teardown`) and the MLflow server or app created for the cluster (then its
-    association and roles: :func:`instantstart.mlflow.service.teardown`) are gone; then deletes pod identity
-    associations, the storage role and the features' roles and bucket.
+    """Done once every add-on of the stage and what the areas' :attr:`~instantstart.clusters.registry.Teardown.
+    NETWORK` hooks delete are gone (the ``fsx`` feature's file systems, then their security group; the MLflow server
+    or app created for the cluster, then its association and roles); then deletes pod identity associations, the
+    storage role and what the :attr:`~instantstart.clusters.registry.Teardown.ROLES` hooks delete (the features'
+    roles and bucket).
 
     Only add-ons and associations carrying the cluster's ownership tags are deleted (EKS ``DescribeAddon``,
     ``DescribePodIdentityAssociation``): those that existed before ``POST /clusters/import`` stay. Associations an
     add-on owns (``ownerArn``) are skipped: EKS refuses to delete them, they go with the add-on.
     """
-    from instantstart.features import fsx  # features import the stages
-    from instantstart.mlflow import service as mlflow  # MLflow imports the stages' helpers
-
     eks = rt.client("eks")
     name = records.eks_name(rt, p.cluster_tag, p.generation)
     # an FSx file system's network interface would keep the subnet and security groups from the network teardown
-    storage = fsx.teardown(rt, p.cluster_tag) + mlflow.teardown(rt, p.cluster_tag)
+    storage = REGISTRY.teardown(Teardown.NETWORK, rt, p.cluster_tag)
     remaining = []
     for addon in ADDONS:
         try:
@@ -146,9 +145,7 @@ def delete_addons(rt: Runtime, p: StepPayload) -> PollResult:
         if error_code(exc) not in GONE:
             raise
     _delete_storage_role(rt, p.cluster_tag)
-    from instantstart.features.service import teardown as delete_feature_resources  # features import the stages
-
-    delete_feature_resources(rt, p.cluster_tag)
+    REGISTRY.teardown(Teardown.ROLES, rt, p.cluster_tag)
     return PollResult(done=True, status="deleted")
 
 

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
+from instantstart.clusters.registry import REGISTRY, Teardown
 from instantstart.clusters.stages.common import GONE, Step
 from instantstart.kube import objects
 from instantstart.models.cluster import StorageView
@@ -159,11 +160,9 @@ def delete_storage(rt: Runtime, p: StepPayload) -> StepResult:
             raise
     except ValueError:
         pass  # EKS cluster without an endpoint: nothing to delete in Kubernetes
-    from instantstart.mlflow import service as mlflow  # MLflow imports the stages' helpers
-
     # a running MLflow server created for the cluster writes to the bucket: ask for its deletion first (the add-ons
     # teardown waits until it is gone); its artifacts are users' data, so a bucket holding them is retained
-    mlflow.start_release(rt, tag)
+    REGISTRY.teardown(Teardown.BUCKET, rt, tag)
     s3 = rt.client("s3")
     bucket = storage_bucket_name(tag, rt.account_id, rt.region)
     retained = False
