@@ -16,7 +16,6 @@ MAX_LINES = 500
 NOT_YET_SPLIT = {
     "layers/core/instantstart/clusters/hyperpod_operations.py",
     "layers/core/instantstart/clusters/instance_groups.py",
-    "layers/core/instantstart/clusters/nodes.py",
     "layers/core/instantstart/clusters/task_governance.py",
     "layers/core/instantstart/features/fsx.py",
     "layers/core/instantstart/inference/builders.py",
