@@ -14,7 +14,6 @@ PLACES = ("layers/core/instantstart", "functions", "client/instantstart_client",
 MAX_LINES = 500
 
 NOT_YET_SPLIT = {
-    "layers/core/instantstart/clusters/task_governance.py",
     "layers/core/instantstart/features/fsx.py",
     "layers/core/instantstart/inference/builders.py",
     "layers/core/instantstart/inference/endpoints.py",
