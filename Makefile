@@ -130,7 +130,7 @@ COLD_START_DIR ?= .aws-sam/host
 cold-start: $(STAMP) $(HOST_STAMP) ## import time of each Lambda handler from zipped, read-only artifacts, x import boto3; fails past a target
 	$(BIN)/python benchmarks/cold_start.py $(COLD_START_DIR) $(COLD_START_ARGS)
 
-openapi: $(STAMP) ## regenerate api_schema/openapi.json from the routes
+openapi: $(STAMP) ## regenerate api_schema/openapi.json (and the client package's copy) from the routes
 	$(BIN)/python api_schema/generate.py
 
 asl: $(STAMP) ## regenerate statemachines/*.asl.json

@@ -1,6 +1,10 @@
 """Generate ``api_schema/openapi.json`` from the API function's routes (Powertools OpenAPI).
 
-Usage: ``python api_schema/generate.py`` (writes) or ``--check`` (exit 1 when the committed file differs).
+The same document is written to ``client/instantstart_client/openapi.json``: the client package ships it and
+calls operations by id from it (``instantstart_client.operations``) without importing anything of the core.
+
+Usage: ``python api_schema/generate.py`` (writes both copies) or ``--check`` (exit 1 when either committed copy
+differs from the routes).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "api_schema" / "openapi.json"
+CLIENT_COPY = ROOT / "client" / "instantstart_client" / "openapi.json"
+TARGETS = (TARGET, CLIENT_COPY)
+"""Every committed copy of the document: the published one and the one the client package ships."""
 
 
 def generate() -> str:
@@ -80,15 +87,21 @@ def without_unused_schemas(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def stale_copies(text: str) -> list[Path]:
+    """The copies in :data:`TARGETS` that are missing or differ from ``text``."""
+    return [target for target in TARGETS if not target.exists() or target.read_text() != text]
+
+
 def main() -> int:
-    """Write the document, or with ``--check`` compare it with the committed one."""
+    """Write both copies of the document, or with ``--check`` compare them with the generated one."""
     text = generate()
     if "--check" in sys.argv:
-        if not TARGET.exists() or TARGET.read_text() != text:
-            print("api_schema/openapi.json is stale: run python api_schema/generate.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
+        stale = stale_copies(text)
+        for target in stale:
+            print(f"{target.relative_to(ROOT)} is stale: run python api_schema/generate.py (make openapi)")
+        return 1 if stale else 0
+    for target in TARGETS:
+        target.write_text(text)
     return 0
 
 

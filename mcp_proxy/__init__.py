@@ -2,7 +2,9 @@
 agent skills (workflow rules) as prompts, resources and packaged markdown.
 
 - :mod:`mcp_proxy.server`: ``build_server()`` and the console script (stdio, or streamable HTTP).
-- :mod:`mcp_proxy.tools`: the tools, one per API operation, plus ``wait_seconds``; the guard rails.
-- :mod:`mcp_proxy.schemas`: parameter and result schemas derived from the API's pydantic models.
+- :mod:`mcp_proxy.document`: the tool definitions read from the OpenAPI document the client package ships
+  (parameters, result schemas, annotations from each operation's ``x-instantstart`` extension).
+- :mod:`mcp_proxy.tools`: the generated tools, one per API operation, calling it by id; the guard rails.
+- :mod:`mcp_proxy.composite`: the few tools that are not one API call (``wait_seconds``, ``cluster_list_all``).
 - :mod:`mcp_proxy.skills`: the skill markdown files and their loader.
 """

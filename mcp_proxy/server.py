@@ -1,7 +1,8 @@
 """``instantstart-mcp``: the MCP server of InstantStart (stdio by default, streamable HTTP with ``--http``).
 
-Every tool is a client of the InstantStart HTTP API (see :mod:`mcp_proxy.tools`); the agent skills ship
-as MCP prompts and resources and as markdown under ``mcp_proxy/skills/`` (see :mod:`mcp_proxy.skills`).
+Every tool is a client of the InstantStart HTTP API, built from the OpenAPI document the client package ships
+(:mod:`mcp_proxy.tools`, :mod:`mcp_proxy.document`; the composite ones in :mod:`mcp_proxy.composite`); the agent
+skills ship as MCP prompts and resources and as markdown under ``mcp_proxy/skills/`` (see :mod:`mcp_proxy.skills`).
 
 Settings: ``--api-url`` or ``INSTANTSTART_API_URL``; the signing region from ``--region`` or
 ``AWS_REGION`` (else the execute-api host name or the AWS profile); AWS credentials from the botocore
@@ -24,14 +25,14 @@ from pydantic import Field
 
 from instantstart_client import __version__
 from instantstart_client.api import API_URL_ENV, InstantStartClient
+from mcp_proxy.composite import CompositeTools, Sleep
 from mcp_proxy.skills import Skill, load_skills
 from mcp_proxy.tools import (
     ALLOW_WRITE_ENV,
     CALL_BUDGET_SECONDS,
-    WRITE_TOOLS,
     InstantStartTools,
-    Sleep,
     env_allows_write,
+    write_tools,
 )
 
 SERVER_NAME = "instantstart"
@@ -47,10 +48,11 @@ OptionalPromptTag = Annotated[
 
 
 def _instructions(rules: Skill, allow_write: bool) -> str:
+    writes = write_tools()
     mode = (
         "Write tools are enabled."
         if allow_write
-        else f"This server is read-only: its {len(WRITE_TOOLS)} write tools ({', '.join(sorted(WRITE_TOOLS))}) "
+        else f"This server is read-only: its {len(writes)} write tools ({', '.join(writes)}) "
         f"are refused until it is started with --allow-write or {ALLOW_WRITE_ENV}=true."
     )
     return f"{rules.body}\n## Mode\n\n{mode}\n"
@@ -136,7 +138,7 @@ def build_server(
     def make_client() -> InstantStartClient:
         return client if client is not None else InstantStartClient(api_url=api_url, region=region)
 
-    tools = InstantStartTools(make_client, allow_write=writes, sleep=sleep, call_budget=call_budget)
+    tools = InstantStartTools(make_client, allow_write=writes, call_budget=call_budget)
     skills = {skill.file: skill for skill in load_skills()}
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
@@ -144,7 +146,7 @@ def build_server(
         description="Create, inspect, retry and delete SageMaker HyperPod clusters through the InstantStart HTTP API.",
         instructions=_instructions(skills["workflow-rules.md"], writes),
         version=__version__,
-        tools=tools.tools(),
+        tools=[*tools.tools(), *CompositeTools(tools, sleep=sleep).tools()],
         log_level=log_level,
     )
     for prompt in _skill_prompts(skills):
@@ -179,9 +181,7 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-write",
         action="store_true",
         default=None,
-        help="enable cluster_create, cluster_retry_stage, cluster_delete and operation_cancel "
-        f"(or set {ALLOW_WRITE_ENV}=true); "
-        "read-only by default",
+        help=f"enable the {len(write_tools())} write tools (or set {ALLOW_WRITE_ENV}=true); read-only by default",
     )
     parser.add_argument(
         "--log-level",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from instantstart.aws.transient import TRANSIENT_ERROR_CODES
 from instantstart.models.common import StageName
 
 HERE = Path(__file__).resolve().parent
@@ -39,33 +40,7 @@ RETRY: list[dict[str, Any]] = [
         "JitterStrategy": "FULL",
     },
     {
-        "ErrorEquals": [
-            "ThrottlingException",
-            "Throttling",
-            "TooManyRequestsException",
-            "RequestLimitExceeded",
-            "SlowDown",
-            "ThrottledException",
-            "RequestThrottledException",
-            "RequestThrottled",
-            "PriorRequestNotComplete",
-            "ProvisionedThroughputExceededException",
-            "ServiceUnavailable",
-            "ServiceUnavailableException",
-            "InternalServerError",
-            "InternalFailure",
-            "ServerException",
-            "EndpointConnectionError",
-            "ConnectTimeoutError",
-            "ReadTimeoutError",
-            "KubernetesServiceUnavailable",
-            "KubernetesTooManyRequests",
-            "KubernetesInternalServerError",
-            # DynamoDB: a transaction cancelled for a conflicting write (not a failed condition, which the store
-            # raises as ConditionFailed) or TransactWriteItems' own conflict error
-            "TransactionConflictException",
-            "TransactionCanceledException",
-        ],
+        "ErrorEquals": list(TRANSIENT_ERROR_CODES),
         "IntervalSeconds": 5,
         # 8: once botocore's per-client retry quota is spent, each attempt meets a fault (the fault matrix)
         "MaxAttempts": 8,

@@ -99,6 +99,20 @@ def _undecodable_body(exc: Exception) -> Response[Any]:
     return api_errors.error_response(400, "BadRequest", "the request body is not valid UTF-8 JSON")
 
 
+@app.exception_handler(Exception)
+def _unexpected(exc: Exception) -> Response[Any]:
+    # Whatever no route expected: a transient AWS/Kubernetes failure is 503 with Retry-After, the rest a 500 in the
+    # API's error shape with the request id, never API Gateway's bare {"message": "Internal Server Error"}.
+    context = app.current_event.request_context
+    request_id = getattr(context, "request_id", None) or getattr(app.lambda_context, "aws_request_id", None)
+    answer = api_errors.from_unexpected(exc, request_id)
+    if answer.status_code == 503:
+        logger.warning("a dependency failed transiently: %s", exc)
+    elif answer.status_code >= 500:
+        logger.exception("unexpected error answered %s", answer.status_code)
+    return answer
+
+
 @app.not_found
 def _not_found(exc: Exception) -> Response[Any]:
     return api_errors.error_response(404, "RouteNotFound", f"no route {app.current_event.path}")
@@ -108,6 +122,7 @@ def _not_found(exc: Exception) -> Response[Any]:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Route one API Gateway v2 event."""
+    event = api_errors.normalize_media_type(event)
     unsupported = api_errors.unsupported_media_type(event)
     if unsupported is not None:
         return unsupported

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -77,6 +78,52 @@ def unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
         "body": json.dumps(body),
         "isBase64Encoded": False,
     }
+
+
+def normalize_media_type(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` with its Content-Type's media type in lower case (media types are case-insensitive, RFC 9110
+    8.3.1; Powertools compares ``application/json`` case-sensitively). Parameters such as ``charset`` are kept."""
+    headers = event.get("headers")
+    if not isinstance(headers, dict):
+        return event
+    for name, value in headers.items():
+        if str(name).lower() == "content-type" and isinstance(value, str):
+            media_type, sep, parameters = value.partition(";")
+            headers[name] = media_type.strip().lower() + sep + parameters
+    return event
+
+
+def from_unexpected(exc: Exception, request_id: str | None) -> Response[Any]:
+    """The answer of an exception no route expected: never a bare 500.
+
+    A transient failure of an AWS or Kubernetes call (throttling, a service's 5xx, a connection error:
+    :func:`instantstart.aws.transient.transient_reason`) is 503 ``ServiceUnavailable`` with ``Retry-After``; a
+    Powertools ``ServiceError`` keeps its status in the API's error shape; anything else is 500 ``InternalError``
+    naming the request id (the id in the function's logs, where the exception is logged).
+    """
+    from aws_lambda_powertools.event_handler.exceptions import ServiceError
+
+    from instantstart.aws.transient import RETRY_AFTER_SECONDS, transient_reason
+
+    reason = transient_reason(exc)
+    if reason is not None:
+        answer = error_response(
+            503,
+            "ServiceUnavailable",
+            f"an AWS dependency is unavailable or throttling ({reason}); nothing was changed by this request's "
+            f"failed call: retry after {RETRY_AFTER_SECONDS} s",
+        )
+        answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return answer
+    if isinstance(exc, ServiceError):
+        code = HTTPStatus(exc.status_code).phrase.replace(" ", "") if exc.status_code in _PHRASES else "Error"
+        return error_response(exc.status_code, code, str(exc.msg))
+    return error_response(
+        500, "InternalError", f"the control plane failed unexpectedly (request id {request_id or 'unknown'})"
+    )
+
+
+_PHRASES = {status.value for status in HTTPStatus}
 
 
 def from_domain_error(exc: InstantStartError) -> Response[Any]:

@@ -59,6 +59,12 @@ def test_given_the_routes_when_generating_openapi_then_it_equals_the_committed_d
     assert load_generator().generate() == committed, "api_schema/openapi.json is stale: run make openapi"
 
 
+def test_given_the_routes_then_the_client_package_ships_the_same_document(monkeypatch_module: Any) -> None:
+    shipped = ROOT / "client" / "instantstart_client" / "openapi.json"
+
+    assert shipped.read_text() == load_generator().generate(), f"{shipped.relative_to(ROOT)} is stale: make openapi"
+
+
 def test_given_the_template_the_resolver_and_the_document_then_they_serve_the_same_routes(
     template: dict[str, Any], generated: dict[str, Any]
 ) -> None:

@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -20,6 +21,8 @@ from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+"""Sample events as the AWS references shape them."""
 
 
 def _events_function(sandbox: Sandbox) -> str:
@@ -49,11 +52,39 @@ def _put_and_wait_handled(
     return _handled(function)[before:]
 
 
+def _state_change_detail(described: dict[str, Any], status: str, *, current_count: int | None = None) -> dict[str, Any]:
+    """The sample State Change detail (``events/eventbridge_hyperpod_cluster_state_change.json``) for the cluster
+    DescribeCluster answered ``described``: its names and ARNs, ``status``, and its groups (every group's
+    ``CurrentCount`` ``current_count`` when given)."""
+    detail = json.loads((EVENTS / "eventbridge_hyperpod_cluster_state_change.json").read_text())["detail"]
+    [template] = detail["InstanceGroups"]
+    detail.update(
+        ClusterName=described["ClusterName"],
+        ClusterArn=described["ClusterArn"],
+        ClusterStatus=status,
+        CreationTime=int(described["CreationTime"].timestamp() * 1000),
+        Orchestrator=described["Orchestrator"],
+        VpcConfig=described["VpcConfig"],
+        InstanceGroups=[
+            {
+                **template,
+                "InstanceGroupName": g["InstanceGroupName"],
+                "InstanceType": g["InstanceType"],
+                "TargetCount": g["TargetCount"],
+                "CurrentCount": g["CurrentCount"] if current_count is None else current_count,
+                "Status": "Creating" if status == "Creating" else g["Status"],
+            }
+            for g in described["InstanceGroups"]
+        ],
+    )
+    return dict(detail)
+
+
 def _state_change(detail: dict[str, Any], at: float) -> dict[str, Any]:
     return {
         "Source": "aws.sagemaker",
         "DetailType": STATE_CHANGE,
-        "Detail": json.dumps(detail, default=str),
+        "Detail": json.dumps(detail),
         "Resources": [detail["ClusterArn"]],
         "Time": dt.datetime.fromtimestamp(at, dt.UTC),
         "EventBusName": "default",
@@ -70,8 +101,9 @@ def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_th
     assert ready["hyperPod"]["instanceGroups"][0]["currentCount"] == 1
 
     sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
-    current = {k: v for k, v in sm.describe_cluster(ClusterName="hp-cluster-dupes").items() if k != "ResponseMetadata"}
-    assert current["ClusterStatus"] == "InService"
+    described = sm.describe_cluster(ClusterName="hp-cluster-dupes")
+    assert described["ClusterStatus"] == "InService"
+    current = _state_change_detail(described, "InService")
     newest = sandbox.clock.now()
     function = _events_function(sandbox)
 
@@ -84,14 +116,7 @@ def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_th
     assert after_duplicates["hyperPod"]["status"] == "InService"
 
     # Then an older event (the cluster still Creating, no instance yet) arrives after the newer one.
-    creating = {
-        **current,
-        "ClusterStatus": "Creating",
-        "InstanceGroups": [
-            {**g, "Status": "Creating", "CurrentCount": 0, "TargetCount": g["TargetCount"]}
-            for g in current["InstanceGroups"]
-        ],
-    }
+    creating = _state_change_detail(described, "Creating", current_count=0)
     handled = _put_and_wait_handled(sandbox, function, [_state_change(creating, newest - 900)])
     assert not any(i["errored"] for i in handled), handled
 
@@ -102,9 +127,6 @@ def test_given_a_ready_cluster_when_state_change_events_arrive_twice_and_late_th
     assert (group["currentCount"], group["targetCount"]) == (1, 1)
     assert cluster["stages"] == ready["stages"], "stages are untouched"
     assert [n["nodeName"] for n in cluster["nodes"]] == [n["nodeName"] for n in ready["nodes"]]
-
-
-CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 
 
 def _deliver(sandbox: Sandbox, function: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -137,25 +159,23 @@ def test_given_a_create_waiting_for_nodes_when_the_same_event_id_arrives_twice_t
         sm = boto3.client("sagemaker", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
         arn = sm.describe_cluster(ClusterName="hp-cluster-dupid")["ClusterArn"]
         event_id = str(uuid.uuid4())
-        event = {
-            "version": "0",
-            "id": event_id,
-            "detail-type": CLUSTER_EVENT,
-            "source": "aws.sagemaker",
-            "account": "123456789012",
-            "time": dt.datetime.fromtimestamp(sandbox.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": sandbox.region,
-            "resources": [arn],
-            "detail": {
-                "ClusterName": "hp-cluster-dupid",
-                "ClusterArn": arn,
-                "EventId": event_id,
-                "EventLevel": "Error",
-                "ResourceType": "InstanceGroup",
-                "InstanceGroupName": GROUP["instanceGroupName"],
-                "Description": "Instance launch failed (a test event delivered twice).",
-            },
-        }
+        # The event as AWS's cluster events reference shapes it (events/eventbridge_hyperpod_cluster_event.json),
+        # for this cluster: the record is under detail.EventDetails.
+        event = json.loads((EVENTS / "eventbridge_hyperpod_cluster_event.json").read_text())
+        record = event["detail"]["EventDetails"]
+        event.update(
+            id=event_id,
+            time=dt.datetime.fromtimestamp(sandbox.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            region=sandbox.region,
+            resources=[arn],
+        )
+        record.update(
+            ClusterName="hp-cluster-dupid",
+            ClusterArn=arn,
+            EventId=event_id,
+            InstanceGroupName=GROUP["instanceGroupName"],
+            EventTime=int(sandbox.clock.now() * 1000),
+        )
         # Count the reconciliations of this event: the handler module is the one the sandbox runs in process.
         _deliver(sandbox, function, {**event, "id": str(uuid.uuid4()), "detail-type": "Other"})  # loaded
         handler = sys.modules[lambdas.REGISTRY[function].handler.rsplit(".", 1)[0]]
@@ -163,7 +183,7 @@ def test_given_a_create_waiting_for_nodes_when_the_same_event_id_arrives_twice_t
         real = handler.on_cluster_event
 
         def counting(rt: Any, detail: dict[str, Any]) -> Any:
-            if detail.get("EventId") == event_id:
+            if detail["EventDetails"]["EventId"] == event_id:
                 reconciled.append(event_id)
             return real(rt, detail)
 

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_proxy.tools import OPERATION_TOOLS
+from mcp_proxy.tools import definitions
 from tests.mcp.conftest import BIN, GROUP, client_process_env, structured, text_of
 
 pytestmark = pytest.mark.anyio
@@ -34,14 +34,16 @@ async def test_stdio_server_lists_tools_and_answers_from_the_api(sandbox: Any, a
     params = StdioServerParameters(command=_script(), args=[], env=client_process_env(sandbox, tmp_path))
     async with Client(params, read_timeout_seconds=60) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert set(OPERATION_TOOLS.values()) | {"wait_seconds"} <= names
+        assert {d.name for d in definitions()} | {"wait_seconds"} == names
 
         listing = structured(await client.call_tool("cluster_list_all", {}))
         expected = {c["clusterTag"] for c in api.iter_clusters()}
         assert {c["clusterTag"] for c in listing["clusters"]} == expected
 
         zones = structured(await client.call_tool("catalog_list_availability_zones", {}))
-        assert zones["region"] == sandbox.region and zones["availabilityZones"]
+        assert zones["availabilityZones"] and all(
+            z["zoneName"].startswith(sandbox.region) for z in zones["availabilityZones"]
+        )
 
         refused = await client.call_tool(
             "cluster_create", {"clusterTag": "mcpstdio", "availabilityZone": "us-west-2c", "instanceGroups": [GROUP]}

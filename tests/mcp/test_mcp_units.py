@@ -52,7 +52,9 @@ async def test_node_delete_with_another_tag_typed_is_refused_before_any_request(
         result = await client.call_tool(
             "node_delete", {"clusterTag": "abc", "nodeIds": ["i-0123456789abcdef0"], "confirmClusterTag": "abd"}
         )
-    assert result.is_error and "no node was deleted" in text_of(result)
+    assert (
+        result.is_error and "nothing was deleted" in text_of(result) and "does not equal clusterTag" in text_of(result)
+    )
 
 
 async def test_a_missing_api_url_is_a_tool_error_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:

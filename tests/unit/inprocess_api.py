@@ -386,14 +386,18 @@ class InProcessApi(httpx2.BaseTransport):
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """Set-up shortcut: one unsigned, unrecorded request straight to the handler; ``(status, JSON)``."""
+        status, _, payload = self.exchange(method, path, body)
+        return status, json.loads(payload) if payload else None
+
+    def exchange(self, method: str, path: str, body: Any = None) -> Answer:
+        """One unsigned, unrecorded request straight to the handler; ``(status, headers, body bytes)``."""
         data = json.dumps(body).encode() if body is not None else b""
         headers = [("host", urlsplit(API_URL).netloc)] + ([("content-type", "application/json")] if data else [])
         request = RecordedRequest(method, path, headers, data)
         route = next(r for r in template_routes() if r.method == method and r.pattern.match(urlsplit(path).path))
         match = route.pattern.match(urlsplit(path).path)
         assert match is not None
-        status, _, payload = self.invoke(api_gateway_event(request, route, match.groupdict(), "$default"))
-        return status, json.loads(payload) if payload else None
+        return self.invoke(api_gateway_event(request, route, match.groupdict(), "$default"))
 
     # -- seeding -----------------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ steps function's own dispatch (``run_step``).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -181,9 +183,18 @@ def test_given_a_cancelled_create_when_its_cancelled_stage_is_retried_then_the_c
     assert {s["status"] for s in cluster["stages"]} == {"SUCCEEDED"}
 
 
+SFN_STATUS_CHANGE = json.loads(
+    (Path(__file__).resolve().parents[2] / "events" / "eventbridge_sfn_execution_status_change.json").read_text()
+)
+"""A "Step Functions Execution Status Change" event as EventBridge delivers it (ABORTED)."""
+
+
 def aborted(op: Operation, **extra: str) -> dict[str, Any]:
-    """The detail of the "Step Functions Execution Status Change" event of the operation's stopped execution."""
-    return {"name": op["operationId"], "status": "ABORTED", "executionArn": f"arn:{op['operationId']}", **extra}
+    """The detail of the "Step Functions Execution Status Change" event of the operation's stopped execution: the
+    sample event of ``events/``, for this operation's execution."""
+    detail = dict(SFN_STATUS_CHANGE["detail"])
+    arn = str(detail["executionArn"]).rsplit(":", 1)[0]
+    return {**detail, "name": op["operationId"], "executionArn": f"{arn}:{op['operationId']}", **extra}
 
 
 def test_given_an_operator_stop_when_the_aborted_event_arrives_first_then_the_cancel_route_answers_the_same(

@@ -2,7 +2,7 @@
 
 MCP clients commonly time a tool call out at 60 s, and progress notifications do not extend that unless
 the client opts in. ``wait_seconds`` therefore accepts 1-300 s but waits at most
-:data:`mcp_proxy.schemas.WAIT_PER_CALL_MAX_SECONDS` per call and says how much is left; the tool
+:data:`mcp_proxy.composite.WAIT_PER_CALL_MAX_SECONDS` per call and says how much is left; the tool
 descriptions, the server instructions, the skills, ``docs/agents.md`` and the README's agent section recommend
 waits that fit in one call.
 """
@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp_types import TextContent
 
-from mcp_proxy.schemas import WAIT_MAX_SECONDS, WAIT_MIN_SECONDS, WAIT_PER_CALL_MAX_SECONDS
+from mcp_proxy.composite import WAIT_MAX_SECONDS, WAIT_MIN_SECONDS, WAIT_PER_CALL_MAX_SECONDS
 from mcp_proxy.server import build_server
 from mcp_proxy.skills import load_skills
 

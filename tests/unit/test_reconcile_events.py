@@ -20,9 +20,9 @@ SAMPLE = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_state_chang
 
 
 def detail(name: str, status: str = "Creating") -> dict[str, Any]:
+    """The sample's detail for HyperPod cluster ``name`` in ``status`` (the ARN stays the sample's: AWS's is by id)."""
     out = copy.deepcopy(SAMPLE["detail"])
     out["ClusterName"] = name
-    out["ClusterArn"] = f"arn:aws:sagemaker:us-west-2:123456789012:cluster/{name}"
     out["ClusterStatus"] = status
     return dict(out)
 
@@ -80,7 +80,7 @@ def test_given_our_cluster_when_a_creating_event_arrives_then_the_observed_state
     view = service.get_cluster(demo, "demo")
     assert view.hyper_pod is not None
     assert view.hyper_pod.status == "Creating"
-    assert view.hyper_pod.cluster_arn == "arn:aws:sagemaker:us-west-2:123456789012:cluster/hp-cluster-demo"
+    assert view.hyper_pod.cluster_arn == SAMPLE["detail"]["ClusterArn"]
     [group] = view.hyper_pod.instance_groups
     assert (group.instance_group_name, group.instance_count, group.current_count) == ("accel", 1, 0)
     stage = demo.store.get_stage("demo", 1, StageName.HYPERPOD)
@@ -213,3 +213,26 @@ def test_given_a_handler_that_fails_when_the_event_is_redelivered_then_it_runs_a
     with pytest.raises(RuntimeError):
         once(runtime, "retried-event", handle)
     assert once(runtime, "retried-event", handle).action == "resumed"
+
+
+CLUSTER_EVENT = json.loads((ROOT / "events" / "eventbridge_hyperpod_cluster_event.json").read_text())
+
+
+def test_given_a_cluster_event_as_aws_sends_it_when_it_arrives_then_it_reaches_our_cluster(demo: Runtime) -> None:
+    """AWS's cluster events reference puts the record under ``detail.EventDetails``: the event of ``hp-cluster-demo``
+    reaches cluster ``demo`` (it used to be ignored for reading ``detail.ClusterName``)."""
+    from instantstart.clusters.reconcile import on_cluster_event
+
+    result = on_cluster_event(demo, copy.deepcopy(CLUSTER_EVENT["detail"]))
+
+    assert result.cluster_tag == "demo"
+    assert result.action != "ignored", result
+
+
+def test_given_a_cluster_event_of_another_cluster_when_it_arrives_then_it_is_ignored(demo: Runtime) -> None:
+    from instantstart.clusters.reconcile import on_cluster_event
+
+    event = copy.deepcopy(CLUSTER_EVENT["detail"])
+    event["EventDetails"]["ClusterName"] = "someone-elses-cluster"
+
+    assert on_cluster_event(demo, event).to_api()["action"] == "ignored"

@@ -13,8 +13,10 @@ tool call answers before MCP clients time it out).
 The CLI, the demo and the MCP proxy all use this one client.
 
 The package: ``transport`` (URL, region, signing, sending, retries, time bounds: ``ApiTransport``), ``errors``,
-and one mixin of route methods per area (``clusters``, ``groups``, ``nodes``, ``training``, ``inference``,
-``governance``), combined into :class:`InstantStartClient` in ``client``. Import everything from here.
+``operations`` (``OperationsApi.call_operation``: a call by ``operationId`` of the OpenAPI document the package
+ships, read by :mod:`instantstart_client.operations`), and one mixin of route methods per area (``clusters``,
+``groups``, ``nodes``, ``training``, ``inference``, ``governance``), each method a call by operation id, combined
+into :class:`InstantStartClient` in ``client``. Import everything from here.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from instantstart_client.api.errors import (
     ConfigurationError,
     InstantStartClientError,
 )
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.api.transport import (
     API_URL_ENV,
     REGION_ENV,
@@ -36,6 +39,7 @@ from instantstart_client.api.transport import (
     ApiTransport,
     region_from_api_url,
 )
+from instantstart_client.operations import UnknownOperationError, operation, operations
 
 __all__ = [
     "API_URL_ENV",
@@ -50,5 +54,9 @@ __all__ = [
     "ConfigurationError",
     "InstantStartClient",
     "InstantStartClientError",
+    "OperationsApi",
+    "UnknownOperationError",
+    "operation",
+    "operations",
     "region_from_api_url",
 ]

@@ -1,4 +1,4 @@
-"""``InstantStartClient``: the transport core and one mixin of route methods per area, combined."""
+"""``InstantStartClient``: the transport core, calls by operation id, and one mixin of route methods per area."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from instantstart_client.api.governance import GovernanceApi
 from instantstart_client.api.groups import InstanceGroupsApi
 from instantstart_client.api.inference import InferenceApi
 from instantstart_client.api.nodes import NodesApi
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.api.training import TrainingApi
 
 
-class InstantStartClient(ClustersApi, InstanceGroupsApi, NodesApi, TrainingApi, InferenceApi, GovernanceApi):
+class InstantStartClient(
+    ClustersApi, InstanceGroupsApi, NodesApi, TrainingApi, InferenceApi, GovernanceApi, OperationsApi
+):
     """Client of the InstantStart HTTP API; one method per route.
 
     Args:

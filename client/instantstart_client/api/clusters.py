@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 from instantstart_client.api.errors import ApiError
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.shapes import (
     Cluster,
     ClusterEventPage,
@@ -19,7 +19,7 @@ from instantstart_client.shapes import (
 )
 
 
-class ClustersApi(ApiTransport):
+class ClustersApi(OperationsApi):
     """``/clusters`` (list, create, import, get, stages, events, retry, delete, operations) and ``/operations``."""
 
     def list_clusters(self, max_results: int | None = None, next_token: str | None = None) -> ClusterPage:
@@ -33,7 +33,7 @@ class ClustersApi(ApiTransport):
         Raises:
             ApiError: 422 for an out-of-range ``maxResults`` or a bad ``nextToken``.
         """
-        page = self.request("GET", "/clusters", params={"maxResults": max_results, "nextToken": next_token})
+        page = self.call_operation("ListClusters", {"maxResults": max_results, "nextToken": next_token})
         return cast(ClusterPage, page)
 
     def iter_clusters(self, page_size: int | None = None) -> Iterator[ClusterSummary]:
@@ -87,7 +87,7 @@ class ClustersApi(ApiTransport):
         }
         if kubernetes_version is not None:
             body["kubernetesVersion"] = kubernetes_version
-        op = self.request("POST", "/clusters", body=body, headers=self._idempotency_headers(idempotency_key))
+        op = self.call_operation("CreateCluster", body=body, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def import_cluster(
@@ -129,7 +129,7 @@ class ClustersApi(ApiTransport):
             body["availabilityZone"] = availability_zone
         if instance_groups is not None:
             body["instanceGroups"] = [dict(g) for g in instance_groups]
-        op = self.request("POST", "/clusters/import", body=body, headers=self._idempotency_headers(idempotency_key))
+        op = self.call_operation("ImportCluster", body=body, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def get_cluster(self, cluster_tag: str) -> Cluster:
@@ -138,7 +138,7 @@ class ClustersApi(ApiTransport):
         Raises:
             ApiError: 404 ``NotFound`` for an unknown tag.
         """
-        return cast(Cluster, self.request("GET", f"/clusters/{self._segment(cluster_tag)}"))
+        return cast(Cluster, self.call_operation("GetCluster", {"clusterTag": cluster_tag}))
 
     def get_stages(self, cluster_tag: str) -> list[Stage]:
         """``GET /clusters/{clusterTag}/stages``: the stages of the cluster's current generation, in order.
@@ -150,7 +150,7 @@ class ClustersApi(ApiTransport):
         Raises:
             ApiError: 404 for an unknown tag.
         """
-        answer = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/stages")
+        answer = self.call_operation("ListStages", {"clusterTag": cluster_tag})
         return cast(list[Stage], (answer or {}).get("stages") or [])
 
     def list_cluster_events(
@@ -181,13 +181,14 @@ class ClustersApi(ApiTransport):
             ApiError: 404 ``ClusterNotFound``; 400 for a ``nextToken`` the API did not issue for this listing;
                 422 for a bad level, range or group name; 503 when SageMaker is unavailable.
         """
-        params = {
+        arguments = {
+            "clusterTag": cluster_tag,
             "maxResults": max_results,
             "nextToken": next_token,
             "level": level,
             "instanceGroupName": instance_group_name,
         }
-        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/events", params=params)
+        page = self.call_operation("ListClusterEvents", arguments)
         return cast(ClusterEventPage, page)
 
     def retry_stage(self, cluster_tag: str, stage: str, *, idempotency_key: str | None = None) -> Operation:
@@ -200,8 +201,8 @@ class ClustersApi(ApiTransport):
             ApiError: 404 unknown cluster; 422 unknown stage name (lists the stages); 409 when the stage
                 is not FAILED (the message names its status) or another operation is running.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/stages/{self._segment(stage)}/retry"
-        op = self.request("POST", path, headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag, "stage": stage}
+        op = self.call_operation("RetryStage", arguments, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def delete_cluster(self, cluster_tag: str, *, idempotency_key: str | None = None) -> Operation:
@@ -213,8 +214,7 @@ class ClustersApi(ApiTransport):
         Raises:
             ApiError: 404 unknown tag; 409 while another operation is running.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}"
-        op = self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key))
+        op = self.call_operation("DeleteCluster", {"clusterTag": cluster_tag}, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def get_operation(self, operation_id: str) -> Operation:
@@ -227,7 +227,7 @@ class ClustersApi(ApiTransport):
         Raises:
             ApiError: 404 for an unknown id.
         """
-        return cast(Operation, self.request("GET", f"/operations/{self._segment(operation_id)}"))
+        return cast(Operation, self.call_operation("GetOperation", {"operationId": operation_id}))
 
     def cancel_operation(self, operation_id: str, *, idempotency_key: str | None = None) -> Operation:
         """``POST /operations/{operationId}/cancel``: stop a PENDING or RUNNING operation's workflow.
@@ -243,8 +243,8 @@ class ClustersApi(ApiTransport):
             ApiError: 404 ``OperationNotFound``; 409 ``OperationAlreadyEnded`` when it ended SUCCEEDED or FAILED
                 (``details[0]["status"]`` names it); 503 when Step Functions did not stop it (nothing changed).
         """
-        path = f"/operations/{self._segment(operation_id)}/cancel"
-        op = self.request("POST", path, headers=self._idempotency_headers(idempotency_key))
+        arguments = {"operationId": operation_id}
+        op = self.call_operation("CancelOperation", arguments, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def list_cluster_operations(
@@ -264,6 +264,6 @@ class ClustersApi(ApiTransport):
             ApiError: 404 ``ClusterNotFound`` for a tag never used; 400 for a ``nextToken`` the API did not issue
                 for this listing; 422 for an out-of-range ``maxResults``.
         """
-        params = {"maxResults": max_results, "nextToken": next_token}
-        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/operations", params=params)
+        arguments = {"clusterTag": cluster_tag, "maxResults": max_results, "nextToken": next_token}
+        page = self.call_operation("ListClusterOperations", arguments)
         return cast(OperationPage, page)

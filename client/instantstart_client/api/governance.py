@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.shapes import AvailabilityZone, TrainingPlan, TrainingPlanOffering
 
 
-class GovernanceApi(ApiTransport):
+class GovernanceApi(OperationsApi):
     """``/clusters/{clusterTag}/scheduler-config``, ``.../compute-quotas`` and ``/catalog/...``."""
 
     # -- task governance -------------------------------------------------------------------------------
@@ -23,7 +23,7 @@ class GovernanceApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound`` or ``SchedulerConfigNotFound``.
         """
-        return cast(dict[str, Any], self.request("GET", f"/clusters/{self._segment(cluster_tag)}/scheduler-config"))
+        return cast(dict[str, Any], self.call_operation("GetSchedulerConfig", {"clusterTag": cluster_tag}))
 
     def put_scheduler_config(self, cluster_tag: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``PUT /clusters/{clusterTag}/scheduler-config``: create or replace the cluster policy (202, Creating).
@@ -35,8 +35,8 @@ class GovernanceApi(ApiTransport):
             ApiError: 409 ``FeatureNotEnabled`` (taskGovernance off), ``ConflictException`` (stale targetVersion, still
                 settling); 422 a field breaks its rule.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/scheduler-config"
-        return cast(dict[str, Any], self.request("PUT", path, body=dict(body)))
+        answer = self.call_operation("PutSchedulerConfig", {"clusterTag": cluster_tag}, body=dict(body))
+        return cast(dict[str, Any], answer)
 
     def list_compute_quotas(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/compute-quotas``: ``{"clusterTag", "computeQuotas": [...]}``.
@@ -44,7 +44,7 @@ class GovernanceApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``.
         """
-        return cast(dict[str, Any], self.request("GET", f"/clusters/{self._segment(cluster_tag)}/compute-quotas"))
+        return cast(dict[str, Any], self.call_operation("ListComputeQuotas", {"clusterTag": cluster_tag}))
 
     def create_compute_quota(
         self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -55,8 +55,8 @@ class GovernanceApi(ApiTransport):
             ApiError: 409 ``FeatureNotEnabled``, ``ConflictException`` (the team has a quota),
                 ``ComputeQuotaAlreadyExists``; 422 a field breaks its rule.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas"
-        answer = self.request("POST", path, body=dict(body), headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        answer = self.call_operation("CreateComputeQuota", arguments, body=dict(body), idempotency_key=idempotency_key)
         return cast(dict[str, Any], answer)
 
     def update_compute_quota(
@@ -68,8 +68,8 @@ class GovernanceApi(ApiTransport):
             ApiError: 404 unknown quota; 409 ``ConflictException`` (stale targetVersion), ``ImmutableField``
                 (teamName), ``NotManaged``; 422 a field breaks its rule.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas/{self._segment(compute_quota_name)}"
-        return cast(dict[str, Any], self.request("PATCH", path, body=dict(body)))
+        arguments = {"clusterTag": cluster_tag, "computeQuotaName": compute_quota_name}
+        return cast(dict[str, Any], self.call_operation("UpdateComputeQuota", arguments, body=dict(body)))
 
     def delete_compute_quota(
         self, cluster_tag: str, compute_quota_name: str, *, idempotency_key: str | None = None
@@ -79,12 +79,13 @@ class GovernanceApi(ApiTransport):
         Raises:
             ApiError: 404 unknown quota; 409 ``NotManaged``.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/compute-quotas/{self._segment(compute_quota_name)}"
-        return cast(dict[str, Any], self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key)))
+        arguments = {"clusterTag": cluster_tag, "computeQuotaName": compute_quota_name}
+        answer = self.call_operation("DeleteComputeQuota", arguments, idempotency_key=idempotency_key)
+        return cast(dict[str, Any], answer)
 
     def list_availability_zones(self) -> list[AvailabilityZone]:
         """``GET /catalog/availability-zones``: ``[{"zoneName", "zoneId"}]`` of the API's region."""
-        answer = self.request("GET", "/catalog/availability-zones")
+        answer = self.call_operation("ListAvailabilityZones")
         return cast(list[AvailabilityZone], (answer or {}).get("availabilityZones") or [])
 
     def list_instance_types(self, availability_zone: str) -> list[str]:
@@ -96,13 +97,13 @@ class GovernanceApi(ApiTransport):
         Raises:
             ApiError: 422 for a malformed or unknown zone.
         """
-        answer = self.request("GET", "/catalog/instance-types", params={"availabilityZone": availability_zone})
+        answer = self.call_operation("ListInstanceTypes", {"availabilityZone": availability_zone})
         return cast(list[str], (answer or {}).get("instanceTypes") or [])
 
     def list_training_plans(self) -> list[TrainingPlan]:
         """``GET /catalog/training-plans``: the account's SageMaker training plans (status, zone, instance type
         and count, start and end)."""
-        answer = self.request("GET", "/catalog/training-plans")
+        answer = self.call_operation("ListTrainingPlans")
         return cast(list[TrainingPlan], (answer or {}).get("trainingPlans") or [])
 
     def search_training_plan_offerings(
@@ -124,11 +125,11 @@ class GovernanceApi(ApiTransport):
         Raises:
             ApiError: 422 for a type training plans do not reserve, or a value out of range.
         """
-        params = {
+        arguments = {
             "instanceType": instance_type,
             "instanceCount": instance_count,
             "durationHours": duration_hours,
             "startAfter": start_after,
         }
-        answer = self.request("GET", "/catalog/training-plan-offerings", params=params)
+        answer = self.call_operation("SearchTrainingPlanOfferings", arguments)
         return cast(list[TrainingPlanOffering], (answer or {}).get("trainingPlanOfferings") or [])

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.shapes import AutoScaling, InstanceGroupList, InstanceGroupSpec, Operation
 
 
-class InstanceGroupsApi(ApiTransport):
+class InstanceGroupsApi(OperationsApi):
     """``/clusters/{clusterTag}/instance-groups``, ``.../autoscaling`` and ``.../features``."""
 
     def list_instance_groups(self, cluster_tag: str) -> InstanceGroupList:
@@ -23,8 +23,7 @@ class InstanceGroupsApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups"
-        return cast(InstanceGroupList, self.request("GET", path))
+        return cast(InstanceGroupList, self.call_operation("ListInstanceGroups", {"clusterTag": cluster_tag}))
 
     def add_instance_group(
         self, cluster_tag: str, group: InstanceGroupSpec, *, idempotency_key: str | None = None
@@ -35,8 +34,8 @@ class InstanceGroupsApi(ApiTransport):
             ApiError: 404 unknown cluster; 409 an operation is running (names it), the name is taken, or the
                 cluster is not READY/DEGRADED; 422 a field breaks its rule.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups"
-        op = self.request("POST", path, body=dict(group), headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        op = self.call_operation("AddInstanceGroup", arguments, body=dict(group), idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def update_instance_group(
@@ -60,8 +59,8 @@ class InstanceGroupsApi(ApiTransport):
             ApiError: 404 unknown cluster or group; 409 ``ImmutableField`` (``details[0]["field"]`` names it) or an
                 operation is running; 422 a field breaks its rule.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups/{self._segment(instance_group_name)}"
-        op = self.request("PATCH", path, body=dict(changes), headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag, "instanceGroupName": instance_group_name}
+        op = self.call_operation("UpdateInstanceGroup", arguments, body=dict(changes), idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def delete_instance_group(
@@ -72,8 +71,8 @@ class InstanceGroupsApi(ApiTransport):
         Raises:
             ApiError: 404 unknown cluster or group; 409 ``LastInstanceGroup`` or an operation is running.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/instance-groups/{self._segment(instance_group_name)}"
-        op = self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag, "instanceGroupName": instance_group_name}
+        op = self.call_operation("DeleteInstanceGroup", arguments, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def get_autoscaling(self, cluster_tag: str) -> AutoScaling:
@@ -87,7 +86,7 @@ class InstanceGroupsApi(ApiTransport):
         Raises:
             ApiError: 404 unknown cluster.
         """
-        return cast(AutoScaling, self.request("GET", f"/clusters/{self._segment(cluster_tag)}/autoscaling"))
+        return cast(AutoScaling, self.call_operation("GetAutoScaling", {"clusterTag": cluster_tag}))
 
     def update_autoscaling(
         self,
@@ -123,8 +122,8 @@ class InstanceGroupsApi(ApiTransport):
             body["limits"] = dict(limits)
         if consolidate_after is not None:
             body["consolidateAfter"] = consolidate_after
-        path = f"/clusters/{self._segment(cluster_tag)}/autoscaling"
-        op = self.request("PUT", path, body=body, headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        op = self.call_operation("UpdateAutoScaling", arguments, body=body, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
     def get_features(self, cluster_tag: str) -> dict[str, Any]:
@@ -137,7 +136,7 @@ class InstanceGroupsApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``.
         """
-        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/features"))
+        return dict(self.call_operation("GetClusterFeatures", {"clusterTag": cluster_tag}))
 
     def update_features(
         self, cluster_tag: str, features: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -156,6 +155,8 @@ class InstanceGroupsApi(ApiTransport):
             ApiError: 404 unknown cluster; 409 an operation is running or the cluster is not READY/DEGRADED;
                 422 an unknown feature or a value out of range (``details[0]["field"]`` names it).
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/features"
-        out = self.request("PATCH", path, body=dict(features), headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        out = self.call_operation(
+            "UpdateClusterFeatures", arguments, body=dict(features), idempotency_key=idempotency_key
+        )
         return dict(out)

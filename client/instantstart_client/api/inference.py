@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 
 
-class InferenceApi(ApiTransport):
+class InferenceApi(OperationsApi):
     """``/clusters/{clusterTag}/models``, ``.../inference/deployments`` and ``.../inference/endpoints``."""
 
     # -- models and self-managed inference ------------------------------------------------------------
@@ -28,18 +28,14 @@ class InferenceApi(ApiTransport):
         Raises:
             ApiError: 409 ``FeatureNotEnabled`` (fsx) or an operation running; 422 a field.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/models"
-        return dict(self.request("POST", path, body=dict(body), headers=self._idempotency_headers(idempotency_key)))
+        arguments = {"clusterTag": cluster_tag}
+        return dict(self.call_operation("DownloadModel", arguments, body=dict(body), idempotency_key=idempotency_key))
 
     def list_models(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/models``: ``{"bucket", "models": [{"modelId", "destination", "modelPath",
         "sizeBytes", "files", ...}], "fsx": {"listed", "reason", ...}}`` read from the bucket (``models/``, and the FSx
         file system's export under ``fsx/models/``)."""
-        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/models"))
-
-    def _deployment_path(self, cluster_tag: str, name: str | None = None) -> str:
-        base = f"/clusters/{self._segment(cluster_tag)}/inference/deployments"
-        return f"{base}/{self._segment(name)}" if name else base
+        return dict(self.call_operation("ListModels", {"clusterTag": cluster_tag}))
 
     def create_inference_deployment(
         self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -57,42 +53,36 @@ class InferenceApi(ApiTransport):
             ApiError: 409 an operation running, the name taken, fsx off; 422 a field (``instanceType`` lists the
                 cluster's types in ``details[0]["allowedValues"]``).
         """
-        out = self.request(
-            "POST",
-            self._deployment_path(cluster_tag),
-            body=dict(body),
-            headers=self._idempotency_headers(idempotency_key),
+        arguments = {"clusterTag": cluster_tag}
+        out = self.call_operation(
+            "CreateInferenceDeployment", arguments, body=dict(body), idempotency_key=idempotency_key
         )
         return dict(out)
 
     def list_inference_deployments(self, cluster_tag: str) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/inference/deployments``: ``{"deployments": [...]}`` by name."""
-        return dict(self.request("GET", self._deployment_path(cluster_tag)))
+        return dict(self.call_operation("ListInferenceDeployments", {"clusterTag": cluster_tag}))
 
     def get_inference_deployment(self, cluster_tag: str, name: str) -> dict[str, Any]:
         """``GET .../inference/deployments/{name}``: status, replicas, pods, Service, router."""
-        return dict(self.request("GET", self._deployment_path(cluster_tag, name)))
+        return dict(self.call_operation("GetInferenceDeployment", {"clusterTag": cluster_tag, "name": name}))
 
     def scale_inference_deployment(
         self, cluster_tag: str, name: str, replicas: int, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """``PATCH .../inference/deployments/{name}`` ``{"replicas"}`` (202); 409 ``BoundPodsWouldBeRemoved``."""
-        out = self.request(
-            "PATCH",
-            self._deployment_path(cluster_tag, name),
-            body={"replicas": replicas},
-            headers=self._idempotency_headers(idempotency_key),
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        body = {"replicas": replicas}
+        return dict(
+            self.call_operation("ScaleInferenceDeployment", arguments, body=body, idempotency_key=idempotency_key)
         )
-        return dict(out)
 
     def delete_inference_deployment(
         self, cluster_tag: str, name: str, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """``DELETE .../inference/deployments/{name}`` (202): the Deployment, Service and router go."""
-        out = self.request(
-            "DELETE", self._deployment_path(cluster_tag, name), headers=self._idempotency_headers(idempotency_key)
-        )
-        return dict(out)
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        return dict(self.call_operation("DeleteInferenceDeployment", arguments, idempotency_key=idempotency_key))
 
     def create_inference_router(
         self, cluster_tag: str, name: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -106,12 +96,8 @@ class InferenceApi(ApiTransport):
         Raises:
             ApiError: 409 ``RouterNeedsSGLang`` or ``KedaNotInstalled``.
         """
-        out = self.request(
-            "POST",
-            f"{self._deployment_path(cluster_tag, name)}/router",
-            body=dict(body),
-            headers=self._idempotency_headers(idempotency_key),
-        )
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        out = self.call_operation("CreateInferenceRouter", arguments, body=dict(body), idempotency_key=idempotency_key)
         return dict(out)
 
     def invoke_inference_deployment(
@@ -143,19 +129,11 @@ class InferenceApi(ApiTransport):
             payload["route"] = route
         if via is not None:
             payload["via"] = via
-        out = self.request(
-            "POST",
-            f"{self._deployment_path(cluster_tag, name)}/invoke",
-            body=payload,
-            headers=self._idempotency_headers(idempotency_key),
-        )
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        out = self.call_operation("InvokeInferenceDeployment", arguments, body=payload, idempotency_key=idempotency_key)
         return dict(out)
 
     # -- managed inference endpoints (the HyperPod inference operator) --------------------------------------------
-    def _endpoint_path(self, cluster_tag: str, name: str | None = None) -> str:
-        base = f"/clusters/{self._segment(cluster_tag)}/inference/endpoints"
-        return f"{base}/{self._segment(name)}" if name else base
-
     def create_inference_endpoint(
         self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
@@ -174,30 +152,26 @@ class InferenceApi(ApiTransport):
                 name taken; 422 a field (``instanceType`` lists the cluster's types; a field the served version
                 does not know names it with ``servedVersion``).
         """
-        out = self.request(
-            "POST",
-            self._endpoint_path(cluster_tag),
-            body=dict(body),
-            headers=self._idempotency_headers(idempotency_key),
+        arguments = {"clusterTag": cluster_tag}
+        out = self.call_operation(
+            "CreateInferenceEndpoint", arguments, body=dict(body), idempotency_key=idempotency_key
         )
         return dict(out)
 
     def list_inference_endpoints(self, cluster_tag: str) -> dict[str, Any]:
         """``GET .../inference/endpoints``: ``{"endpoints": [{"name", "kind", "state", "endpointName", ...}]}``."""
-        return dict(self.request("GET", self._endpoint_path(cluster_tag)))
+        return dict(self.call_operation("ListInferenceEndpoints", {"clusterTag": cluster_tag}))
 
     def get_inference_endpoint(self, cluster_tag: str, name: str) -> dict[str, Any]:
         """``GET .../inference/endpoints/{name}``: state, conditions, SageMaker endpoint, pods and their events."""
-        return dict(self.request("GET", self._endpoint_path(cluster_tag, name)))
+        return dict(self.call_operation("GetInferenceEndpoint", {"clusterTag": cluster_tag, "name": name}))
 
     def delete_inference_endpoint(
         self, cluster_tag: str, name: str, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """``DELETE .../inference/endpoints/{name}`` (202): done once SageMaker no longer finds the endpoint."""
-        out = self.request(
-            "DELETE", self._endpoint_path(cluster_tag, name), headers=self._idempotency_headers(idempotency_key)
-        )
-        return dict(out)
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        return dict(self.call_operation("DeleteInferenceEndpoint", arguments, idempotency_key=idempotency_key))
 
     def invoke_inference_endpoint(
         self, cluster_tag: str, name: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -211,10 +185,7 @@ class InferenceApi(ApiTransport):
             ApiError: 413 ``body`` above 1 MiB; 409/502 SageMaker's refusal verbatim. The answer is cut at 256 KiB
                 (``truncated``); a repeated ``idempotency_key`` replays the first answer.
         """
-        out = self.request(
-            "POST",
-            f"{self._endpoint_path(cluster_tag, name)}/invoke",
-            body={"body": dict(body)},
-            headers=self._idempotency_headers(idempotency_key),
-        )
+        arguments = {"clusterTag": cluster_tag, "name": name}
+        payload = {"body": dict(body)}
+        out = self.call_operation("InvokeInferenceEndpoint", arguments, body=payload, idempotency_key=idempotency_key)
         return dict(out)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 from instantstart_client.shapes import ClusterNodePage, HyperPodOperation, HyperPodOperationPage, Operation
 
 
-class NodesApi(ApiTransport):
+class NodesApi(OperationsApi):
     """``/clusters/{clusterTag}/nodes``, software updates, deep health checks and HyperPod's operations."""
 
     # -- nodes and HyperPod operations (day 2) -------------------------------------------------------
@@ -32,13 +32,19 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``; 400 for a ``nextToken`` of another listing; 422 bad range or name.
         """
-        params = {"maxResults": max_results, "nextToken": next_token, "instanceGroupName": instance_group_name}
-        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/nodes", params=params)
+        arguments = {
+            "clusterTag": cluster_tag,
+            "maxResults": max_results,
+            "nextToken": next_token,
+            "instanceGroupName": instance_group_name,
+        }
+        page = self.call_operation("ListClusterNodes", arguments)
         return cast(ClusterNodePage, page)
 
-    def _node_action(self, cluster_tag: str, verb: str, node_ids: list[str], key: str | None) -> Operation:
-        path = f"/clusters/{self._segment(cluster_tag)}/nodes/{verb}"
-        answer = self.request("POST", path, body={"nodeIds": node_ids}, headers=self._idempotency_headers(key))
+    def _node_action(self, operation_id: str, cluster_tag: str, node_ids: list[str], key: str | None) -> Operation:
+        answer = self.call_operation(
+            operation_id, {"clusterTag": cluster_tag}, body={"nodeIds": node_ids}, idempotency_key=key
+        )
         return cast(Operation, answer)
 
     def reboot_cluster_nodes(
@@ -55,7 +61,7 @@ class NodesApi(ApiTransport):
             ApiError: 422 naming ``nodeIds[i]`` for an id that is not a node of the cluster (nothing done); 409
                 when the cluster is not READY/DEGRADED (names the status) or another operation runs (names it).
         """
-        return self._node_action(cluster_tag, "reboot", node_ids, idempotency_key)
+        return self._node_action("RebootClusterNodes", cluster_tag, node_ids, idempotency_key)
 
     def replace_cluster_nodes(
         self, cluster_tag: str, node_ids: list[str], *, idempotency_key: str | None = None
@@ -69,7 +75,7 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: as :meth:`reboot_cluster_nodes`.
         """
-        return self._node_action(cluster_tag, "replace", node_ids, idempotency_key)
+        return self._node_action("ReplaceClusterNodes", cluster_tag, node_ids, idempotency_key)
 
     def delete_cluster_nodes(
         self, cluster_tag: str, node_ids: list[str], *, idempotency_key: str | None = None
@@ -82,7 +88,7 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: as :meth:`reboot_cluster_nodes`.
         """
-        return self._node_action(cluster_tag, "delete", node_ids, idempotency_key)
+        return self._node_action("DeleteClusterNodes", cluster_tag, node_ids, idempotency_key)
 
     def update_cluster_software(
         self, cluster_tag: str, body: Mapping[str, Any] | None = None, *, idempotency_key: str | None = None
@@ -101,8 +107,10 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: 409 cluster not READY/DEGRADED or an operation runs; 422 unknown group (names the field).
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/software-update"
-        answer = self.request("POST", path, body=dict(body or {}), headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        answer = self.call_operation(
+            "UpdateClusterSoftware", arguments, body=dict(body or {}), idempotency_key=idempotency_key
+        )
         return cast(Operation, answer)
 
     def start_cluster_health_check(
@@ -127,9 +135,9 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: 409 cluster not READY/DEGRADED or an operation runs; 422 unknown group or instance.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/health-checks"
         body = {"instanceGroups": [dict(g) for g in instance_groups]}
-        answer = self.request("POST", path, body=body, headers=self._idempotency_headers(idempotency_key))
+        arguments = {"clusterTag": cluster_tag}
+        answer = self.call_operation("StartClusterHealthCheck", arguments, body=body, idempotency_key=idempotency_key)
         return cast(Operation, answer)
 
     def list_hyperpod_operations(
@@ -146,8 +154,14 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``; 400 foreign ``nextToken``; 422 bad status/type (lists the values).
         """
-        params = {"maxResults": max_results, "nextToken": next_token, "status": status, "type": type}
-        page = self.request("GET", f"/clusters/{self._segment(cluster_tag)}/hyperpod-operations", params=params)
+        arguments = {
+            "clusterTag": cluster_tag,
+            "maxResults": max_results,
+            "nextToken": next_token,
+            "status": status,
+            "type": type,
+        }
+        page = self.call_operation("ListHyperPodOperations", arguments)
         return cast(HyperPodOperationPage, page)
 
     def get_hyperpod_operation(self, cluster_tag: str, operation_id: str) -> HyperPodOperation:
@@ -156,5 +170,5 @@ class NodesApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound`` or ``HyperPodOperationNotFound``.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/hyperpod-operations/{self._segment(operation_id)}"
-        return cast(HyperPodOperation, self.request("GET", path))
+        arguments = {"clusterTag": cluster_tag, "hyperPodOperationId": operation_id}
+        return cast(HyperPodOperation, self.call_operation("GetHyperPodOperation", arguments))

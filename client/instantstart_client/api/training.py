@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from instantstart_client.api.transport import ApiTransport
+from instantstart_client.api.operations import OperationsApi
 
 
-class TrainingApi(ApiTransport):
+class TrainingApi(OperationsApi):
     """``/clusters/{clusterTag}/training-jobs`` (and their MLflow runs) and ``/clusters/{clusterTag}/mlflow``."""
 
     # -- training jobs ---------------------------------------------------------------------------------
-    def _job_path(self, cluster_tag: str, name: str | None = None) -> str:
-        base = f"/clusters/{self._segment(cluster_tag)}/training-jobs"
-        return f"{base}/{self._segment(name)}" if name else base
 
     def create_training_job(
         self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -32,10 +29,10 @@ class TrainingApi(ApiTransport):
             ApiError: 409 ``FeatureNotEnabled`` (trainingOperator) or an operation running; 422 a field (unpinned
                 image, name, more GPUs or nodes than the cluster has: ``details`` carry the numbers).
         """
-        out = self.request(
-            "POST", self._job_path(cluster_tag), body=dict(body), headers=self._idempotency_headers(idempotency_key)
+        arguments = {"clusterTag": cluster_tag}
+        return dict(
+            self.call_operation("CreateTrainingJob", arguments, body=dict(body), idempotency_key=idempotency_key)
         )
-        return dict(out)
 
     def list_training_jobs(
         self,
@@ -46,12 +43,19 @@ class TrainingApi(ApiTransport):
         next_token: str | None = None,
     ) -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/training-jobs``: ``{"trainingJobs": [...], "nextToken"}`` newest first."""
-        params = {"namespace": namespace, "maxResults": max_results, "nextToken": next_token}
-        return dict(self.request("GET", self._job_path(cluster_tag), params=params))
+        arguments = {
+            "clusterTag": cluster_tag,
+            "namespace": namespace,
+            "maxResults": max_results,
+            "nextToken": next_token,
+        }
+        return dict(self.call_operation("ListTrainingJobs", arguments))
 
     def get_training_job(self, cluster_tag: str, name: str, *, namespace: str = "default") -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/training-jobs/{name}``: status, conditions, restart history, pods."""
-        return dict(self.request("GET", self._job_path(cluster_tag, name), params={"namespace": namespace}))
+        return dict(
+            self.call_operation("GetTrainingJob", {"clusterTag": cluster_tag, "name": name, "namespace": namespace})
+        )
 
     def get_training_job_logs(
         self,
@@ -65,26 +69,23 @@ class TrainingApi(ApiTransport):
         since_seconds: int | None = None,
     ) -> dict[str, Any]:
         """``GET .../training-jobs/{name}/logs``: ``{"pod", "container", "text", "truncated"}`` (rank 0 by default)."""
-        params = {
+        arguments = {
+            "clusterTag": cluster_tag,
+            "name": name,
             "namespace": namespace,
             "pod": pod,
             "container": container,
             "tailLines": tail_lines,
             "sinceSeconds": since_seconds,
         }
-        return dict(self.request("GET", f"{self._job_path(cluster_tag, name)}/logs", params=params))
+        return dict(self.call_operation("GetTrainingJobLogs", arguments))
 
     def delete_training_job(
         self, cluster_tag: str, name: str, *, namespace: str = "default", idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """``DELETE /clusters/{clusterTag}/training-jobs/{name}``: ``{"name", "namespace", "kind", "operation"}``."""
-        out = self.request(
-            "DELETE",
-            self._job_path(cluster_tag, name),
-            params={"namespace": namespace},
-            headers=self._idempotency_headers(idempotency_key),
-        )
-        return dict(out)
+        arguments = {"clusterTag": cluster_tag, "name": name, "namespace": namespace}
+        return dict(self.call_operation("DeleteTrainingJob", arguments, idempotency_key=idempotency_key))
 
     # -- managed MLflow ---------------------------------------------------------------------------------
     def get_mlflow(self, cluster_tag: str) -> dict[str, Any]:
@@ -98,7 +99,7 @@ class TrainingApi(ApiTransport):
         Raises:
             ApiError: 404 ``ClusterNotFound``.
         """
-        return dict(self.request("GET", f"/clusters/{self._segment(cluster_tag)}/mlflow"))
+        return dict(self.call_operation("GetMlflow", {"clusterTag": cluster_tag}))
 
     def update_mlflow(
         self, cluster_tag: str, body: Mapping[str, Any], *, idempotency_key: str | None = None
@@ -116,9 +117,8 @@ class TrainingApi(ApiTransport):
             ApiError: 404 unknown cluster or ARN; 409 an operation runs, another connection, a failed server, a name
                 taken; 422 an ARN of another Region or account or a malformed body (``details[0]["field"]``).
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/mlflow"
-        out = self.request("PUT", path, body=dict(body), headers=self._idempotency_headers(idempotency_key))
-        return dict(out)
+        arguments = {"clusterTag": cluster_tag}
+        return dict(self.call_operation("UpdateMlflow", arguments, body=dict(body), idempotency_key=idempotency_key))
 
     def delete_mlflow(self, cluster_tag: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """``DELETE /clusters/{clusterTag}/mlflow``: disconnect (the server only goes when it was created here).
@@ -126,8 +126,7 @@ class TrainingApi(ApiTransport):
         Returns:
             The ``UPDATE_MLFLOW`` Operation (202), or ``{"connected": false, ...}`` (200) when not connected.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/mlflow"
-        return dict(self.request("DELETE", path, headers=self._idempotency_headers(idempotency_key)))
+        return dict(self.call_operation("DeleteMlflow", {"clusterTag": cluster_tag}, idempotency_key=idempotency_key))
 
     def list_training_job_runs(self, cluster_tag: str, job_name: str, *, namespace: str = "default") -> dict[str, Any]:
         """``GET /clusters/{clusterTag}/training-jobs/{name}/runs``: the MLflow runs of job ``namespace/job_name``.
@@ -140,5 +139,5 @@ class TrainingApi(ApiTransport):
             ApiError: 404 unknown cluster or ``TrainingJobNotFound`` (no such job in the namespace); 409
                 ``MlflowNotConnected`` / ``MlflowNotReady``; 503 MLflow or Kubernetes did not answer.
         """
-        path = f"/clusters/{self._segment(cluster_tag)}/training-jobs/{self._segment(job_name)}/runs"
-        return dict(self.request("GET", path, params={"namespace": namespace}))
+        arguments = {"clusterTag": cluster_tag, "name": job_name, "namespace": namespace}
+        return dict(self.call_operation("ListTrainingJobRuns", arguments))

@@ -1,7 +1,8 @@
 """The transport core of the client: URL and region, SigV4 signing, sending, retries with backoff, time bounds.
 
-Every route method of :class:`instantstart_client.api.InstantStartClient` (the area mixins) goes through
-:meth:`ApiTransport.request`."""
+Every route method of :class:`instantstart_client.api.InstantStartClient` (the area mixins) is a call by operation
+id (``operations.py::OperationsApi.call_operation``), which binds the path, query, body and ``Idempotency-Key`` from
+the OpenAPI document and sends through :meth:`ApiTransport.request`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import random
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -55,7 +55,7 @@ def region_from_api_url(api_url: str) -> str | None:
 
 class ApiTransport:
     """The plumbing of :class:`instantstart_client.api.InstantStartClient` (its constructor documents the
-    arguments): signed requests with retries, on which the route mixins build."""
+    arguments): signed requests with retries, on which calls by operation id build."""
 
     def __init__(
         self,
@@ -268,13 +268,3 @@ class ApiTransport:
                 f"{method} {path} answered {response.status_code} with a body that is not JSON",
                 body=response.text,
             ) from exc
-
-    @staticmethod
-    def _segment(value: str) -> str:
-        return quote(value, safe="")
-
-    @staticmethod
-    def _idempotency_headers(key: str | None) -> dict[str, str]:
-        # A key per call even when the caller gave none: retries of this call are then deduplicated
-        # by the server instead of starting a second operation.
-        return {"Idempotency-Key": key or str(uuid.uuid4())}

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -16,6 +17,7 @@ from api_routes.common import (
     _errors,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.capacity import training_plans
@@ -34,6 +36,7 @@ from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="catalog")
 
 
 class AvailabilityZoneList(ApiModel):
@@ -56,6 +59,16 @@ class InstanceTypeList(ApiModel):
     summary="Availability Zones of the Region",
     responses={**_ok(AvailabilityZoneList), **_errors(422, 503)},
     tags=["catalog"],
+    openapi_extensions=_faces(
+        "catalog_list_availability_zones",
+        "List Availability Zones",
+        (
+            "List the Availability Zones of the API's Region (GET /catalog/availability-zones): zone names and ids.\n\n"
+            "Call before asking the user for a zone, and offer only these. Read-only."
+        ),
+        cli="catalog zones",
+        read_only=True,
+    ),
 )
 def list_availability_zones() -> Response[AvailabilityZoneList]:
     """Zones usable for the HyperPod compute subnet."""
@@ -68,6 +81,16 @@ def list_availability_zones() -> Response[AvailabilityZoneList]:
     summary="HyperPod instance types offered in a zone",
     responses={**_ok(InstanceTypeList), **_errors(422, 503)},
     tags=["catalog"],
+    openapi_extensions=_faces(
+        "catalog_list_instance_types",
+        "List instance types in a zone",
+        (
+            "List the HyperPod instance types offered in an Availability Zone (GET /catalog/instance-types).\n\n"
+            "Call after the user chose a zone and before asking for an instance type; offer only these. Read-only."
+        ),
+        cli="catalog instance-types",
+        read_only=True,
+    ),
 )
 def list_instance_types(
     availability_zone: Annotated[
@@ -95,6 +118,18 @@ START_AFTER_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
     summary="The account's SageMaker training plans",
     responses={**_ok(TrainingPlanList), **_errors(422, 503)},
     tags=["catalog"],
+    openapi_extensions=_faces(
+        "catalog_list_training_plans",
+        "List training plans",
+        (
+            "List the account's SageMaker training plans (GET /catalog/training-plans): status, zone, instance type "
+            "and count, start and end.\n\n"
+            "Call before offering capacityType TrainingPlan: offer only Active or Scheduled plans of the chosen "
+            "instance type with enough available instances; the cluster is created in the plan's zone. Read-only."
+        ),
+        cli="catalog training-plans",
+        read_only=True,
+    ),
 )
 def list_training_plans() -> Response[TrainingPlanList]:
     """Training plans of the account in the API's Region: status, zone, instance type and count, start and end."""
@@ -108,6 +143,17 @@ def list_training_plans() -> Response[TrainingPlanList]:
     summary="Training plan offerings for HyperPod clusters",
     responses={**_ok(TrainingPlanOfferingList), **_errors(422, 503)},
     tags=["catalog"],
+    openapi_extensions=_faces(
+        "catalog_search_training_plan_offerings",
+        "Search training plan offerings",
+        (
+            "Search purchasable training plan offerings for HyperPod clusters (GET /catalog/training-plan-offerings): "
+            "zone, start, end, duration and upfront fee.\n\n"
+            "Read-only: buying a plan is a purchase the user makes in SageMaker, never through this server."
+        ),
+        cli="catalog training-plan-offerings",
+        read_only=True,
+    ),
 )
 def search_training_plan_offerings(
     instance_type: Annotated[

@@ -1,10 +1,11 @@
-"""Routes of clusters, their stages, events and operations, and of ``/operations``.
+"""Routes of clusters, their stages and HyperPod events.
 
 Thin: parse, call one core function, map the result.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _idempotent,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.clusters import (
@@ -43,9 +45,10 @@ from instantstart.models.cluster_events import (
 )
 from instantstart.models.common import StageName
 from instantstart.models.errors import pattern_rule
-from instantstart.models.operation import OperationId, OperationList, OperationView
+from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="clusters")
 
 
 @router.post(
@@ -54,6 +57,22 @@ router = APIGatewayHttpRouter()
     summary="Create a HyperPod cluster (staged, asynchronous)",
     responses={**_ACCEPTED, **_errors(400, 409, 415, 422, 503)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_create",
+        "Create a HyperPod cluster",
+        (
+            "Start creating a HyperPod cluster on a new EKS cluster (POST /clusters); returns the operation.\n\n"
+            "The control plane runs the stages network -> access -> dependencies -> hyperpod -> storage -> verify "
+            "(about 30-40 minutes): VPC and subnets, EKS, add-ons, HyperPod capacity with automatic node recovery, S3 "
+            "storage, node verification. Do not ask the user about CIDRs, subnets, route tables or installation "
+            "order. Before calling, use cluster_list_all, catalog_list_availability_zones and "
+            "catalog_list_instance_types and get the user's choice of tag, zone, instance type and count and capacity "
+            "type. After calling, poll to a terminal state: wait_seconds (30-50) then operation_get with the returned "
+            "operationId (or cluster_get_stages for stage progress), reporting progress, until status is SUCCEEDED, "
+            "FAILED or CANCELLED; never stop early. Write tool: needs --allow-write."
+        ),
+        cli="clusters create",
+    ),
 )
 def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
     """Start the create-cluster workflow; answers the operation to poll."""
@@ -78,6 +97,22 @@ def create_cluster(request: CreateClusterRequest, idempotency_key: IdempotencyKe
     "under retained.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_import",
+        "Import an existing EKS cluster",
+        (
+            "Bring an existing EKS cluster (and its HyperPod cluster) under management (POST /clusters/import); "
+            "returns the IMPORT_CLUSTER operation.\n\n"
+            "The API inspects the EKS cluster and records the stages whose resources exist as SUCCEEDED and imported; "
+            "only the missing ones run (e.g. the HyperPod cluster, storage, verify). It refuses a CONFIG_MAP-only "
+            "cluster and Kubernetes versions HyperPod does not support (422 naming eksClusterName). A later "
+            "cluster_delete removes only what the control plane created; its answer lists what it left (retained). "
+            "Ask the user for the EKS cluster name, the tag, and either the HyperPod cluster to import or the "
+            "instance type and count for a new one. Poll the operation to a terminal state like cluster_create. Write "
+            "tool: needs --allow-write."
+        ),
+        cli="clusters import",
+    ),
 )
 def import_cluster(request: ImportClusterRequest, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
     """Start the import of an existing EKS cluster; answers the operation to poll."""
@@ -95,6 +130,17 @@ def import_cluster(request: ImportClusterRequest, idempotency_key: IdempotencyKe
     summary="List clusters",
     responses={**_ok(ClusterList), **_errors(400, 422)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_list_all",
+        "List all clusters",
+        (
+            "List every cluster of the control plane (all pages): tag, status, zone, EKS and HyperPod names.\n\n"
+            "Call this first, before creating anything, to see which tags exist. Read-only."
+        ),
+        cli="clusters list",
+        read_only=True,
+        hand_written="reads every page (GET /clusters until nextToken is null) and counts the clusters",
+    ),
 )
 def list_clusters(
     max_results: Annotated[
@@ -119,6 +165,18 @@ def list_clusters(
     summary="Get a cluster with its stages and observed state",
     responses={**_ok(ClusterView), **_errors(404, 422)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_get_status",
+        "Get a cluster's status",
+        (
+            "Get one cluster (GET /clusters/{clusterTag}): status (CREATING, READY, DEGRADED, FAILED, DELETING, "
+            "DELETED), every stage with its status and error, the current operation id, and the observed EKS cluster, "
+            "HyperPod cluster and instance groups, Kubernetes nodes and S3 storage.\n\n"
+            "Use it to verify a READY cluster and build the final summary for the user. Read-only."
+        ),
+        cli="clusters get",
+        read_only=True,
+    ),
 )
 def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ClusterView]:
     """The cluster view."""
@@ -131,6 +189,20 @@ def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
     summary="Delete a cluster (teardown in reverse stage order)",
     responses={**_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_delete",
+        "Delete a cluster",
+        (
+            "Delete a cluster and every AWS and Kubernetes resource it created (DELETE /clusters/{clusterTag}).\n\n"
+            "Destructive and irreversible: first show the user what will be deleted (cluster_get_status) and ask them "
+            "to confirm by typing the tag; pass what they typed as confirmClusterTag. Returns the DELETE_CLUSTER "
+            "operation: poll it to a terminal state like cluster_create. Write tool: needs --allow-write."
+        ),
+        cli="clusters delete",
+        destructive=True,
+        idempotent=True,
+        confirm=True,
+    ),
 )
 def delete_cluster(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None
@@ -150,6 +222,18 @@ def delete_cluster(
     summary="List the stages of a cluster",
     responses={**_ok(StageList), **_errors(404, 422)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_get_stages",
+        "Get a cluster's stages",
+        (
+            "Get the stages of a cluster in order (GET /clusters/{clusterTag}/stages): name, status (PENDING, "
+            "RUNNING, SUCCEEDED, FAILED, CANCELLED), attempts, start/end times, the AWS status observed, resources "
+            "and the AWS error of a failed stage, verbatim.\n\n"
+            "Use it while polling to report which stage is running. Read-only."
+        ),
+        cli="clusters stages",
+        read_only=True,
+    ),
 )
 def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
     """The stages in order."""
@@ -165,6 +249,21 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
     "instances, with SageMaker's descriptions verbatim. Empty while the HyperPod cluster does not exist yet.",
     responses={**_ok(ClusterEventList), **_errors(400, 404, 422, 503)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_list_events",
+        "List a cluster's HyperPod events",
+        (
+            "List SageMaker HyperPod's own events of a cluster, newest first (GET /clusters/{clusterTag}/events): "
+            "time, level (Info, Warn, Error), resource type, instance group, instance id and SageMaker's description "
+            "verbatim (provisioning, scaling, node replacement, capacity errors).\n\n"
+            "Use it when a hyperpod or verify stage is slow or FAILED, or a node is unhealthy, to tell the user what "
+            "HyperPod reported (level Error first). Empty while the HyperPod cluster does not exist yet. One page per "
+            "call: when nextToken is not null, call again with it (and the same filters) for older events; with a "
+            "level filter a page may be short or empty while nextToken is set. Read-only."
+        ),
+        cli="clusters events",
+        read_only=True,
+    ),
 )
 def list_cluster_events(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -216,39 +315,24 @@ def list_cluster_events(
     )
 
 
-@router.get(
-    "/clusters/<clusterTag>/operations",
-    operation_id="ListClusterOperations",
-    summary="List this control plane's operations on a cluster, newest first",
-    description="Creates, retries and deletes of the cluster (every generation of its tag, also after it was "
-    "DELETED), from the control plane's records.",
-    responses={**_ok(OperationList), **_errors(400, 404, 422)},
-    tags=["clusters"],
-)
-def list_cluster_operations(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    max_results: Annotated[
-        int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.", examples=[20])
-    ] = 20,
-    next_token: Annotated[
-        str | None,
-        Query(
-            alias="nextToken",
-            max_length=2048,
-            description="The nextToken of the previous page; omit for the first page.",
-        ),
-    ] = None,
-) -> Response[OperationList]:
-    """A page of the cluster's operations."""
-    return _json(service.list_operations(runtime(), cluster_tag, max_results, next_token))
-
-
 @router.post(
     "/clusters/<clusterTag>/stages/<stage>/retry",
     operation_id="RetryStage",
     summary="Retry a FAILED stage (it and the later stages run again)",
     responses={**_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_retry_stage",
+        "Retry a failed stage",
+        (
+            "Run a FAILED stage again, and every stage after it (POST /clusters/{clusterTag}/stages/{stage}/retry).\n\n"
+            "Earlier stages are kept. Only a FAILED or CANCELLED stage can be retried (the API answers 409 naming the "
+            "stage's status otherwise). Show the user the stage's error first; if it is a capacity or quota problem, "
+            "the user decides whether to retry. Returns the RETRY_STAGE operation: poll it to a terminal state like "
+            "cluster_create. Write tool: needs --allow-write."
+        ),
+        cli="clusters retry",
+    ),
 )
 def retry_stage(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -261,45 +345,4 @@ def retry_stage(
         idempotency_key,
         {"clusterTag": cluster_tag, "stage": stage.value},
         lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
-    )
-
-
-@router.get(
-    "/operations/<operationId>",
-    operation_id="GetOperation",
-    summary="Get an operation",
-    responses={**_ok(OperationView), **_errors(404, 422)},
-    tags=["operations"],
-)
-def get_operation(
-    operation_id: Annotated[OperationId, Path(alias="operationId")],
-) -> Response[OperationView]:
-    """One operation."""
-    return _json(service.get_operation(runtime(), operation_id))
-
-
-@router.post(
-    "/operations/<operationId>/cancel",
-    operation_id="CancelOperation",
-    summary="Cancel a running operation (stops its workflow)",
-    description="Stops the operation's Step Functions execution, then records the operation CANCELLED, the stage "
-    "it was running CANCELLED and the cluster FAILED: a cancelled create can then be deleted "
-    "(DELETE /clusters/{clusterTag}, which tears down whatever exists) or its stage retried. Resources a stopped "
-    "step created stay recorded for the delete. Cancelling a CANCELLED operation answers it again; an operation "
-    "that ended SUCCEEDED or FAILED answers 409 naming its status.",
-    responses={
-        202: {"description": "The operation, CANCELLED", "content": {"application/json": {"model": OperationView}}},
-        **_errors(404, 409, 422, 503),
-    },
-    tags=["operations"],
-)
-def cancel_operation(
-    operation_id: Annotated[OperationId, Path(alias="operationId")], idempotency_key: IdempotencyKey = None
-) -> Response[OperationView]:
-    """Cancel one operation."""
-    return _idempotent(
-        f"POST /operations/{operation_id}/cancel",
-        idempotency_key,
-        {"operationId": operation_id},
-        lambda: service.cancel_operation(runtime(), operation_id).to_api(),
     )

@@ -116,3 +116,90 @@ def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
 _ACCEPTED: dict[int, OpenAPIResponse] = {
     202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}
 }
+
+
+FACES_EXTENSION = "x-instantstart"
+"""The OpenAPI extension of every operation: what the MCP proxy and the CLI build from it (:func:`faces`)."""
+
+
+def faces(
+    tool: str,
+    title: str,
+    guidance: str,
+    *,
+    toolset: str,
+    cli: str | tuple[str, ...] | None = None,
+    no_cli: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = True,
+    body: str | None = None,
+    confirm: bool = False,
+    wrap: str | None = None,
+    hand_written: str | None = None,
+) -> dict[str, Any]:
+    """The ``openapi_extensions`` of a route: ``{"x-instantstart": {"mcp": {...}, "cli": {...}}}``.
+
+    Args:
+        tool: the MCP tool that calls the operation, e.g. ``"cluster_create"``.
+        title: the tool's title.
+        guidance: what an agent reads before calling it (the tool's description).
+        toolset: the area the tool belongs to (``clusters``, ``inference``, ...).
+        cli: the CLI command(s) that call the operation (``"clusters create"``); or ``no_cli`` with the reason
+            the CLI has none.
+        read_only: the tool changes nothing (allowed in the proxy's read-only mode); otherwise a write tool.
+        destructive: a write that may remove or replace something (MCP ``destructiveHint``).
+        idempotent: repeating the call with the same arguments has no further effect (MCP ``idempotentHint``).
+        open_world: the tool reaches AWS (MCP ``openWorldHint``).
+        body: the tool parameter carrying the whole request body (``"job"``); None: the body's top-level
+            properties are the tool's parameters.
+        confirm: the tool requires ``confirmClusterTag`` equal to ``clusterTag`` (a typed confirmation).
+        wrap: the member under which a JSON-array answer is returned (MCP results are objects).
+        hand_written: the tool is not built from the operation but written by hand in the proxy; why.
+
+    Raises:
+        ValueError: both or neither of ``cli`` and ``no_cli``, or a read-only tool marked destructive.
+    """
+    if (cli is None) == (no_cli is None):
+        raise ValueError(f"{tool}: give exactly one of cli (the command) and no_cli (why there is none)")
+    if read_only and (destructive or idempotent):
+        raise ValueError(f"{tool}: a read-only tool carries no destructive or idempotent hint")
+    mcp: dict[str, Any] = {
+        "tool": tool,
+        "title": title,
+        "toolset": toolset,
+        "guidance": guidance,
+        "readOnly": read_only,
+        "openWorld": open_world,
+    }
+    if not read_only:
+        mcp.update(destructive=destructive, idempotent=idempotent)
+    if body is not None:
+        mcp["bodyParameter"] = body
+    if confirm:
+        mcp["confirmClusterTag"] = True
+    if wrap is not None:
+        mcp["wrapArray"] = wrap
+    if hand_written is not None:
+        mcp["handWritten"] = hand_written
+    commands = (cli,) if isinstance(cli, str) else cli
+    face_cli: dict[str, Any] = {"commands": list(commands)} if commands is not None else {"absent": no_cli}
+    return {FACES_EXTENSION: {"mcp": mcp, "cli": face_cli}}
+
+
+def faces_without_tool(
+    reason: str, *, cli: str | tuple[str, ...] | None = None, no_cli: str | None = None
+) -> dict[str, Any]:
+    """The ``openapi_extensions`` of a route that deliberately has no MCP tool: ``reason`` says why.
+
+    Raises:
+        ValueError: an empty reason, or both or neither of ``cli`` and ``no_cli``.
+    """
+    if not reason.strip():
+        raise ValueError("a route without an MCP tool says why")
+    if (cli is None) == (no_cli is None):
+        raise ValueError("give exactly one of cli (the command) and no_cli (why there is none)")
+    commands = (cli,) if isinstance(cli, str) else cli
+    face_cli: dict[str, Any] = {"commands": list(commands)} if commands is not None else {"absent": no_cli}
+    return {FACES_EXTENSION: {"mcp": {"absent": reason}, "cli": face_cli}}

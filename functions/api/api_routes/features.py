@@ -1,10 +1,11 @@
-"""Routes of a cluster's managed features and its managed MLflow connection.
+"""Routes of a cluster's managed features.
 
 Thin: parse, call one core function, map the result.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,19 +19,19 @@ from api_routes.common import (
     _errors,
     _json,
     _ok,
+    faces,
     idempotency,
     runtime,
 )
 from instantstart.features import service as features
-from instantstart.mlflow import service as mlflow
 from instantstart.models.cluster import (
     ClusterTag,
 )
 from instantstart.models.features import FeatureList, FeatureUpdateResult, UpdateFeaturesRequest
-from instantstart.models.mlflow import MlflowView, UpdateMlflowRequest
 from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="features")
 
 
 @router.get(
@@ -43,6 +44,20 @@ router = APIGatewayHttpRouter()
     "and what it installed: add-ons (with who needs each), roles, pod identity associations, Kubernetes objects.",
     responses={**_ok(FeatureList), **_errors(404, 422, 503)},
     tags=["features"],
+    openapi_extensions=_faces(
+        "cluster_get_features",
+        "Get a cluster's managed features",
+        (
+            "Get a cluster's managed features (GET /clusters/{clusterTag}/features): for trainingOperator, "
+            "inferenceOperator, observability (HyperPod observability with its Prometheus workspace, CloudWatch "
+            "Container Insights), taskGovernance, tieredCheckpointing, fsx and kubeRay, whether each is on as AWS "
+            "reports it now, what was last applied (desired), the add-on version and status, and what it installed "
+            "(add-ons with who needs each, IAM roles, pod identity associations, Kubernetes objects, buckets).\n\n"
+            "Call it before cluster_update_features and show the user the current state. Read-only."
+        ),
+        cli="features get",
+        read_only=True,
+    ),
 )
 def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[FeatureList]:
     """The cluster's managed features."""
@@ -65,6 +80,23 @@ def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["features"],
+    openapi_extensions=_faces(
+        "cluster_update_features",
+        "Turn managed features on or off",
+        (
+            "Turn managed features on or off (PATCH /clusters/{clusterTag}/features). Only the features given act.\n\n"
+            "Which features, and on or off, are the user's decisions: read the instantstart-managed-features skill "
+            "for what each costs and needs, and confirm before turning one off (off removes the add-on and the roles "
+            "it created; shared add-ons stay while anything else needs them). When AWS already matches, the answer "
+            'lists every feature "unchanged" and nothing was started. Otherwise it is an UPDATE_FEATURES operation: '
+            "poll it with operation_get and wait_seconds to a terminal state; its features map says changed, "
+            "unchanged or failed (AWS error verbatim) per feature. Write tool: needs --allow-write."
+        ),
+        cli="features set",
+        destructive=True,
+        idempotent=True,
+        body="features",
+    ),
 )
 def update_cluster_features(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -84,87 +116,3 @@ def update_cluster_features(
     if "operationId" in out:
         return _accepted(OperationView.model_validate(out))
     return _json(FeatureUpdateResult.model_validate(out))
-
-
-_MLFLOW_PUT_DOC = (
-    "Connect an existing tracking server (trackingServerArn) or MLflow app (mlflowAppArn) of this account and Region, "
-    "or create one for the cluster (create: CreateMlflowTrackingServer / CreateMlflowApp named instantstart-<tag>, "
-    "artifact store s3://<cluster bucket>/mlflow/); in both cases training pods get an identity to log to it: the "
-    "IAM role instantstart-<tag>-mlflow (sagemaker-mlflow:* on that resource, S3 on its artifact prefix) for the "
-    "service account instantstart-mlflow of the training namespace (EKS Pod Identity). 202 with an UPDATE_MLFLOW "
-    'operation, which waits until the server is Created. {"enabled": false} disconnects: removes the identity and '
-    "the server or app only when it was created here (a connected existing one is never deleted). 200 with the "
-    "connection when the request is already so. Refusals name the field: an ARN of another Region or account (422), "
-    "a missing one (404), a failed or deleting one, another connection, a name taken (409)."
-)
-
-
-@router.get(
-    "/clusters/<clusterTag>/mlflow",
-    operation_id="GetMlflow",
-    summary="The cluster's SageMaker managed MLflow connection, with the server's status now",
-    description="The recorded connection (tracking server or app ARN, whether it was created here, the training "
-    "namespace, service account and pod role, the environment training containers get) and its status read from "
-    "SageMaker now (DescribeMlflowTrackingServer / DescribeMlflowApp; NotFound when it is gone).",
-    responses={**_ok(MlflowView), **_errors(404, 422, 503)},
-    tags=["mlflow"],
-)
-def get_mlflow(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[MlflowView]:
-    """The cluster's MLflow connection."""
-    return _json(mlflow.get_mlflow(runtime(), cluster_tag))
-
-
-def _update_mlflow(cluster_tag: str, request: UpdateMlflowRequest, idempotency_key: str | None) -> Response[Any]:
-    from api_idempotency import run_idempotent
-
-    out = run_idempotent(
-        idempotency(),
-        route=f"PUT /clusters/{cluster_tag}/mlflow",
-        key=idempotency_key,
-        body=request.model_dump(mode="json", by_alias=True, exclude_none=True),
-        call=lambda: mlflow.update_mlflow(runtime(), cluster_tag, request).to_api(),
-    )
-    if "connected" in out:  # the view (it carries the operationId of the connection, not of a new operation)
-        return _json(MlflowView.model_validate(out))
-    return _accepted(OperationView.model_validate(out))
-
-
-@router.put(
-    "/clusters/<clusterTag>/mlflow",
-    operation_id="UpdateMlflow",
-    summary="Connect, create or disconnect SageMaker managed MLflow (asynchronous when something changes)",
-    description=_MLFLOW_PUT_DOC,
-    responses={
-        200: {"description": "Already so; nothing changed", "content": {"application/json": {"model": MlflowView}}},
-        **_ACCEPTED,
-        **_errors(400, 404, 409, 415, 422, 503),
-    },
-    tags=["mlflow"],
-)
-def update_mlflow(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    request: UpdateMlflowRequest,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[Any]:
-    """Start connecting, creating or disconnecting the cluster's MLflow."""
-    return _update_mlflow(cluster_tag, request, idempotency_key)
-
-
-@router.delete(
-    "/clusters/<clusterTag>/mlflow",
-    operation_id="DeleteMlflow",
-    summary="Disconnect SageMaker managed MLflow (asynchronous when connected)",
-    description='The same as PUT {"enabled": false}: removes the pod identity and the tracking server or app only '
-    "when it was created here; a connected existing one is never deleted. 200 when not connected.",
-    responses={
-        200: {"description": "Not connected", "content": {"application/json": {"model": MlflowView}}},
-        **_ACCEPTED,
-        **_errors(404, 409, 422, 503),
-    },
-    tags=["mlflow"],
-)
-def delete_mlflow(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None
-) -> Response[Any]:
-    """Start disconnecting the cluster's MLflow."""
-    return _update_mlflow(cluster_tag, UpdateMlflowRequest(enabled=False), idempotency_key)

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -19,6 +20,7 @@ from api_routes.common import (
     _idempotent_202,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.clusters import (
@@ -40,6 +42,7 @@ from instantstart.models.task_governance import (
 )
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="governance")
 
 
 # ---------------------------------------------------------------- task governance (day 2)
@@ -75,6 +78,17 @@ def _governance_202(view: BaseModel, location: str) -> Response[Any]:
     "404 SchedulerConfigNotFound when the cluster has none.",
     responses={**_ok(SchedulerConfigView), **_errors(404, 409, 422, 503)},
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "scheduler_config_get",
+        "Get the task governance scheduler config",
+        (
+            "Get the cluster's task governance scheduler config (GET /clusters/{clusterTag}/scheduler-config): "
+            "priority classes, fair share, version and SageMaker's status (Creating, Created, Updating, Updated, "
+            "*Failed with failureReason). 404 SchedulerConfigNotFound when there is none. Read-only."
+        ),
+        cli="governance policy",
+        read_only=True,
+    ),
 )
 def get_scheduler_config(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[SchedulerConfigView]:
     """The cluster's scheduler config."""
@@ -96,6 +110,21 @@ def get_scheduler_config(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "scheduler_config_put",
+        "Create or replace the scheduler config",
+        (
+            "Create or replace the cluster's scheduler config (PUT /clusters/{clusterTag}/scheduler-config).\n\n"
+            "Needs the taskGovernance feature (409 FeatureNotEnabled names it and PATCH "
+            "/clusters/{clusterTag}/features). Show the user the current policy first (scheduler_config_get) and pass "
+            "its clusterSchedulerConfigVersion as targetVersion: a 409 ConflictException means someone changed it "
+            "meanwhile. The answer is Creating/Updating: poll scheduler_config_get with wait_seconds until "
+            "Created/Updated (report a *Failed failureReason verbatim). Write tool: needs --allow-write."
+        ),
+        cli="governance set-policy",
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def put_scheduler_config(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: PutSchedulerConfigRequest
@@ -113,6 +142,16 @@ def put_scheduler_config(
     "DescribeComputeQuota): each team's resources, sharing strategy, fair-share weight, version and status.",
     responses={**_ok(ComputeQuotaList), **_errors(404, 409, 422, 503)},
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "compute_quota_list",
+        "List a cluster's compute quotas",
+        (
+            "List the cluster's compute quotas (GET /clusters/{clusterTag}/compute-quotas): per team its resources, "
+            "sharing strategy, fair-share weight, version and status. Read-only."
+        ),
+        cli="governance quotas",
+        read_only=True,
+    ),
 )
 def list_compute_quotas(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ComputeQuotaList]:
     """The cluster's compute quotas."""
@@ -133,6 +172,19 @@ _QUOTA_ACCEPTED: dict[int, OpenAPIResponse] = {
     "LocalQueue).",
     responses={**_QUOTA_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "compute_quota_create",
+        "Create a team's compute quota",
+        (
+            "Create a team's compute quota (POST /clusters/{clusterTag}/compute-quotas), named "
+            "<clusterTag>-<teamName>.\n\n"
+            "Needs the taskGovernance feature. The team and its guaranteed instances are the user's decisions. One "
+            "quota per team (409). The answer is Creating: poll compute_quota_list until Created. Write tool: needs "
+            "--allow-write."
+        ),
+        cli="governance create-quota",
+        idempotent=True,
+    ),
 )
 def create_compute_quota(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -158,6 +210,18 @@ def create_compute_quota(
     "teamName cannot change (409 ImmutableField).",
     responses={**_QUOTA_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "compute_quota_update",
+        "Change a team's compute quota",
+        (
+            "Change a team's compute quota (PATCH /clusters/{clusterTag}/compute-quotas/{computeQuotaName}): only the "
+            "members given. Pass the computeQuotaVersion you showed the user as targetVersion (409 when it changed). "
+            "The team cannot change. The answer is Updating: poll compute_quota_list until Updated. Write tool: needs "
+            "--allow-write."
+        ),
+        cli="governance update-quota",
+        destructive=True,
+    ),
 )
 def update_compute_quota(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -177,6 +241,21 @@ def update_compute_quota(
     "team's ClusterQueue and LocalQueue go with it.",
     responses={**_QUOTA_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["task-governance"],
+    openapi_extensions=_faces(
+        "compute_quota_delete",
+        "Delete a team's compute quota",
+        (
+            "Delete a team's compute quota (DELETE /clusters/{clusterTag}/compute-quotas/{computeQuotaName}); its "
+            "team queues go with it and the team's tasks lose their guarantee.\n\n"
+            "Destructive: show the user the quota (compute_quota_list) and ask them to confirm by typing the cluster "
+            "tag; pass it as confirmClusterTag. Poll compute_quota_list until it is gone. Write tool: needs "
+            "--allow-write."
+        ),
+        cli="governance delete-quota",
+        destructive=True,
+        idempotent=True,
+        confirm=True,
+    ),
 )
 def delete_compute_quota(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],

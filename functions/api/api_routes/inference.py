@@ -1,10 +1,11 @@
-"""Routes of model downloads, self-managed inference deployments and managed inference endpoints.
+"""Routes of model downloads and self-managed inference deployments (managed endpoints: ``api_routes.endpoints``).
 
 Thin: parse, call one core function, map the result.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,10 +19,10 @@ from api_routes.common import (
     _idempotent_202,
     _json,
     _ok,
+    faces,
     idempotency,
     runtime,
 )
-from instantstart.inference import endpoints as inference_endpoints
 from instantstart.inference import invoke as inference_invoke
 from instantstart.inference import service as inference
 from instantstart.models.cluster import (
@@ -44,19 +45,9 @@ from instantstart.models.inference import (
     ModelList,
     ScaleInferenceDeploymentRequest,
 )
-from instantstart.models.inference_endpoints import (
-    ENDPOINT_NAME_MAX,
-    ENDPOINT_NAME_PATTERN,
-    ENDPOINT_NAME_RULE,
-    CreateInferenceEndpointRequest,
-    InferenceEndpointAccepted,
-    InferenceEndpointList,
-    InferenceEndpointView,
-    InvokeEndpointRequest,
-    InvokeEndpointView,
-)
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="inference")
 
 
 # -- model downloads and self-managed inference ---------------------------------------------------------------------
@@ -90,6 +81,19 @@ _DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = {
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["models"],
+    openapi_extensions=_faces(
+        "model_download",
+        "Download a model into the cluster's storage",
+        (
+            "Download a Hugging Face model into the cluster's storage (POST /clusters/{clusterTag}/models) as a "
+            "Kubernetes Job. Returns the model's path for pods (modelPath) and its DOWNLOAD_MODEL operation: poll it "
+            "with operation_get (result.downloadedBytes/downloadedFiles show progress) until SUCCEEDED. A 409 "
+            "FeatureNotEnabled names fsx when the destination is fsx and the feature is off. Write tool: needs "
+            "--allow-write."
+        ),
+        cli="models download",
+        body="download",
+    ),
 )
 def download_model(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -118,6 +122,16 @@ def download_model(
     "listed (no file system, SCRATCH_1 or Lustre before 2.12, the association missing or not AVAILABLE).",
     responses={**_ok(ModelList), **_errors(404, 422, 503)},
     tags=["models"],
+    openapi_extensions=_faces(
+        "model_list",
+        "List the models in the cluster's storage",
+        (
+            "The models in the cluster's bucket under models/ (read from S3): modelId, modelPath for "
+            "inference_deployment_create, size in bytes, files. Read-only."
+        ),
+        cli="models list",
+        read_only=True,
+    ),
 )
 def list_models(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ModelList]:
     """The stored models."""
@@ -135,6 +149,19 @@ def list_models(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
     "server-side dry run and applies them; follow readiness with GET .../inference/deployments/{name}.",
     responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_create",
+        "Deploy a model with vLLM or SGLang",
+        (
+            "Deploy a stored model with vLLM or SGLang (POST /clusters/{clusterTag}/inference/deployments): a "
+            "Deployment and a Service (ClusterIP unless asked). Read the instantstart-inference skill first. A 422 on "
+            "instanceType lists the cluster's types (details[0].allowedValues). Returns the "
+            "CREATE_INFERENCE_DEPLOYMENT operation; then follow readiness with inference_deployment_get. Write tool: "
+            "needs --allow-write."
+        ),
+        cli="deployments create",
+        body="deployment",
+    ),
 )
 def create_inference_deployment(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -157,6 +184,13 @@ def create_inference_deployment(
     summary="The cluster's self-managed inference deployments with status and replicas",
     responses={**_ok(InferenceDeploymentList), **_errors(404, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_list",
+        "List inference deployments",
+        ("The cluster's self-managed inference deployments: engine, model, status, replicas ready/desired. Read-only."),
+        cli="deployments list",
+        read_only=True,
+    ),
 )
 def list_inference_deployments(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -171,6 +205,16 @@ def list_inference_deployments(
     summary="An inference deployment: spec, status, replicas, pods, Service, router",
     responses={**_ok(InferenceDeploymentView), **_errors(404, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_get",
+        "Get an inference deployment",
+        (
+            "An inference deployment: status, replicas, pods (node, phase, ready, bound model), its Service URL and "
+            "router. Read-only."
+        ),
+        cli="deployments get",
+        read_only=True,
+    ),
 )
 def get_inference_deployment(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceDeploymentName
@@ -188,6 +232,18 @@ def get_inference_deployment(
     "the number of pods serving a bound model.",
     responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_scale",
+        "Scale an inference deployment",
+        (
+            "Scale an inference deployment (PATCH .../inference/deployments/{name}); idle pods are removed before "
+            "pods serving a bound model. Returns the UPDATE_INFERENCE_DEPLOYMENT operation. Write tool: needs "
+            "--allow-write."
+        ),
+        cli="deployments scale",
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def scale_inference_deployment(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -211,6 +267,19 @@ def scale_inference_deployment(
     summary="Delete an inference deployment, its Service and router (asynchronous)",
     responses={**_DEPLOYMENT_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_delete",
+        "Delete an inference deployment",
+        (
+            "Delete an inference deployment, its Service and router (DELETE .../inference/deployments/{name}); "
+            "destructive: the model stops serving. Returns the DELETE_INFERENCE_DEPLOYMENT operation. Write tool: "
+            "needs --allow-write."
+        ),
+        cli="deployments delete",
+        destructive=True,
+        idempotent=True,
+        confirm=True,
+    ),
 )
 def delete_inference_deployment(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -236,6 +305,18 @@ def delete_inference_deployment(
     "router's ServiceAccount, Role, RoleBinding, Deployment and Service (and the ScaledObject on the workers).",
     responses={**_DEPLOYMENT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_router",
+        "Put the SGLang router in front of a deployment",
+        (
+            "Put the SGLang cache-aware router in front of an SGLang deployment (POST .../deployments/{name}/router), "
+            "optionally with a KEDA ScaledObject on the workers. 409 RouterNeedsSGLang for vLLM, 409 KedaNotInstalled "
+            "when KEDA is missing. Returns the CREATE_INFERENCE_ROUTER operation. Write tool: needs --allow-write."
+        ),
+        cli="deployments router",
+        idempotent=True,
+        body="router",
+    ),
 )
 def create_inference_router(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -266,6 +347,20 @@ def create_inference_router(
     "answer instead of calling the model again.",
     responses={**_ok(InvokeDeploymentView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
     tags=["inference"],
+    openapi_extensions=_faces(
+        "inference_deployment_invoke",
+        "Call a self-managed deployment's model",
+        (
+            "Call the model of a self-managed vLLM/SGLang deployment: its OpenAI-compatible route (v1/completions by "
+            "default, v1/chat/completions with messages) through the Kubernetes service proxy, via its SGLang router "
+            "when it has one. body.model defaults to the served model name; at most 1 MiB sent, the answer cut at 256 "
+            "KiB. 409 InferenceDeploymentNotReady while no replica is ready (check inference_deployment_get), 502 "
+            "ModelError with the engine's own error. Every call without a repeated idempotencyKey reaches the engine. "
+            "Allowed in read-only mode: it changes nothing in AWS."
+        ),
+        cli="deployments invoke",
+        read_only=True,
+    ),
 )
 def invoke_inference_deployment(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -284,131 +379,3 @@ def invoke_inference_deployment(
         call=lambda: inference_invoke.invoke_deployment(runtime(), cluster_tag, name, request).to_api(),
     )
     return _json(InvokeDeploymentView.model_validate(answer))
-
-
-# -- managed inference endpoints (the HyperPod inference operator) ---------------------------------------------------
-InferenceEndpointName = Annotated[
-    str,
-    Path(
-        alias="name",
-        pattern=ENDPOINT_NAME_PATTERN,
-        max_length=ENDPOINT_NAME_MAX,
-        description="Inference endpoint name (the InferenceEndpointConfig or JumpStartModel in namespace default).",
-        examples=["qwen-managed"],
-        json_schema_extra=pattern_rule(ENDPOINT_NAME_RULE),
-    ),
-]
-_ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceEndpointAccepted}}}
-}
-
-
-@router.post(
-    "/clusters/<clusterTag>/inference/endpoints",
-    operation_id="CreateInferenceEndpoint",
-    summary="Deploy a model as a managed endpoint of the HyperPod inference operator (asynchronous)",
-    description="An InferenceEndpointConfig (modelSource + worker) or a JumpStartModel (jumpStart) reconciled by the "
-    "inference operator into worker pods and a SageMaker endpoint instantstart-<tag>-<name>. Checked first: the "
-    "inferenceOperator feature on (409 FeatureNotEnabled naming it), instanceType one of the cluster's groups (422 "
-    "listing them), an L2 tieredstorage cache needs tieredCheckpointing (409), the TLS output in the operator's TLS "
-    "bucket (422), and every field known to the API version the cluster serves (read from the CRD; 422 naming the "
-    "fields otherwise). The CREATE_INFERENCE_ENDPOINT operation applies the resource and ends at DeploymentComplete "
-    "with the SageMaker endpoint InService; DeploymentFailed fails it with the operator's reason and message.",
-    responses={**_ENDPOINT_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
-    tags=["inference"],
-)
-def create_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    request: CreateInferenceEndpointRequest,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[InferenceEndpointAccepted]:
-    """Check the rules, then start the operation that applies the endpoint."""
-    return _idempotent_202(
-        f"POST /clusters/{cluster_tag}/inference/endpoints",
-        idempotency_key,
-        request.to_api(),
-        InferenceEndpointAccepted,
-        lambda: inference_endpoints.create_endpoint(runtime(), cluster_tag, request).to_api(),
-    )
-
-
-@router.get(
-    "/clusters/<clusterTag>/inference/endpoints",
-    operation_id="ListInferenceEndpoints",
-    summary="The cluster's managed inference endpoints with their operator state",
-    responses={**_ok(InferenceEndpointList), **_errors(404, 422, 503)},
-    tags=["inference"],
-)
-def list_inference_endpoints(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-) -> Response[InferenceEndpointList]:
-    """Every InferenceEndpointConfig and JumpStartModel of namespace default."""
-    return _json(inference_endpoints.list_endpoints(runtime(), cluster_tag))
-
-
-@router.get(
-    "/clusters/<clusterTag>/inference/endpoints/<name>",
-    operation_id="GetInferenceEndpoint",
-    summary="A managed endpoint: operator state and conditions, SageMaker endpoint, worker pods and their events",
-    responses={**_ok(InferenceEndpointView), **_errors(404, 422, 503)},
-    tags=["inference"],
-)
-def get_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceEndpointName
-) -> Response[InferenceEndpointView]:
-    """One endpoint."""
-    return _json(inference_endpoints.get_endpoint(runtime(), cluster_tag, name))
-
-
-@router.delete(
-    "/clusters/<clusterTag>/inference/endpoints/<name>",
-    operation_id="DeleteInferenceEndpoint",
-    summary="Delete a managed endpoint and its SageMaker endpoint, config and model (asynchronous)",
-    description="The DELETE_INFERENCE_ENDPOINT operation deletes the resource and ends once it is gone and SageMaker "
-    "DescribeEndpoint no longer finds the endpoint (the operator's finalizer removes the SageMaker side first).",
-    responses={**_ENDPOINT_ACCEPTED, **_errors(404, 409, 422, 503)},
-    tags=["inference"],
-)
-def delete_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    name: InferenceEndpointName,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[InferenceEndpointAccepted]:
-    """Start the DELETE_INFERENCE_ENDPOINT operation."""
-    return _idempotent_202(
-        f"DELETE /clusters/{cluster_tag}/inference/endpoints/{name}",
-        idempotency_key,
-        {"name": name},
-        InferenceEndpointAccepted,
-        lambda: inference_endpoints.delete_endpoint(runtime(), cluster_tag, name).to_api(),
-    )
-
-
-@router.post(
-    "/clusters/<clusterTag>/inference/endpoints/<name>/invoke",
-    operation_id="InvokeInferenceEndpoint",
-    summary="Call the model: SageMaker Runtime InvokeEndpoint on the endpoint the operator registered",
-    description="body is sent as application/json (at most 1 MiB serialised: 413 naming body). The answer is parsed "
-    "as JSON when it fits 256 KiB, else returned cut as text with truncated true. SageMaker's refusals come back "
-    "verbatim: 409 for its 4xx (e.g. the endpoint not InService), 502 for ModelError and its 5xx. With an "
-    "Idempotency-Key a repeated call replays the first answer instead of calling the model again.",
-    responses={**_ok(InvokeEndpointView), **_errors(400, 404, 409, 413, 415, 422, 502, 503)},
-    tags=["inference"],
-)
-def invoke_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
-    name: InferenceEndpointName,
-    request: InvokeEndpointRequest,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[InvokeEndpointView]:
-    """Invoke the endpoint; without an Idempotency-Key every call reaches the model."""
-    from api_idempotency import run_idempotent
-
-    answer = run_idempotent(
-        idempotency(),
-        route=f"POST /clusters/{cluster_tag}/inference/endpoints/{name}/invoke",
-        key=idempotency_key,
-        body=request.to_api(),
-        call=lambda: inference_endpoints.invoke_endpoint(runtime(), cluster_tag, name, request).to_api(),
-    )
-    return _json(InvokeEndpointView.model_validate(answer))

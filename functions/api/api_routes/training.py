@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _idempotent_202,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.mlflow import runs as mlflow_runs
@@ -53,6 +55,7 @@ from instantstart.models.training_jobs import (
 from instantstart.training import service as training
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="training")
 
 
 # -- training jobs ----------------------------------------------------------------------------------------------------
@@ -85,6 +88,19 @@ _JOB_ACCEPTED: dict[int, OpenAPIResponse] = {
     "Follow the job with GET /clusters/{clusterTag}/training-jobs/{name}.",
     responses={**_JOB_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["training-jobs"],
+    openapi_extensions=_faces(
+        "training_job_create",
+        "Create a training job from a recipe",
+        (
+            "Create a training job (POST /clusters/{clusterTag}/training-jobs): one tool, the job's recipe field "
+            "picks its shape. Read the instantstart-training-jobs skill first (which recipe, how many nodes, "
+            "restarts). Returns the job's name and its CREATE_TRAINING_JOB operation: poll it with operation_get, "
+            "then follow the job with training_job_get and training_job_logs. A 409 FeatureNotEnabled names the "
+            "feature to turn on (cluster_update_features). Write tool: needs --allow-write."
+        ),
+        cli="jobs create",
+        body="job",
+    ),
 )
 def create_training_job(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -110,6 +126,13 @@ def create_training_job(
     "reason when Kubernetes does not answer or refuses).",
     responses={**_ok(TrainingJobList), **_errors(400, 404, 422, 503)},
     tags=["training-jobs"],
+    openapi_extensions=_faces(
+        "training_job_list",
+        "List a cluster's training jobs",
+        "List the cluster's training jobs with status, restarts and age, newest first. Read-only.",
+        cli="jobs list",
+        read_only=True,
+    ),
 )
 def list_training_jobs(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -146,6 +169,13 @@ def list_training_jobs(
     summary="A training job: spec summary, status, conditions, restart history, pods",
     responses={**_ok(TrainingJobView), **_errors(404, 422, 503)},
     tags=["training-jobs"],
+    openapi_extensions=_faces(
+        "training_job_get",
+        "Get a training job",
+        ("A training job: spec summary, status, conditions, restart history, pods (node, phase, restarts). Read-only."),
+        cli="jobs get",
+        read_only=True,
+    ),
 )
 def get_training_job(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -164,6 +194,17 @@ def get_training_job(
     f"and sinceSeconds the last {training.LOG_DEFAULT_TAIL_LINES} lines.",
     responses={**_ok(TrainingJobLogs), **_errors(404, 422, 503)},
     tags=["training-jobs"],
+    openapi_extensions=_faces(
+        "training_job_logs",
+        "Read a training job's logs",
+        (
+            "Log text of one pod of a training job (rank 0 by default), bounded in size (the tail is kept; truncated "
+            "says so). To follow a running job, call again with sinceSeconds set to the seconds since the last call. "
+            "Read-only."
+        ),
+        cli="jobs logs",
+        read_only=True,
+    ),
 )
 def get_training_job_logs(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -218,6 +259,18 @@ def get_training_job_logs(
     summary="Delete a training job and its pods (asynchronous: the steps delete it)",
     responses={**_JOB_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["training-jobs"],
+    openapi_extensions=_faces(
+        "training_job_delete",
+        "Delete a training job and its pods",
+        (
+            "Delete a training job and its pods (DELETE .../training-jobs/{name}); destructive: its running processes "
+            "stop. Returns the DELETE_TRAINING_JOB operation. Write tool: needs --allow-write."
+        ),
+        cli="jobs delete",
+        destructive=True,
+        idempotent=True,
+        confirm=True,
+    ),
 )
 def delete_training_job(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -258,6 +311,18 @@ JobNamespace = Annotated[
     "list. 409 MlflowNotConnected / MlflowNotReady; 503 when MLflow or Kubernetes does not answer.",
     responses={**_ok(MlflowRunList), **_errors(404, 409, 422, 503)},
     tags=["mlflow"],
+    openapi_extensions=_faces(
+        "mlflow_list_job_runs",
+        "List a training job's MLflow runs",
+        (
+            "List a training job's MLflow runs (GET /clusters/{clusterTag}/training-jobs/{name}/runs): the runs of "
+            "experiment clusterTag tagged instantstart.job=name, newest first, with status, params and the latest "
+            "value of each metric. 404 TrainingJobNotFound when no job of that name is in the namespace; 409 "
+            "MlflowNotConnected when the cluster has no MLflow (see mlflow_get). Read-only."
+        ),
+        cli="mlflow runs",
+        read_only=True,
+    ),
 )
 def list_training_job_runs(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],

@@ -278,6 +278,28 @@ def _keep_task_failure_cause() -> None:
     StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
 
 
+EVENT_PAYLOAD_BYTES = 248 * 1024
+"""The most escaped input plus output a "Step Functions Execution Status Change" event carries (EventBridge's quota)."""
+
+
+def _event_payloads(input_data: Any, output: Any, *, succeeded: bool) -> dict[str, Any]:
+    """The event's ``input``/``inputDetails``/``output``/``outputDetails``, as AWS's Step Functions guide describes:
+    JSON strings (``output`` only for a SUCCEEDED execution, else null with null ``outputDetails``); an output whose
+    escaped form exceeds :data:`EVENT_PAYLOAD_BYTES` is left out, and so is the input when input and output together
+    exceed it (``included: false``)."""
+    text_in = json.dumps(input_data, separators=(",", ":"))
+    text_out = json.dumps(output, separators=(",", ":")) if succeeded else None
+    size_out = len(json.dumps(text_out)) if text_out is not None else 0
+    keep_out = size_out <= EVENT_PAYLOAD_BYTES
+    keep_in = len(json.dumps(text_in)) + (size_out if keep_out else 0) <= EVENT_PAYLOAD_BYTES
+    return {
+        "input": text_in if keep_in else None,
+        "inputDetails": {"included": keep_in},
+        "output": text_out if keep_out else None,
+        "outputDetails": None if text_out is None else {"included": keep_out},
+    }
+
+
 def _emit_execution_status_change() -> None:
     """Emit "Step Functions Execution Status Change" (source ``aws.states``) when an execution ends, as AWS does."""
     from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
@@ -310,6 +332,7 @@ def _emit_execution_status_change() -> None:
             "status": status,
             "startDate": int(execution.start_date.timestamp() * 1000) if execution.start_date else None,
             "stopDate": int(execution.stop_date.timestamp() * 1000) if execution.stop_date else None,
+            **_event_payloads(execution.input_data, execution.output, succeeded=status == "SUCCEEDED"),
             "error": execution.error,
             "cause": execution.cause,
         }

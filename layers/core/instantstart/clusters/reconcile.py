@@ -67,6 +67,8 @@ def once(
 
 
 def _our_cluster(rt: Runtime, detail: dict[str, Any]) -> tuple[str | None, ClusterRecord | None]:
+    """The tag and live record of the HyperPod cluster ``detail["ClusterName"]`` names (``None``: not ours, or
+    DELETED)."""
     tag = tag_from_hyperpod_cluster_name(str(detail.get("ClusterName", "")))
     cluster = rt.store.get_cluster(tag) if tag else None
     if cluster is not None and cluster.status is ClusterStatus.DELETED:
@@ -110,11 +112,22 @@ def on_cluster_event(rt: Runtime, detail: dict[str, Any]) -> Reconciled:
     Wakes the ``verify`` stage's wait so it re-checks the nodes now; for a DEGRADED cluster (a create
     that ran out of time waiting for capacity) checks whether the nodes have arrived and, if so, turns
     it READY (:func:`recover_degraded`).
+
+    ``detail`` as AWS's cluster events reference shapes it: the record is under ``detail.EventDetails``
+    (``EventId``, ``ClusterName``, ``InstanceGroupName``, ``EventLevel``, ...; sample:
+    ``events/eventbridge_hyperpod_cluster_event.json``), not at the top of ``detail``.
     """
-    tag, cluster = _our_cluster(rt, detail)
+    tag, cluster = _our_cluster(rt, cluster_event_record(detail))
     if not tag or not cluster:
         return Reconciled(action="ignored", cluster_tag=tag)
     return _capacity_changed(rt, cluster)
+
+
+def cluster_event_record(detail: dict[str, Any]) -> dict[str, Any]:
+    """The ``ClusterEventDetail`` of a "SageMaker HyperPod Cluster Event"'s ``detail`` (``detail.EventDetails``;
+    ``{}`` when absent)."""
+    record = detail.get("EventDetails")
+    return record if isinstance(record, dict) else {}
 
 
 def on_addon_health_change(rt: Runtime, detail: dict[str, Any]) -> Reconciled:

@@ -15,9 +15,8 @@ memory ``/dev/shm``, the claim of the model's storage mounted read-only, a readi
 ``/health``) and a ``v1`` Service: ClusterIP, or ``LoadBalancer`` with the NLB annotations (scheme ``internal``
 unless ``internet-facing`` was asked). The engine's argv is built from typed fields.
 
-Router (``CREATE_INFERENCE_ROUTER``): the SGLang router (``sglang_router.launch_router``, cache-aware by default)
-discovering the workers by label through the Kubernetes API (a ServiceAccount with a Role to list pods), its
-Service, and optionally a KEDA ``ScaledObject`` (``keda.sh/v1alpha1``) on the workers' Deployment.
+The router's objects (``CREATE_INFERENCE_ROUTER``) and the API's invoke access are built in
+:mod:`.router_builders`, the shared engine images, ports and labels live in :mod:`.names` (both re-exported).
 """
 
 from __future__ import annotations
@@ -28,32 +27,69 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from instantstart.inference.names import (  # re-exported
+    ENGINE_IMAGES as ENGINE_IMAGES,
+)
+from instantstart.inference.names import (
+    ENGINE_PORTS as ENGINE_PORTS,
+)
+from instantstart.inference.names import (
+    HEALTH_PATH as HEALTH_PATH,
+)
+from instantstart.inference.names import (
+    LABEL_DEPLOYMENT as LABEL_DEPLOYMENT,
+)
+from instantstart.inference.names import (
+    LABEL_ENGINE as LABEL_ENGINE,
+)
+from instantstart.inference.names import (
+    LABEL_MANAGED as LABEL_MANAGED,
+)
+from instantstart.inference.names import (
+    LABEL_MODEL_DOWNLOAD as LABEL_MODEL_DOWNLOAD,
+)
+from instantstart.inference.names import (
+    LABEL_ROLE as LABEL_ROLE,
+)
+from instantstart.inference.names import (
+    MANAGED_BY as MANAGED_BY,
+)
+from instantstart.inference.router_builders import (  # re-exported
+    INVOKE_ROLE as INVOKE_ROLE,
+)
+from instantstart.inference.router_builders import (
+    KEDA_API_VERSION as KEDA_API_VERSION,
+)
+from instantstart.inference.router_builders import (
+    KEDA_KIND as KEDA_KIND,
+)
+from instantstart.inference.router_builders import (
+    ROUTER_IMAGE as ROUTER_IMAGE,
+)
+from instantstart.inference.router_builders import (
+    ROUTER_PORT as ROUTER_PORT,
+)
+from instantstart.inference.router_builders import (
+    build_router as build_router,
+)
+from instantstart.inference.router_builders import (
+    invoke_access as invoke_access,
+)
+from instantstart.inference.router_builders import (
+    router_name as router_name,
+)
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
     CreateInferenceDeploymentRequest,
-    CreateRouterRequest,
     Destination,
     DownloadModelRequest,
     Engine,
     SecretKeyRef,
 )
-from instantstart.naming import API_KUBERNETES_GROUP
 
-ENGINE_IMAGES = {
-    Engine.VLLM: "vllm/vllm-openai:v0.8.5",
-    Engine.SGLANG: "lmsysorg/sglang:v0.4.6.post1-cu124",
-}
-"""The pinned image of each engine (never latest)."""
-ENGINE_PORTS = {Engine.VLLM: 8000, Engine.SGLANG: 30000}
-"""Default port of each engine's OpenAI-compatible server."""
-HEALTH_PATH = "/health"
-"""Both engines answer 200 on ``/health`` once the model is loaded."""
 DOWNLOADER_IMAGE = ENGINE_IMAGES[Engine.VLLM]
 COPY_IMAGE = "public.ecr.aws/docker/library/busybox:1.36.1"
 """The image that copies the finished download into the S3 mount (``cp -r``)."""
-ROUTER_IMAGE = ENGINE_IMAGES[Engine.SGLANG]
-"""The SGLang image ships ``sglang_router``."""
-ROUTER_PORT = 30000
 
 S3_CLAIM = "s3-claim"
 FSX_CLAIM = "fsx-claim"
@@ -61,12 +97,6 @@ MOUNTS = {S3_CLAIM: "/s3", FSX_CLAIM: "/fsx"}
 MODELS_PREFIX = "models/"
 """Key prefix of downloaded models in the cluster's bucket."""
 
-LABEL_MODEL_DOWNLOAD = "instantstart.io/model-download"
-LABEL_DEPLOYMENT = "instantstart.io/inference-deployment"
-LABEL_ENGINE = "instantstart.io/engine"
-LABEL_ROLE = "instantstart.io/role"
-LABEL_MANAGED = "app.kubernetes.io/managed-by"
-MANAGED_BY = "instantstart"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ANNOTATION_SPEC = "instantstart.io/spec"
 """The typed request on the Deployment (JSON, no secret values: the token is only a Secret reference)."""
@@ -79,8 +109,6 @@ IDLE_COST = -1000
 NLB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 NLB_SCHEME = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 NLB_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
-KEDA_API_VERSION = "keda.sh/v1alpha1"
-KEDA_KIND = "ScaledObject"
 SCRATCH = "/scratch"
 JOB_BACKOFF_LIMIT = 2
 JOB_TTL_SECONDS = 7 * 86400
@@ -371,151 +399,3 @@ def deletion_costs(pods: list[dict[str, Any]]) -> dict[str, str]:
         for p in pods
         if not (p.get("metadata") or {}).get("deletionTimestamp")
     }
-
-
-# -- the SGLang router -----------------------------------------------------------------------------------------------
-def router_name(name: str) -> str:
-    """``<deployment>-router``: the router's Deployment, Service, ServiceAccount, Role and RoleBinding."""
-    return f"{name}-router"
-
-
-def build_router(
-    name: str, worker_port: int, request: CreateRouterRequest, operation_id: str
-) -> tuple[dict[str, Any], ...]:
-    """ServiceAccount, Role (pods get/list/watch), RoleBinding, router Deployment and Service, and the KEDA
-    ScaledObject on the workers when ``request.autoscaling`` is given, in apply order.
-
-    The router finds the workers by label (``--service-discovery --selector instantstart.io/inference-deployment=
-    <name>``) on ``worker_port``.
-    """
-    rname = router_name(name)
-    labels = {LABEL_DEPLOYMENT: name, LABEL_ROLE: "router", LABEL_MANAGED: MANAGED_BY}
-
-    def meta(name: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "namespace": INFERENCE_NAMESPACE,
-            "labels": dict(labels),
-            "annotations": {"instantstart/operation-id": operation_id},
-        }
-
-    argv = [
-        "python3",
-        "-m",
-        "sglang_router.launch_router",
-        "--policy",
-        request.policy,
-        "--service-discovery",
-        "--selector",
-        f"{LABEL_DEPLOYMENT}={name}",
-        f"{LABEL_ROLE}=worker",
-        "--service-discovery-port",
-        str(worker_port),
-        "--service-discovery-namespace",
-        INFERENCE_NAMESPACE,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(ROUTER_PORT),
-    ]
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(rname)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": meta(rname),
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": meta(rname),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": rname},
-            "subjects": [{"kind": "ServiceAccount", "name": rname, "namespace": INFERENCE_NAMESPACE}],
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": meta(rname),
-            "spec": {
-                "replicas": request.replicas,
-                "selector": {"matchLabels": {LABEL_DEPLOYMENT: name, LABEL_ROLE: "router"}},
-                "template": {
-                    "metadata": {"labels": dict(labels)},
-                    "spec": {
-                        "serviceAccountName": rname,
-                        "containers": [
-                            {
-                                "name": "router",
-                                "image": ROUTER_IMAGE,
-                                "command": argv,
-                                "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
-                                "readinessProbe": {"httpGet": {"path": HEALTH_PATH, "port": ROUTER_PORT}},
-                                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                            }
-                        ],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": meta(rname),
-            "spec": {
-                "type": "ClusterIP",
-                "selector": {LABEL_DEPLOYMENT: name, LABEL_ROLE: "router"},
-                "ports": [{"name": "http", "port": ROUTER_PORT, "targetPort": ROUTER_PORT, "protocol": "TCP"}],
-            },
-        },
-    ]
-    if request.autoscaling is not None:
-        scaling = request.autoscaling
-        query = f'sum(sglang:num_queue_reqs{{namespace="{INFERENCE_NAMESPACE}",pod=~"{name}-.*"}})'
-        objects.append(
-            {
-                "apiVersion": KEDA_API_VERSION,
-                "kind": KEDA_KIND,
-                "metadata": meta(name),
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                    "minReplicaCount": scaling.min_replicas,
-                    "maxReplicaCount": scaling.max_replicas,
-                    "triggers": [
-                        {
-                            "type": "prometheus",
-                            "metadata": {
-                                "serverAddress": scaling.prometheus_server_address,
-                                "query": query,
-                                "threshold": str(scaling.queue_threshold),
-                            },
-                        }
-                    ],
-                },
-            }
-        )
-    return tuple(objects)
-
-
-# -- calling the Services from the API -------------------------------------------------------------------------------
-INVOKE_ROLE = "instantstart-api-invoke"
-
-
-def invoke_access() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Role ``instantstart-api-invoke`` (``services/proxy``: create, get, in the inference namespace) and its
-    RoleBinding to the API function's Kubernetes group (:data:`instantstart.naming.API_KUBERNETES_GROUP`)."""
-    meta = {"name": INVOKE_ROLE, "namespace": INFERENCE_NAMESPACE, "labels": {LABEL_MANAGED: MANAGED_BY}}
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": dict(meta),
-        "rules": [{"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["create", "get"]}],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": dict(meta),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": INVOKE_ROLE},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": API_KUBERNETES_GROUP}],
-    }
-    return role, binding

@@ -21,13 +21,15 @@ Run naming convention (for ``GET .../training-jobs/{name}/runs`` and the trainin
 the cluster tag; every run of a training job carries the run tag ``instantstart.job=<job name>``
 (:data:`EXPERIMENT_ENV`, :data:`JOB_RUN_TAG`).
 
+The reads shared with the steps and the release are in :mod:`.resources`, the disconnect and cluster deletion in
+:mod:`.release` (both re-exported).
+
 API reference: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateMlflowTrackingServer.html,
 https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeMlflowApp.html
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -37,6 +39,61 @@ from instantstart.clusters import addons, changes, records, service
 from instantstart.errors import Conflict, NotFound, StageFailed, ValidationFailed
 from instantstart.kube import objects
 from instantstart.mlflow import identity
+from instantstart.mlflow.release import _delete_ours
+from instantstart.mlflow.release import (  # re-exported
+    release as release,
+)
+from instantstart.mlflow.release import (
+    start_release as start_release,
+)
+from instantstart.mlflow.release import (
+    teardown as teardown,
+)
+from instantstart.mlflow.resources import (  # re-exported
+    EXPERIMENT_ENV as EXPERIMENT_ENV,
+)
+from instantstart.mlflow.resources import (
+    FAILED as FAILED,
+)
+from instantstart.mlflow.resources import (
+    GOING as GOING,
+)
+from instantstart.mlflow.resources import (
+    JOB_NAME_ENV as JOB_NAME_ENV,
+)
+from instantstart.mlflow.resources import (
+    JOB_RUN_TAG as JOB_RUN_TAG,
+)
+from instantstart.mlflow.resources import (
+    NOT_FOUND as NOT_FOUND,
+)
+from instantstart.mlflow.resources import (
+    SETTLED as SETTLED,
+)
+from instantstart.mlflow.resources import (
+    arn_kind as arn_kind,
+)
+from instantstart.mlflow.resources import (
+    arn_of as arn_of,
+)
+from instantstart.mlflow.resources import (
+    connection as connection,
+)
+from instantstart.mlflow.resources import (
+    describe as describe,
+)
+from instantstart.mlflow.resources import (
+    find_ours as find_ours,
+)
+from instantstart.mlflow.resources import (
+    is_owned as is_owned,
+)
+from instantstart.mlflow.resources import (
+    job_environment as job_environment,
+)
+from instantstart.mlflow.resources import (
+    status_of as status_of,
+)
 from instantstart.models.common import ClusterStatus, OperationType
 from instantstart.models.mlflow import (
     DEFAULT_NAMESPACE,
@@ -48,102 +105,10 @@ from instantstart.models.mlflow import (
 )
 from instantstart.models.operation import OperationView
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
-from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, tag_list
+from instantstart.naming import ownership_tags, storage_bucket_name, tag_list
 from instantstart.runtime import Runtime
 
-JOB_RUN_TAG = "instantstart.job"
-"""The MLflow run tag naming the training job of a run (value: the job's name)."""
-EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
-"""The environment variable naming the experiment of a cluster's runs (value: the cluster tag)."""
-JOB_NAME_ENV = "INSTANTSTART_JOB_NAME"
-"""The environment variable naming the training job (value of the run tag :data:`JOB_RUN_TAG`)."""
-FAILED = frozenset({"CreateFailed", "UpdateFailed", "DeleteFailed", "StartFailed", "StopFailed", "MaintenanceFailed"})
-GOING = frozenset({"Deleting", "Deleted"})
-SETTLED = frozenset({"Created", "Updated", "Started", "MaintenanceComplete"})
 _CHANGEABLE = (ClusterStatus.READY, ClusterStatus.DEGRADED)
-NOT_FOUND = "ResourceNotFound"
-
-
-# -- reads shared by the API and the steps --------------------------------------------------------
-def connection(rt: Runtime, tag: str) -> MlflowConnection | None:
-    """The cluster's MLflow connection as recorded (no AWS call), or None when not connected.
-
-    For the training recipes: ``connection(rt, tag).environment`` (``MLFLOW_TRACKING_URI`` = the ARN, which the
-    ``sagemaker-mlflow`` plugin resolves; ``MLFLOW_TRACKING_SERVER_ARN`` or ``MLFLOW_APP_ARN``), plus
-    :func:`job_environment`; pods run as ``serviceAccountName`` in ``namespace`` to get AWS credentials.
-    """
-    record = rt.store.get_cluster(tag)
-    return record.mlflow if record is not None else None
-
-
-def job_environment(conn: MlflowConnection, tag: str, job_name: str) -> dict[str, str]:
-    """The environment of a training job's containers: the connection's (:attr:`MlflowConnection.environment`),
-    ``MLFLOW_EXPERIMENT_NAME`` = the cluster tag and ``INSTANTSTART_JOB_NAME`` = the job's name.
-
-    MLflow has no environment variable for run tags: the job's training script (or the recipe's launcher) starts its
-    runs with ``tags={"instantstart.job": os.environ["INSTANTSTART_JOB_NAME"]}`` (:data:`JOB_RUN_TAG`), which is how
-    the job's runs are found.
-    """
-    return {**conn.environment, EXPERIMENT_ENV: tag, JOB_NAME_ENV: job_name}
-
-
-def arn_kind(arn: str) -> MlflowKind:
-    """The kind of a SageMaker MLflow ARN (``mlflow-tracking-server/`` or ``mlflow-app/``)."""
-    return MlflowKind.APP if ":mlflow-app/" in arn else MlflowKind.TRACKING_SERVER
-
-
-def describe(sm: Any, kind: MlflowKind, arn_or_name: str) -> dict[str, Any] | None:
-    """SageMaker ``DescribeMlflowTrackingServer`` (by the name in the ARN) or ``DescribeMlflowApp``; None when
-    SageMaker answers ``ResourceNotFound``."""
-    try:
-        if kind is MlflowKind.TRACKING_SERVER:
-            return dict(sm.describe_mlflow_tracking_server(TrackingServerName=arn_or_name.rsplit("/", 1)[-1]))
-        return dict(sm.describe_mlflow_app(Arn=arn_or_name))
-    except ClientError as exc:
-        if error_code(exc) == NOT_FOUND:
-            return None
-        raise
-
-
-def status_of(kind: MlflowKind, found: dict[str, Any]) -> str:
-    """``TrackingServerStatus`` or ``Status`` of a description."""
-    return str(found.get("TrackingServerStatus" if kind is MlflowKind.TRACKING_SERVER else "Status") or "")
-
-
-def arn_of(kind: MlflowKind, found: dict[str, Any]) -> str:
-    """``TrackingServerArn`` or ``Arn`` of a description."""
-    return str(found.get("TrackingServerArn" if kind is MlflowKind.TRACKING_SERVER else "Arn") or "")
-
-
-def find_ours(rt: Runtime, tag: str, kind: MlflowKind) -> dict[str, Any] | None:
-    """The server or app named ``instantstart-<tag>`` (any owner), or None.
-
-    Apps are found by name through ``ListMlflowApps`` (their ARN holds a generated id); calls
-    ``DescribeMlflowTrackingServer`` / ``DescribeMlflowApp``.
-    """
-    sm = rt.client("sagemaker")
-    name = identity.resource_name(tag)
-    if kind is MlflowKind.TRACKING_SERVER:
-        return describe(sm, kind, name)
-    token: str | None = None
-    while True:
-        page = sm.list_mlflow_apps(**({"NextToken": token} if token else {}), MaxResults=100)
-        for summary in page.get("Summaries", []):
-            if summary.get("Name") == name and summary.get("Status") not in GOING:
-                return describe(sm, kind, str(summary["Arn"]))
-        token = page.get("NextToken")
-        if not token:
-            return None
-
-
-def is_owned(rt: Runtime, arn: str, tag: str) -> bool:
-    """Whether the SageMaker resource ``arn`` carries this cluster's ownership tags (``ListTags``)."""
-    try:
-        return owned_by(rt.client("sagemaker").list_tags(ResourceArn=arn).get("Tags", []), tag)
-    except ClientError as exc:
-        if error_code(exc) in (NOT_FOUND, "ValidationException"):
-            return False
-        raise
 
 
 # -- API side -----------------------------------------------------------------------------------
@@ -466,112 +431,6 @@ def finish_mlflow_change(rt: Runtime, p: StepPayload) -> None:
         connected_at=records.now(),
     )
     rt.store.record_mlflow(p.cluster_tag, conn, records.now())
-
-
-# -- disconnect and cluster deletion ------------------------------------------------------------
-def _ours(rt: Runtime, tag: str) -> list[tuple[MlflowKind, dict[str, Any]]]:
-    """Every server or app created for the cluster that still exists (the recorded one, then by name)."""
-    out: list[tuple[MlflowKind, dict[str, Any]]] = []
-    seen: set[str] = set()
-    conn = connection(rt, tag)
-    candidates: list[tuple[MlflowKind, dict[str, Any] | None]] = []
-    if conn is not None and conn.created:
-        candidates.append((conn.kind, describe(rt.client("sagemaker"), conn.kind, conn.arn)))
-    candidates += [(kind, find_ours(rt, tag, kind)) for kind in MlflowKind]
-    for kind, found in candidates:
-        if found is None:
-            continue
-        arn = arn_of(kind, found)
-        if arn in seen or not is_owned(rt, arn, tag):
-            continue
-        seen.add(arn)
-        out.append((kind, found))
-    return out
-
-
-def _delete_ours(rt: Runtime, tag: str) -> str | None:
-    """Ask SageMaker to delete ours that can be deleted now (not Creating, not already going); a short status."""
-    sm = rt.client("sagemaker")
-    asked = []
-    for kind, found in _ours(rt, tag):
-        status = status_of(kind, found)
-        if status in GOING or status == "Creating":
-            continue
-        try:
-            if kind is MlflowKind.TRACKING_SERVER:
-                sm.delete_mlflow_tracking_server(TrackingServerName=found["TrackingServerName"])
-            else:
-                sm.delete_mlflow_app(Arn=found["Arn"])
-        except ClientError as exc:
-            if error_code(exc) != NOT_FOUND:
-                raise
-        asked.append(arn_of(kind, found))
-    return f"deleting {', '.join(asked)}" if asked else None
-
-
-def start_release(rt: Runtime, tag: str) -> None:
-    """Cluster deletion, storage teardown: ask SageMaker to delete the server or app created for the cluster (a
-    running server writes to the bucket), without waiting. Calls ``Delete*`` as :func:`release`."""
-    _delete_ours(rt, tag)
-
-
-def release(rt: Runtime, tag: str) -> list[str]:
-    """Remove what the cluster's MLflow connection created; returns what is still going (empty: done).
-
-    Ours (ownership tags) is deleted and waited for (a ``Creating`` one first settles); then the pod identity
-    association of the service account (when it carries our tags), the service account (when labelled ours) and
-    the pod and server roles. A connected server that existed before is never touched. Calls SageMaker
-    ``Describe*``/``ListMlflowApps``/``ListTags``/``Delete*``, EKS ``ListPodIdentityAssociations``/
-    ``DescribePodIdentityAssociation``/``DeletePodIdentityAssociation``, IAM role deletion.
-    """
-    _delete_ours(rt, tag)
-    left = [f"{arn_of(kind, found)} ({status_of(kind, found)})" for kind, found in _ours(rt, tag)]
-    if left:
-        return left
-    conn = connection(rt, tag)
-    namespace = conn.namespace if conn is not None else None
-    eks = rt.client("eks")
-    eks_name = records.eks_name(rt, tag)
-    try:
-        kwargs: dict[str, Any] = {"clusterName": eks_name, "serviceAccount": identity.SERVICE_ACCOUNT}
-        if namespace:
-            kwargs["namespace"] = namespace
-        for assoc in eks.list_pod_identity_associations(**kwargs)["associations"]:
-            found = eks.describe_pod_identity_association(clusterName=eks_name, associationId=assoc["associationId"])
-            if owned_by(found["association"].get("tags", {}), tag):
-                eks.delete_pod_identity_association(clusterName=eks_name, associationId=assoc["associationId"])
-                _delete_service_account(rt, eks_name, str(assoc.get("namespace") or namespace or DEFAULT_NAMESPACE))
-    except ClientError as exc:
-        if error_code(exc) not in ("ResourceNotFoundException",):
-            raise
-    iam = rt.client("iam")
-    for name in (identity.pod_role_name(tag), identity.server_role_name(tag)):
-        with contextlib.suppress(StageFailed):  # a role that is not ours is never deleted
-            addons.delete_owned_role(iam, name, tag)
-    return []
-
-
-def teardown(rt: Runtime, tag: str) -> list[str]:
-    """Cluster deletion (add-ons teardown, polled): :func:`release`; once nothing is left, the recorded connection is
-    removed from the cluster record. Returns what is still going."""
-    left = release(rt, tag)
-    if not left and connection(rt, tag) is not None:
-        rt.store.record_mlflow(tag, None, records.now())
-    return left
-
-
-def _delete_service_account(rt: Runtime, eks_name: str, namespace: str) -> None:
-    """Delete our service account (labelled managed-by instantstart); an unreachable cluster is skipped."""
-    try:
-        from instantstart.kube.client import connect, delete, get
-
-        dyn = connect(eks_name, rt.region)
-        found = get(dyn, "v1", "ServiceAccount", identity.SERVICE_ACCOUNT, namespace)
-        labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-        if found is not None and all(labels.get(k) == v for k, v in objects.MANAGED_LABELS.items()):
-            delete(dyn, "v1", "ServiceAccount", identity.SERVICE_ACCOUNT, namespace)
-    except (ClientError, ValueError):
-        pass  # the EKS cluster is gone or has no endpoint: nothing to delete in Kubernetes
 
 
 CHANGES = {

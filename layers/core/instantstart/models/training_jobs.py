@@ -1,4 +1,5 @@
-"""Training job models: one request model per recipe (discriminated by ``recipe``) and the job views.
+"""Training job models: one request model per recipe (discriminated by ``recipe``); the job views are in
+:mod:`.training_job_views` (re-exported).
 
 Routes ``/clusters/{clusterTag}/training-jobs`` (``POST`` list ``GET``) and ``.../training-jobs/{name}`` (``GET``,
 ``DELETE``, ``/logs``). A request is turned into a custom resource by one builder per recipe
@@ -20,7 +21,30 @@ from pydantic import Field, field_validator, model_validator
 from instantstart.models.cluster import INSTANCE_TYPE_PATTERN, INSTANCE_TYPE_RULE
 from instantstart.models.common import ApiModel
 from instantstart.models.errors import pattern_rule
-from instantstart.models.operation import OperationView
+from instantstart.models.training_job_views import (  # re-exported: the models' one import path
+    JobCondition as JobCondition,
+)
+from instantstart.models.training_job_views import (
+    JobPod as JobPod,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobAccepted as TrainingJobAccepted,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobList as TrainingJobList,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobLogs as TrainingJobLogs,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobStatus as TrainingJobStatus,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobSummary as TrainingJobSummary,
+)
+from instantstart.models.training_job_views import (
+    TrainingJobView as TrainingJobView,
+)
 
 TRAINING_OPERATOR_FEATURE = "trainingOperator"
 """The feature key (``PATCH /clusters/{clusterTag}/features``) that installs the HyperPod training operator."""
@@ -406,97 +430,3 @@ CreateTrainingJobRequest = Annotated[
 """Body of ``POST /clusters/{clusterTag}/training-jobs``: one shape per ``recipe``."""
 
 TrainingJobRequest = PyTorchJobRequest | ScriptJobRequest | LlamaFactoryJobRequest | MsSwiftJobRequest | VerlJobRequest
-
-
-class TrainingJobStatus(StrEnum):
-    """A job's status, read from its custom resource."""
-
-    PENDING = "Pending"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    UNKNOWN = "Unknown"
-
-
-class TrainingJobAccepted(ApiModel):
-    """Body of the 202 of ``POST`` and ``DELETE``: the job and the operation that applies (or deletes) it."""
-
-    name: str = Field(description="Job name.", examples=["llama-sft-1"])
-    namespace: str = Field(description="Namespace of the job.", examples=["default"])
-    kind: str = Field(description="Custom resource kind.", examples=["HyperPodPyTorchJob"])
-    operation: OperationView = Field(description="The operation to poll (GET /operations/{operationId}).")
-
-
-class TrainingJobSummary(ApiModel):
-    """One job of ``GET /clusters/{clusterTag}/training-jobs``."""
-
-    name: str = Field(examples=["llama-sft-1"], description="Job name.")
-    namespace: str = Field(examples=["default"], description="Namespace.")
-    kind: str = Field(examples=["HyperPodPyTorchJob"], description="HyperPodPyTorchJob or RayJob.")
-    recipe: str | None = Field(default=None, description="Recipe it was built from (null: not created by us).")
-    status: TrainingJobStatus = Field(
-        description="Pending, Running, Restarting, Succeeded, Failed or Unknown.", examples=["Running"]
-    )
-    restarts: int = Field(
-        description="Restarts of the job so far: the operator's status.restartCount (pod-level and full-job restarts)."
-    )
-    created_at: str | None = Field(
-        default=None, description="creationTimestamp (ISO-8601 UTC).", examples=["2026-12-01T05:30:00Z"]
-    )
-    age_seconds: int | None = Field(default=None, description="Seconds since creation.")
-
-
-class TrainingJobList(ApiModel):
-    """Body of ``GET /clusters/{clusterTag}/training-jobs``."""
-
-    training_jobs: list[TrainingJobSummary] = Field(description="Jobs, newest first.")
-    next_token: str | None = Field(default=None, description="Pass as nextToken for the next page (null: last).")
-
-
-class JobCondition(ApiModel):
-    """One status condition of the custom resource, verbatim."""
-
-    type: str = Field(description="Condition type.")
-    status: str = Field(description="True, False or Unknown.", examples=["True"])
-    reason: str | None = Field(default=None, description="Reason.")
-    message: str | None = Field(default=None, description="Message.")
-    last_transition_time: str | None = Field(default=None, description="When it changed.")
-
-
-class JobPod(ApiModel):
-    """One pod of a job."""
-
-    name: str = Field(description="Pod name.")
-    node_name: str | None = Field(
-        default=None, description="Node it runs on (null: not scheduled).", examples=["hyperpod-i-0123456789abcdef0"]
-    )
-    phase: str | None = Field(default=None, description="Pod phase.")
-    restarts: int = Field(
-        description="Restarts of this pod's containers in place (status.containerStatuses[].restartCount summed); "
-        "a pod replaced on another node is a new pod whose count starts at 0."
-    )
-    rank: int | None = Field(default=None, description="Replica index (0: rank 0).")
-
-
-class TrainingJobView(TrainingJobSummary):
-    """Body of ``GET /clusters/{clusterTag}/training-jobs/{name}``."""
-
-    spec: dict[str, Any] = Field(
-        description="Spec summary: instanceType, nodes, nprocPerNode, image, command, runPolicy."
-    )
-    conditions: list[JobCondition] = Field(description="Status conditions, verbatim.")
-    restart_history: list[JobCondition] = Field(
-        description="Conditions that record a restart or a failure, oldest first."
-    )
-    pods: list[JobPod] = Field(description="The job's pods.")
-    reason: str | None = Field(default=None, description="Why it Failed (the operator's message), when it did.")
-
-
-class TrainingJobLogs(ApiModel):
-    """Body of ``GET .../training-jobs/{name}/logs``."""
-
-    pod: str = Field(description="Pod the lines come from.")
-    container: str | None = Field(default=None, description="Container.")
-    text: str = Field(description="Log text (at most maxBytes; the tail is kept).")
-    truncated: bool = Field(description="True when older lines were cut to fit the bound.")

@@ -1,4 +1,6 @@
-"""The cluster network: VPC, control-plane subnets, NAT, S3 gateway endpoint, compute subnets.
+"""The cluster network: VPC, control-plane subnets, NAT, S3 gateway endpoint, an imported VPC's egress; the compute
+subnets are in :mod:`.compute`, the teardown in :mod:`.teardown` (both re-exported), the EC2 building blocks they share
+in :mod:`.parts`.
 
 Every function inspects before it creates (resources are found by their ownership tags), so a
 retried step converges instead of duplicating. EC2 API reference:
@@ -10,36 +12,29 @@ from __future__ import annotations
 from typing import Any
 
 from instantstart.errors import StageFailed
-from instantstart.models.resources import ComputeSubnet, NetworkResources
-from instantstart.naming import (
-    INSTANCE_GROUP_KEY,
-    MANAGED_KEY,
-    ROLE_KEY,
-    TAG_KEY,
-    compute_subnet_name,
-    dedicated_subnet_name,
-    owned_by,
-    ownership_tags,
-    tag_list,
-)
+from instantstart.models.resources import NetworkResources
+from instantstart.naming import owned_by
 from instantstart.network.cidr import control_plane_cidrs, free_compute_cidr, free_vpc_cidr
-
-Ec2 = Any  # a boto3 EC2 client
-
-
-def _spec(resource_type: str, tag: str, name: str, role: str, **extra: str) -> list[dict[str, Any]]:
-    tags = ownership_tags(tag, Name=name, **{ROLE_KEY: role}, **extra)
-    return [{"ResourceType": resource_type, "Tags": tag_list(tags)}]
-
-
-def _owned_filters(tag: str, role: str | None = None) -> list[dict[str, Any]]:
-    filters = [
-        {"Name": f"tag:{TAG_KEY}", "Values": [tag]},
-        {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
-    ]
-    if role:
-        filters.append({"Name": f"tag:{ROLE_KEY}", "Values": [role]})
-    return filters
+from instantstart.network.compute import (  # re-exported
+    ensure_compute_subnet as ensure_compute_subnet,
+)
+from instantstart.network.compute import (
+    ensure_dedicated_subnet as ensure_dedicated_subnet,
+)
+from instantstart.network.parts import (  # re-exported
+    Ec2 as Ec2,
+)
+from instantstart.network.parts import (
+    _associate,
+    _ensure_default_route,
+    _ensure_route_table,
+    _ensure_subnet,
+    _owned_filters,
+    _spec,
+)
+from instantstart.network.teardown import (  # re-exported
+    delete_network as delete_network,
+)
 
 
 def control_plane_zones(ec2: Ec2, preferred: str) -> list[str]:
@@ -93,51 +88,6 @@ def _ensure_dns(ec2: Ec2, vpc_id: str) -> None:
     for attribute, key in (("enableDnsSupport", "EnableDnsSupport"), ("enableDnsHostnames", "EnableDnsHostnames")):
         if not ec2.describe_vpc_attribute(VpcId=vpc_id, Attribute=attribute)[key]["Value"]:
             ec2.modify_vpc_attribute(VpcId=vpc_id, **{key: {"Value": True}})
-
-
-def _ensure_subnet(ec2: Ec2, tag: str, vpc_id: str, cidr: str, az: str, name: str, role: str) -> str:
-    found = ec2.describe_subnets(
-        Filters=[
-            *_owned_filters(tag, role),
-            {"Name": "vpc-id", "Values": [vpc_id]},
-            {"Name": "tag:Name", "Values": [name]},
-        ]
-    )["Subnets"]
-    if found:
-        return str(found[0]["SubnetId"])
-    subnet = ec2.create_subnet(
-        VpcId=vpc_id, CidrBlock=cidr, AvailabilityZone=az, TagSpecifications=_spec("subnet", tag, name, role)
-    )["Subnet"]
-    return str(subnet["SubnetId"])
-
-
-def _ensure_route_table(ec2: Ec2, tag: str, vpc_id: str, name: str, role: str) -> str:
-    found = ec2.describe_route_tables(
-        Filters=[
-            *_owned_filters(tag, role),
-            {"Name": "vpc-id", "Values": [vpc_id]},
-            {"Name": "tag:Name", "Values": [name]},
-        ]
-    )["RouteTables"]
-    if found:
-        return str(found[0]["RouteTableId"])
-    table = ec2.create_route_table(VpcId=vpc_id, TagSpecifications=_spec("route-table", tag, name, role))
-    return str(table["RouteTable"]["RouteTableId"])
-
-
-def _associate(ec2: Ec2, route_table_id: str, subnet_id: str) -> None:
-    table = ec2.describe_route_tables(RouteTableIds=[route_table_id])["RouteTables"][0]
-    if any(a.get("SubnetId") == subnet_id for a in table.get("Associations", [])):
-        return
-    ec2.associate_route_table(RouteTableId=route_table_id, SubnetId=subnet_id)
-
-
-def _ensure_default_route(ec2: Ec2, route_table_id: str, **target: str) -> None:
-    table = ec2.describe_route_tables(RouteTableIds=[route_table_id])["RouteTables"][0]
-    for route in table.get("Routes", []):
-        if route.get("DestinationCidrBlock") == "0.0.0.0/0":
-            return
-    ec2.create_route(RouteTableId=route_table_id, DestinationCidrBlock="0.0.0.0/0", **target)
 
 
 def ensure_internet_gateway(ec2: Ec2, tag: str, vpc_id: str) -> str:
@@ -399,137 +349,6 @@ def ensure_private_routes(ec2: Ec2, private_route_table_id: str, nat_gateway_id:
     _ensure_default_route(ec2, private_route_table_id, NatGatewayId=nat_gateway_id)
 
 
-def ensure_compute_subnet(
-    ec2: Ec2,
-    *,
-    tag: str,
-    vpc_id: str,
-    availability_zone: str,
-    nat_gateway_id: str,
-    s3_endpoint_id: str,
-) -> ComputeSubnet:
-    """The HyperPod compute subnet of one Availability Zone. The one rule every capacity path uses.
-
-    The tagged per-AZ /20 ``hp-compute-<az>`` of the VPC when it exists, else a new /20 at the first
-    free block of the VPC; either way with its own route table (default route to the NAT gateway)
-    associated with the S3 gateway endpoint. Calls ``DescribeSubnets``, ``CreateSubnet``,
-    ``CreateRouteTable``, ``CreateRoute``, ``AssociateRouteTable``, ``ModifyVpcEndpoint``.
-
-    Not safe against a concurrent caller on its own (two could both create, or pick the same free
-    block): callers go through :func:`instantstart.capacity.subnets.ensure_group_subnet`, which holds
-    the VPC's subnet lock.
-    """
-    name = compute_subnet_name(availability_zone)
-    filters = [
-        {"Name": "vpc-id", "Values": [vpc_id]},
-        {"Name": "availability-zone", "Values": [availability_zone]},
-        {"Name": "tag:Name", "Values": [name]},
-        {"Name": f"tag:{MANAGED_KEY}", "Values": ["true"]},
-    ]
-    return _ensure_routed_subnet(
-        ec2,
-        tag=tag,
-        vpc_id=vpc_id,
-        availability_zone=availability_zone,
-        name=name,
-        filters=filters,
-        tags={},
-        nat_gateway_id=nat_gateway_id,
-        s3_endpoint_id=s3_endpoint_id,
-    )
-
-
-def ensure_dedicated_subnet(
-    ec2: Ec2,
-    *,
-    tag: str,
-    vpc_id: str,
-    availability_zone: str,
-    instance_group_name: str,
-    nat_gateway_id: str,
-    s3_endpoint_id: str,
-) -> ComputeSubnet:
-    """An instance group's own compute subnet (``dedicatedSubnet: true``), found by its tags or created.
-
-    A /20 named ``hp-group-<name>`` and tagged ``instantstart:instance-group=<name>`` (plus the ownership
-    tags), with its own route table like :func:`ensure_compute_subnet`. It outlives the group: deleting the
-    group leaves it, a later group of the same name gets it again, and the cluster's network teardown
-    (:func:`delete_network`, by ownership tags) deletes it. Same EC2 calls and the same locking rule as
-    :func:`ensure_compute_subnet`.
-    """
-    name = dedicated_subnet_name(instance_group_name)
-    filters = [
-        {"Name": "vpc-id", "Values": [vpc_id]},
-        *_owned_filters(tag, "dedicated-subnet"),
-        {"Name": f"tag:{INSTANCE_GROUP_KEY}", "Values": [instance_group_name]},
-    ]
-    return _ensure_routed_subnet(
-        ec2,
-        tag=tag,
-        vpc_id=vpc_id,
-        availability_zone=availability_zone,
-        name=name,
-        filters=filters,
-        tags={INSTANCE_GROUP_KEY: instance_group_name},
-        role="dedicated-subnet",
-        nat_gateway_id=nat_gateway_id,
-        s3_endpoint_id=s3_endpoint_id,
-    )
-
-
-def _ensure_routed_subnet(
-    ec2: Ec2,
-    *,
-    tag: str,
-    vpc_id: str,
-    availability_zone: str,
-    name: str,
-    filters: list[dict[str, Any]],
-    tags: dict[str, str],
-    nat_gateway_id: str,
-    s3_endpoint_id: str,
-    role: str = "compute-subnet",
-) -> ComputeSubnet:
-    found = ec2.describe_subnets(Filters=filters)["Subnets"]
-    source = "reused"
-    if found:
-        subnet = found[0]
-    else:
-        vpc_cidr = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]["CidrBlock"]
-        used = [
-            s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
-        ]
-        try:
-            cidr = free_compute_cidr(vpc_cidr, used)
-        except ValueError as exc:
-            raise StageFailed(
-                "InsufficientVpcAddressSpace", f"{exc}: subnet {name} cannot be created in {vpc_id}"
-            ) from exc
-        subnet = ec2.create_subnet(
-            VpcId=vpc_id,
-            CidrBlock=cidr,
-            AvailabilityZone=availability_zone,
-            TagSpecifications=_spec("subnet", tag, name, role, **tags),
-        )["Subnet"]
-        source = "created"
-    sid = str(subnet["SubnetId"])
-    route_table_id = _ensure_route_table(ec2, tag, vpc_id, name, "compute-route-table")
-    _ensure_default_route(ec2, route_table_id, NatGatewayId=nat_gateway_id)
-    _associate(ec2, route_table_id, sid)
-    endpoint = ec2.describe_vpc_endpoints(VpcEndpointIds=[s3_endpoint_id])["VpcEndpoints"][0]
-    if route_table_id not in endpoint.get("RouteTableIds", []):
-        ec2.modify_vpc_endpoint(VpcEndpointId=s3_endpoint_id, AddRouteTableIds=[route_table_id])
-    return ComputeSubnet(
-        subnet_id=sid,
-        route_table_id=route_table_id,
-        cidr_block=str(subnet["CidrBlock"]),
-        source=source,
-        owner_tag={t["Key"]: t["Value"] for t in subnet.get("Tags", [])}.get(
-            TAG_KEY, tag if source == "created" else None
-        ),
-    )
-
-
 def _free_block(ec2: Ec2, vpc_id: str, prefix: int) -> str:
     vpc_cidr = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]["CidrBlock"]
     used = [s["CidrBlock"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]]
@@ -574,68 +393,3 @@ def ensure_egress(ec2: Ec2, *, tag: str, vpc_id: str, region: str, availability_
         nat_gateway_state=nat_state,
         s3_endpoint_id=ensure_s3_endpoint(ec2, tag, vpc_id, region, public_rt),
     )
-
-
-def _delete_vpc(ec2: Ec2, tag: str, vpc_id: str, *, keep_vpc: bool = False) -> None:
-    """Delete the owned endpoints, route tables, subnets, internet gateway and security group, then the VPC
-    (``keep_vpc``: an imported VPC, which is not ours, stays)."""
-    endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
-    # an endpoint deleted by an earlier poll (which then met DependencyViolation) is listed as deleted
-    owned_endpoints = [
-        e["VpcEndpointId"]
-        for e in endpoints
-        if owned_by(e.get("Tags", []), tag) and str(e.get("State", "")).lower() not in ("deleting", "deleted")
-    ]
-    if owned_endpoints:
-        ec2.delete_vpc_endpoints(VpcEndpointIds=owned_endpoints)
-    for table in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]:
-        if not owned_by(table.get("Tags", []), tag):
-            continue
-        for assoc in table.get("Associations", []):
-            if not assoc.get("Main"):
-                ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
-        ec2.delete_route_table(RouteTableId=table["RouteTableId"])
-    for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]:
-        if owned_by(subnet.get("Tags", []), tag):
-            ec2.delete_subnet(SubnetId=subnet["SubnetId"])
-    for igw in ec2.describe_internet_gateways(Filters=_owned_filters(tag))["InternetGateways"]:
-        if not owned_by(igw.get("Tags", []), tag):  # never another owner's gateway, whatever the filter did
-            continue
-        for att in igw.get("Attachments", []):
-            ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=att["VpcId"])
-        ec2.delete_internet_gateway(InternetGatewayId=igw["InternetGatewayId"])
-    for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["SecurityGroups"]:
-        if group["GroupName"] != "default" and owned_by(group.get("Tags", []), tag):
-            ec2.delete_security_group(GroupId=group["GroupId"])
-    if not keep_vpc:
-        ec2.delete_vpc(VpcId=vpc_id)
-
-
-def delete_network(ec2: Ec2, tag: str, imported_vpc_id: str | None = None) -> list[str]:
-    """Delete every network resource carrying this cluster's ownership tags, dependants first.
-
-    Returns the NAT gateways still deleting: while the list is not empty the caller polls and calls
-    again (the function is idempotent); an empty list means everything is gone. Resources without
-    the ownership tags are never touched: in an ``imported_vpc_id`` (a VPC of an imported cluster) only
-    what :func:`ensure_egress` and :func:`ensure_compute_subnet` created goes, the VPC stays.
-    """
-    deleting = []
-    for nat in ec2.describe_nat_gateways(Filters=_owned_filters(tag))["NatGateways"]:
-        if not owned_by(nat.get("Tags", []), tag):
-            continue
-        if nat["State"] in ("pending", "available"):
-            ec2.delete_nat_gateway(NatGatewayId=nat["NatGatewayId"])
-            deleting.append(str(nat["NatGatewayId"]))
-        elif nat["State"] == "deleting":
-            deleting.append(str(nat["NatGatewayId"]))
-    if deleting:
-        return deleting
-    for address in ec2.describe_addresses(Filters=_owned_filters(tag))["Addresses"]:
-        if owned_by(address.get("Tags", []), tag) and not address.get("AssociationId"):
-            ec2.release_address(AllocationId=address["AllocationId"])
-    for vpc in ec2.describe_vpcs(Filters=_owned_filters(tag, "vpc"))["Vpcs"]:
-        if owned_by(vpc.get("Tags", []), tag):
-            _delete_vpc(ec2, tag, vpc["VpcId"])
-    if imported_vpc_id:
-        _delete_vpc(ec2, tag, imported_vpc_id, keep_vpc=True)
-    return []

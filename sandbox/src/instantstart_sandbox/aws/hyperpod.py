@@ -711,6 +711,7 @@ class HyperPodEmulator:
                             level="Error",
                             group=group.name,
                             operation_id=op_id,
+                            instance_id=self._instance_id(),  # as in AWS's reference: the failed attempt's id
                             metadata={"Instance": {"FailureMessage": failure, "NodeLogicalId": str(uuid.uuid4())}},
                         )
                     retry = True
@@ -962,6 +963,9 @@ class HyperPodEmulator:
             self._deregister_node(cluster, node)
         self._emit_state(cluster)
 
+    def _instance_id(self) -> str:
+        return "i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17))
+
     def _new_node(self, cluster: HpCluster, group: HpGroup) -> HpNode:
         vpc = group.spec.get("OverrideVpcConfig") or cluster.request.get("VpcConfig") or {}
         subnets = list(vpc.get("Subnets") or [])
@@ -973,7 +977,7 @@ class HyperPodEmulator:
             network = ipaddress.ip_network(subnet.cidr_block, strict=False)
             ip = str(network.network_address + self._rng.randrange(4, max(5, network.num_addresses - 2)))
         node = HpNode(
-            instance_id="i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17)),
+            instance_id=self._instance_id(),
             group=group.name,
             instance_type=_instance_type(group.spec),
             launch_time=self.clock.now(),
@@ -1192,10 +1196,13 @@ class HyperPodEmulator:
             return out
 
     def _emit_state(self, cluster: HpCluster) -> None:
+        """Emit "SageMaker HyperPod Cluster State Change": DescribeCluster's answer as AWS's EventBridge reference
+        shows it (``CreationTime`` in epoch milliseconds, ``FailureMessage`` always there, empty without a failure)."""
         if not self.state_change_events:
             return
         detail = self.describe(cluster)
-        detail["CreationTime"] = _iso(detail["CreationTime"])
+        detail["CreationTime"] = int(detail["CreationTime"] * 1000)
+        detail.setdefault("FailureMessage", "")
         self.emit("aws.sagemaker", EVENT_DETAIL_TYPE, detail, [cluster.arn])
 
     def describe_cluster(self, req: AwsRequest, forward: Callable[[], RawResponse]) -> Any:
@@ -1435,7 +1442,7 @@ class HyperPodEmulator:
         Sets ``sagemaker.amazonaws.com/node-health-status`` (e.g. ``Unschedulable``,
         ``UnschedulablePendingReplacement``, ``UnschedulablePendingReboot``, ``Schedulable``) on the
         node and emits "SageMaker HyperPod Cluster Node Health Event" with
-        ``detail{ClusterName, ClusterArn, InstanceId, HealthSummary{...}}``.
+        ``detail{ClusterName, ClusterArn, InstanceId, Tags (the cluster's, a map), HealthSummary{...}}``.
 
         Raises:
             AwsError: ResourceNotFound when the cluster or the instance is unknown.
@@ -1448,6 +1455,7 @@ class HyperPodEmulator:
             group, node = found[0]
             node.health = health_status
             obj = self._node_object(cluster, group, node)
+            tags = dict(cluster.tags)
         kube = self._kube(cluster)
         if kube is not None:
             obj.pop("status")
@@ -1462,6 +1470,7 @@ class HyperPodEmulator:
                 "ClusterName": cluster.name,
                 "ClusterArn": cluster.arn,
                 "InstanceId": instance_id,
+                "Tags": tags,
                 "HealthSummary": {
                     "HealthStatus": health_status,
                     "HealthStatusReason": reason,

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _idempotent,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.clusters import (
@@ -35,6 +37,7 @@ from instantstart.models.instance_groups import AddInstanceGroupRequest, Instanc
 from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="capacity")
 
 
 InstanceGroupName = Annotated[
@@ -59,6 +62,18 @@ InstanceGroupName = Annotated[
     "does not exist yet.",
     responses={**_ok(InstanceGroupList), **_errors(404, 422, 503)},
     tags=["instance-groups"],
+    openapi_extensions=_faces(
+        "instance_group_list",
+        "List a cluster's instance groups",
+        (
+            "List a cluster's instance groups as HyperPod reports them now (GET "
+            "/clusters/{clusterTag}/instance-groups): each group's instance type, target and current count, capacity "
+            "type, training plan, status and subnets.\n\n"
+            "Call it before scaling, adding or removing a group, and show the user the current counts. Read-only."
+        ),
+        cli="groups list",
+        read_only=True,
+    ),
 )
 def list_instance_groups(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[InstanceGroupList]:
     """The cluster's instance groups."""
@@ -74,6 +89,18 @@ def list_instance_groups(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
     "time (409 names the running one).",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["instance-groups"],
+    openapi_extensions=_faces(
+        "instance_group_add",
+        "Add an instance group",
+        (
+            "Add an instance group to a READY cluster (POST /clusters/{clusterTag}/instance-groups), in the cluster "
+            "zone's compute subnet. Instance type and count are the user's decisions (offer only types from "
+            "catalog_list_instance_types). Returns the ADD_INSTANCE_GROUP operation: poll it with operation_get and "
+            "wait_seconds until SUCCEEDED, FAILED or CANCELLED. One operation per cluster at a time (409 names the "
+            "running one). Write tool: needs --allow-write."
+        ),
+        cli="groups add",
+    ),
 )
 def add_instance_group(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -99,6 +126,21 @@ def add_instance_group(
     "capacityType, trainingPlanArn and subnetId cannot change: a different value answers 409 naming the field.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["instance-groups"],
+    openapi_extensions=_faces(
+        "instance_group_update",
+        "Scale or relabel an instance group",
+        (
+            "Scale an instance group (instanceCount, 0 allowed) or replace its Kubernetes labels (PATCH "
+            "/clusters/{clusterTag}/instance-groups/{instanceGroupName}).\n\n"
+            "Scaling down removes pending instances first, then the newest: confirm with the user before lowering a "
+            "count, since work on removed nodes stops. Instance type, capacity type, training plan and subnet cannot "
+            "change (409 names the field: add a new group instead). Returns the SCALE_INSTANCE_GROUP or "
+            "UPDATE_INSTANCE_GROUP operation: poll it to a terminal state. Write tool: needs --allow-write."
+        ),
+        cli=("groups scale", "groups update"),
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def update_instance_group(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -123,6 +165,21 @@ def update_instance_group(
     "HyperPod no longer reports the group. The cluster's last group cannot be removed (409).",
     responses={**_ACCEPTED, **_errors(404, 409, 422, 503)},
     tags=["instance-groups"],
+    openapi_extensions=_faces(
+        "instance_group_delete",
+        "Remove an instance group",
+        (
+            "Remove an instance group and all its instances (DELETE "
+            "/clusters/{clusterTag}/instance-groups/{instanceGroupName}).\n\n"
+            "Destructive: first show the user the group (instance_group_list) and ask them to confirm by typing the "
+            "cluster tag; pass what they typed as confirmClusterTag. The last group cannot be removed (409). Returns "
+            "the DELETE_INSTANCE_GROUP operation: poll it to a terminal state. Write tool: needs --allow-write."
+        ),
+        cli="groups delete",
+        destructive=True,
+        idempotent=True,
+        confirm=True,
+    ),
 )
 def delete_instance_group(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -146,6 +203,17 @@ def delete_instance_group(
     "the NodePool / HyperpodNodeClass (groups, limits, consolidateAfter) the last successful PUT applied.",
     responses={**_ok(AutoScalingView), **_errors(404, 422, 503)},
     tags=["autoscaling"],
+    openapi_extensions=_faces(
+        "autoscaling_get",
+        "Get a cluster's managed Karpenter",
+        (
+            "Show a cluster's managed Karpenter (GET /clusters/{clusterTag}/autoscaling): HyperPod's AutoScaling "
+            "mode, status and failure message now, its ClusterRole, and the NodePool / HyperpodNodeClass (groups, "
+            "limits, consolidateAfter) the last change applied. Read-only."
+        ),
+        cli="autoscaling get",
+        read_only=True,
+    ),
 )
 def get_autoscaling(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[AutoScalingView]:
     """The cluster's managed Karpenter."""
@@ -164,6 +232,23 @@ def get_autoscaling(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]
     "zone (409 KarpenterGroupsInSeveralZones), at most 10 (422). Off reverses exactly that.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["autoscaling"],
+    openapi_extensions=_faces(
+        "autoscaling_update",
+        "Turn managed Karpenter on or off",
+        (
+            "Turn managed Karpenter on or off (PUT /clusters/{clusterTag}/autoscaling).\n\n"
+            "On: Karpenter adds nodes to instanceGroups for Pending pods and removes empty or underutilised ones. "
+            "First show the user instance_group_list: each group must be at 0 instances (scale it with "
+            "instance_group_update), On-Demand, without deep health checks, all in one zone, at most 10; a broken "
+            "rule is a 4xx whose code names it (e.g. KarpenterGroupNotAtZero) and whose details name the group. Ask "
+            "the user for limits (e.g. the most GPUs Karpenter may buy). Off: Karpenter's nodes are removed with its "
+            "NodePool: confirm with the user first. Returns the UPDATE_AUTOSCALING operation: poll it with "
+            "operation_get and wait_seconds until SUCCEEDED, FAILED or CANCELLED. Write tool: needs --allow-write."
+        ),
+        cli=("autoscaling enable", "autoscaling disable"),
+        destructive=True,
+        idempotent=True,
+    ),
 )
 def update_autoscaling(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],

@@ -5,6 +5,7 @@ Thin: parse, call one core function, map the result.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -18,6 +19,7 @@ from api_routes.common import (
     _idempotent,
     _json,
     _ok,
+    faces,
     runtime,
 )
 from instantstart.clusters import (
@@ -54,6 +56,7 @@ from instantstart.models.nodes import (
 from instantstart.models.operation import OperationView
 
 router = APIGatewayHttpRouter()
+_faces = partial(faces, toolset="nodes")
 
 
 # ---------------------------------------------------------------- nodes and HyperPod operations (day 2)
@@ -95,6 +98,21 @@ InstanceGroupFilter = Annotated[
     "the HyperPod cluster does not exist.",
     responses={**_ok(ClusterNodeList), **_errors(400, 404, 422, 503)},
     tags=["nodes"],
+    openapi_extensions=_faces(
+        "node_list",
+        "List a cluster's nodes",
+        (
+            "List a cluster's nodes (GET /clusters/{clusterTag}/nodes): instance id, group, type, SageMaker's "
+            "instance status and message, launch time, Kubernetes node name and the node-health-status label as last "
+            "observed (Schedulable, Unschedulable, UnschedulablePendingReboot, UnschedulablePendingReplacement; null "
+            "= never seen).\n\n"
+            "Use it to find the instance ids for node_reboot, node_replace and node_delete, and to follow them. One "
+            "page per call: when nextToken is not null, call again with it (and the same instanceGroupName). "
+            "Read-only."
+        ),
+        cli="nodes list",
+        read_only=True,
+    ),
 )
 def list_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -132,6 +150,20 @@ def list_cluster_nodes(
     "is Running and its Kubernetes node Ready and Schedulable.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
+    openapi_extensions=_faces(
+        "node_reboot",
+        "Reboot nodes",
+        (
+            "Reboot nodes of a cluster (POST /clusters/{clusterTag}/nodes/reboot, BatchRebootClusterNodes).\n\n"
+            "For a node that is hung or unresponsive but whose hardware is believed fine: same instance id, the node "
+            "is NotReady/UnschedulablePendingReboot for a few minutes, then Schedulable. Running jobs on it are "
+            "interrupted: tell the user first. Returns the REBOOT_CLUSTER_NODES operation: poll it with operation_get "
+            "and wait_seconds until SUCCEEDED (every node back Running, Ready and Schedulable), FAILED or CANCELLED; "
+            "its result.failed lists nodes HyperPod refused (code and message verbatim). One operation per cluster at "
+            "a time (409 names the running one). Write tool: needs --allow-write."
+        ),
+        cli="nodes reboot",
+    ),
 )
 def reboot_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -156,6 +188,20 @@ def reboot_cluster_nodes(
     "old ids are gone and the group is back at its target with Running nodes.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
+    openapi_extensions=_faces(
+        "node_replace",
+        "Replace nodes",
+        (
+            "Replace nodes of a cluster with new instances (POST /clusters/{clusterTag}/nodes/replace).\n\n"
+            "For faulty hardware (failed deep health check, GPU/ECC errors, a reboot that did not help): the instance "
+            "is terminated (its local data is lost) and a new instance with a new id joins the same group. Confirm "
+            "with the user first. Returns the REPLACE_CLUSTER_NODES operation: poll it with operation_get and "
+            "wait_seconds until SUCCEEDED (old ids gone, the group back at its target), FAILED or CANCELLED; "
+            "result.failed lists refused nodes. One operation per cluster at a time. Write tool: needs --allow-write."
+        ),
+        cli="nodes replace",
+        destructive=True,
+    ),
 )
 def replace_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -180,6 +226,21 @@ def replace_cluster_nodes(
     "SUCCEEDS once the ids are gone and the targets lowered.",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["nodes"],
+    openapi_extensions=_faces(
+        "node_delete",
+        "Delete nodes",
+        (
+            "Delete nodes of a cluster (POST /clusters/{clusterTag}/nodes/delete, BatchDeleteClusterNodes).\n\n"
+            "Destructive: the instances are terminated and their group's count is lowered, so no replacement comes. "
+            "Show the user the nodes (node_list) and ask them to confirm by typing the cluster tag; pass it as "
+            "confirmClusterTag. Returns the DELETE_CLUSTER_NODES operation: poll it with operation_get and "
+            "wait_seconds until SUCCEEDED (the nodes gone, the group's target lowered), FAILED or CANCELLED. Write "
+            "tool: needs --allow-write."
+        ),
+        cli="nodes delete",
+        destructive=True,
+        confirm=True,
+    ),
 )
 def delete_cluster_nodes(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -206,6 +267,19 @@ def delete_cluster_nodes(
     "names the running one); each group must be a group of the cluster (422 names the field).",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["hyperpod-operations"],
+    openapi_extensions=_faces(
+        "cluster_update_software",
+        "Update the nodes' software",
+        (
+            "Update the AMI of a cluster's nodes to the latest HyperPod release (POST /clusters/{clusterTag}/ "
+            "software-update, UpdateClusterSoftware). The cluster must be READY or DEGRADED.\n\n"
+            "Nodes are patched and restarted: running jobs are interrupted, so confirm with the user first. Returns "
+            "the UPDATE_CLUSTER_SOFTWARE operation: poll it with operation_get and wait_seconds until SUCCEEDED "
+            "(HyperPod InService again with the update Succeeded), FAILED (HyperPod's words) or CANCELLED. One "
+            "operation per cluster at a time (409 names the running one). Write tool: needs --allow-write."
+        ),
+        cli="clusters software-update",
+    ),
 )
 def update_cluster_software(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -233,6 +307,21 @@ def update_cluster_software(
     "cluster's (422 names the field).",
     responses={**_ACCEPTED, **_errors(400, 404, 409, 415, 422, 503)},
     tags=["hyperpod-operations"],
+    openapi_extensions=_faces(
+        "cluster_start_health_check",
+        "Run deep health checks",
+        (
+            "Run deep health checks on instance groups (POST /clusters/{clusterTag}/health-checks, "
+            "StartClusterHealthCheck): a DeepHealthCheck HyperPod operation.\n\n"
+            "Checked nodes are unschedulable while the checks run (minutes to hours); a node that fails is replaced. "
+            "Confirm with the user first. Returns the START_CLUSTER_HEALTH_CHECK operation: poll it with "
+            "operation_get and wait_seconds until SUCCEEDED (every node passed), FAILED (a node failed: the error is "
+            "HyperPod's failure message, result.failed lists the nodes) or CANCELLED; result.hyperPodOperationId is "
+            "HyperPod's DeepHealthCheck operation (hyperpod_operation_get shows its events). Write tool: needs "
+            "--allow-write."
+        ),
+        cli="clusters health-check",
+    ),
 )
 def start_cluster_health_check(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -257,6 +346,17 @@ def start_cluster_health_check(
     "does not exist.",
     responses={**_ok(HyperPodOperationList), **_errors(400, 404, 422, 503)},
     tags=["hyperpod-operations"],
+    openapi_extensions=_faces(
+        "hyperpod_operation_list",
+        "List HyperPod operations",
+        (
+            "List SageMaker HyperPod's own operations on a cluster, newest first (GET /clusters/{clusterTag}/ "
+            "hyperpod-operations): Scaling and DeepHealthCheck operations with status and creation time. Not the "
+            "control plane's operations (cluster_list_operations). Read-only."
+        ),
+        cli="clusters hyperpod-operations",
+        read_only=True,
+    ),
 )
 def list_hyperpod_operations(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
@@ -296,6 +396,17 @@ def list_hyperpod_operations(
     "and the operation's newest HyperPod events.",
     responses={**_ok(HyperPodOperationView), **_errors(404, 422, 503)},
     tags=["hyperpod-operations"],
+    openapi_extensions=_faces(
+        "hyperpod_operation_get",
+        "Get a HyperPod operation",
+        (
+            "Get one HyperPod operation (GET /clusters/{clusterTag}/hyperpod-operations/{hyperPodOperationId}): type, "
+            "status, scaling or deep-health-check details and its newest HyperPod events (SageMaker's descriptions "
+            "verbatim). Read-only."
+        ),
+        cli="clusters hyperpod-operations",
+        read_only=True,
+    ),
 )
 def get_hyperpod_operation(
     cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
