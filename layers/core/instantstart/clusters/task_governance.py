@@ -19,6 +19,10 @@ about a minute and ``GET`` shows ``Created``/``Updated`` or a ``*Failed`` status
 docs/decisions.md). The delete workflow removes the resources it owns before the HyperPod cluster
 (:func:`release_owned`, called by the ``hyperpod`` stage's teardown).
 
+The use cases are here; the rules of a write are :mod:`instantstart.clusters.task_governance_rules`, the views
+:mod:`instantstart.clusters.task_governance_views`, the SageMaker listings, ownership and teardown
+:mod:`instantstart.clusters.task_governance_resources`. Every public name of those is importable from here too.
+
 API reference: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateClusterSchedulerConfig.html,
 API_UpdateClusterSchedulerConfig.html, API_CreateComputeQuota.html, API_UpdateComputeQuota.html,
 API_DeleteComputeQuota.html; https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddon.html.
@@ -26,251 +30,65 @@ API_DeleteComputeQuota.html; https://docs.aws.amazon.com/eks/latest/APIReference
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
-
-from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import records
-from instantstart.errors import Conflict, NotFound, UpstreamUnavailable, ValidationFailed
-from instantstart.models.common import ClusterStatus, iso
-from instantstart.models.records import ClusterRecord
+from instantstart.clusters.task_governance_resources import (
+    GONE_STATUSES,
+    compute_quota_summaries,
+    is_owned,
+    release_owned,
+    scheduler_config_summaries,
+)
+from instantstart.clusters.task_governance_rules import (
+    WRITABLE,
+    GovernedCluster,
+    feature_not_enabled,
+    governed_cluster,
+    not_managed,
+    require_task_governance,
+    sagemaker_call,
+)
+from instantstart.clusters.task_governance_views import compute_quota_view, scheduler_config_view
+from instantstart.errors import Conflict, NotFound, ValidationFailed
 from instantstart.models.task_governance import (
-    TASK_GOVERNANCE_ADDON,
-    TASK_GOVERNANCE_FEATURE,
-    ComputeQuotaConfig,
     ComputeQuotaList,
-    ComputeQuotaTarget,
     ComputeQuotaView,
     CreateComputeQuotaRequest,
     PutSchedulerConfigRequest,
-    SchedulerConfig,
     SchedulerConfigView,
     UpdateComputeQuotaRequest,
 )
 from instantstart.naming import (
     compute_quota_name,
-    owned_by,
     ownership_tags,
     scheduler_config_name,
     tag_list,
 )
 from instantstart.runtime import Runtime
 
-WRITABLE = (ClusterStatus.READY, ClusterStatus.DEGRADED)
-"""Cluster statuses in which task governance can change."""
-
-GONE_STATUSES = ("Deleted",)
-"""SageMaker statuses of a resource that no longer counts (a listing may still show it for a while)."""
-
-_ADDON_REFUSAL_HINTS = ("task governance", "taskgovernance")
-"""Words of a SageMaker ``ValidationException`` refusing a cluster without the task governance add-on."""
-
-
-@dataclass(frozen=True)
-class GovernedCluster:
-    """A cluster whose task governance is read or changed.
-
-    Attributes:
-        record: the cluster record.
-        cluster_arn: the HyperPod cluster's ARN (``ClusterArn`` of every task governance call).
-        eks_cluster_name: the EKS cluster that runs the task governance add-on.
-    """
-
-    record: ClusterRecord
-    cluster_arn: str
-    eks_cluster_name: str
-
-
-# -- rules ------------------------------------------------------------------------------------------
-def feature_not_enabled(tag: str, status: str | None, aws_message: str | None = None) -> Conflict:
-    """409 ``FeatureNotEnabled`` naming the ``taskGovernance`` feature and the route that turns it on."""
-    seen = f"is {status}" if status else "is not installed"
-    message = (
-        f"task governance is not enabled on cluster '{tag}': the EKS add-on {TASK_GOVERNANCE_ADDON} {seen}. Turn on "
-        f"the '{TASK_GOVERNANCE_FEATURE}' feature with PATCH /clusters/{tag}/features "
-        f'{{"{TASK_GOVERNANCE_FEATURE}": {{"enabled": true}}}} and retry once it is ACTIVE'
-    )
-    if aws_message:
-        message += f" (SageMaker: {aws_message})"
-    return Conflict(
-        message,
-        code="FeatureNotEnabled",
-        details=[
-            {"field": TASK_GOVERNANCE_FEATURE, "status": status or "NOT_INSTALLED", "addonName": TASK_GOVERNANCE_ADDON}
-        ],
-    )
-
-
-def governed_cluster(rt: Runtime, tag: str, *, write: bool) -> GovernedCluster:
-    """The cluster and its HyperPod cluster ARN (SageMaker ``DescribeCluster``).
-
-    Raises:
-        NotFound: no live cluster (``ClusterNotFound``).
-        Conflict: ``write`` and the cluster is not READY or DEGRADED (``ClusterNotReady``); the HyperPod cluster does
-            not exist (``HyperPodClusterNotFound``).
-    """
-    record = records.live_cluster(rt, tag)
-    if write and record.status not in WRITABLE:
-        raise Conflict(
-            f"cluster '{tag}' is {record.status.value}; task governance can change only on a READY or DEGRADED cluster",
-            code="ClusterNotReady",
-            details=[{"field": "clusterTag", "status": record.status.value}],
-        )
-    name = record.hyper_pod_cluster_name
-    try:
-        found = rt.client("sagemaker").describe_cluster(ClusterName=name)
-    except ClientError as exc:
-        if error_code(exc) in ("ResourceNotFound", "ValidationException"):
-            raise Conflict(
-                f"HyperPod cluster {name} of cluster '{tag}' does not exist; task governance needs it",
-                code="HyperPodClusterNotFound",
-                details=[{"field": "clusterTag"}],
-            ) from exc
-        raise UpstreamUnavailable(
-            f"SageMaker DescribeCluster failed ({error_code(exc)}: {error_message(exc)})"
-        ) from exc
-    eks = record.eks_cluster_name
-    return GovernedCluster(record=record, cluster_arn=str(found["ClusterArn"]), eks_cluster_name=eks)
-
-
-def require_task_governance(rt: Runtime, tag: str, eks_cluster: str) -> None:
-    """Refuse unless the task governance add-on is ACTIVE on ``eks_cluster`` (EKS ``DescribeAddon``).
-
-    Raises:
-        Conflict: ``FeatureNotEnabled`` (:func:`feature_not_enabled`) with the add-on's status.
-        UpstreamUnavailable: EKS failed otherwise.
-    """
-    try:
-        addon = rt.client("eks").describe_addon(clusterName=eks_cluster, addonName=TASK_GOVERNANCE_ADDON)["addon"]
-    except ClientError as exc:
-        if error_code(exc) == "ResourceNotFoundException":
-            raise feature_not_enabled(tag, None) from exc
-        raise UpstreamUnavailable(f"EKS DescribeAddon failed ({error_code(exc)}: {error_message(exc)})") from exc
-    status = str(addon.get("status") or "")
-    if status != "ACTIVE":
-        raise feature_not_enabled(tag, status)
-
-
-def sagemaker_call(rt: Runtime, tag: str, operation: str, call: Callable[[Any], Any]) -> dict[str, Any]:
-    """Run one SageMaker task governance call and map its refusals to the API's errors, messages verbatim.
-
-    Raises:
-        Conflict: ``ConflictException`` (a second policy or quota, a stale ``TargetVersion``, a resource still
-            settling: code ``ConflictException``), ``ResourceLimitExceeded``, or a ``ValidationException`` about the
-            task governance add-on (``FeatureNotEnabled``).
-        ValidationFailed: any other ``ValidationException`` (422, SageMaker's message verbatim).
-        NotFound: ``ResourceNotFound``.
-        UpstreamUnavailable: anything else (throttling after retries, access denied, ...).
-    """
-    try:
-        return dict(call(rt.client("sagemaker")) or {})
-    except (ClientError, BotoCoreError) as exc:
-        code, message = error_code(exc) or type(exc).__name__, error_message(exc)
-        if code in ("ConflictException", "ResourceLimitExceeded"):
-            raise Conflict(f"SageMaker {operation} refused: {message}", code=code) from exc
-        if code == "ValidationException" and any(h in message.lower() for h in _ADDON_REFUSAL_HINTS):
-            raise feature_not_enabled(tag, None, message) from exc
-        if code == "ValidationException":
-            raise ValidationFailed(f"SageMaker {operation} refused: {message}", code=code) from exc
-        if code == "ResourceNotFound":
-            raise NotFound(f"SageMaker {operation}: {message}", code=code) from exc
-        raise UpstreamUnavailable(f"SageMaker {operation} failed ({code}: {message}); retry later") from exc
-
-
-def _all_pages(method: Callable[..., Any], key: str, **params: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    while True:
-        out = method(**params)
-        items += list(out.get(key) or [])
-        if not out.get("NextToken"):
-            return items
-        params["NextToken"] = out["NextToken"]
-
-
-def scheduler_config_summaries(sm: Any, cluster_arn: str) -> list[dict[str, Any]]:
-    """The cluster's scheduler configs not yet Deleted (SageMaker ``ListClusterSchedulerConfigs``, every page)."""
-    found = _all_pages(
-        sm.list_cluster_scheduler_configs, "ClusterSchedulerConfigSummaries", ClusterArn=cluster_arn, MaxResults=100
-    )
-    return [s for s in found if s.get("Status") not in GONE_STATUSES]
-
-
-def compute_quota_summaries(sm: Any, cluster_arn: str) -> list[dict[str, Any]]:
-    """The cluster's compute quotas not yet Deleted (SageMaker ``ListComputeQuotas``, every page)."""
-    found = _all_pages(sm.list_compute_quotas, "ComputeQuotaSummaries", ClusterArn=cluster_arn, MaxResults=100)
-    return [s for s in found if s.get("Status") not in GONE_STATUSES]
-
-
-def is_owned(sm: Any, arn: str, tag: str) -> bool:
-    """True when the resource carries this cluster's ownership tags (SageMaker ``ListTags``)."""
-    return owned_by(_all_pages(sm.list_tags, "Tags", ResourceArn=arn), tag)
-
-
-def _lenient(model: Any, value: Any) -> Any:
-    """``model`` of an AWS member in API casing, or None when AWS holds something our rules would refuse."""
-    if not value:
-        return None
-    try:
-        return model.model_validate(_camel(value))
-    except ValidationError:
-        return None
-
-
-def _camel(value: Any) -> Any:
-    """AWS PascalCase members to the API's camelCase (``VCpu`` -> ``vCpu``, ``MemoryInGiB`` -> ``memoryInGiB``)."""
-    if isinstance(value, dict):
-        return {k[:1].lower() + k[1:]: _camel(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_camel(v) for v in value]
-    return value
-
-
-def _time(value: Any) -> str | None:
-    return iso(value) if hasattr(value, "astimezone") else (str(value) if value is not None else None)
-
-
-def scheduler_config_view(tag: str, described: dict[str, Any], managed: bool) -> SchedulerConfigView:
-    """The API view of a ``DescribeClusterSchedulerConfig`` answer."""
-    return SchedulerConfigView(
-        cluster_tag=tag,
-        name=described["Name"],
-        cluster_scheduler_config_id=described["ClusterSchedulerConfigId"],
-        cluster_scheduler_config_arn=described["ClusterSchedulerConfigArn"],
-        cluster_scheduler_config_version=int(described.get("ClusterSchedulerConfigVersion") or 1),
-        status=described["Status"],
-        failure_reason=described.get("FailureReason"),
-        cluster_arn=described.get("ClusterArn"),
-        scheduler_config=_lenient(SchedulerConfig, described.get("SchedulerConfig")),
-        description=described.get("Description"),
-        managed=managed,
-        creation_time=_time(described.get("CreationTime")),
-        last_modified_time=_time(described.get("LastModifiedTime")),
-    )
-
-
-def compute_quota_view(tag: str, described: dict[str, Any], managed: bool) -> ComputeQuotaView:
-    """The API view of a ``DescribeComputeQuota`` answer (or a ``ComputeQuotaSummary``)."""
-    return ComputeQuotaView(
-        cluster_tag=tag,
-        name=described["Name"],
-        compute_quota_id=described["ComputeQuotaId"],
-        compute_quota_arn=described["ComputeQuotaArn"],
-        compute_quota_version=described.get("ComputeQuotaVersion"),
-        status=described["Status"],
-        failure_reason=described.get("FailureReason"),
-        cluster_arn=described.get("ClusterArn"),
-        compute_quota_config=_lenient(ComputeQuotaConfig, described.get("ComputeQuotaConfig")),
-        compute_quota_target=_lenient(ComputeQuotaTarget, described.get("ComputeQuotaTarget")),
-        activation_state=described.get("ActivationState"),
-        description=described.get("Description"),
-        managed=managed,
-        creation_time=_time(described.get("CreationTime")),
-        last_modified_time=_time(described.get("LastModifiedTime")),
-    )
+__all__ = [
+    "GONE_STATUSES",
+    "WRITABLE",
+    "GovernedCluster",
+    "compute_quota_summaries",
+    "compute_quota_view",
+    "create_compute_quota",
+    "delete_compute_quota",
+    "feature_not_enabled",
+    "get_compute_quota",
+    "get_scheduler_config",
+    "governed_cluster",
+    "is_owned",
+    "list_compute_quotas",
+    "not_managed",
+    "put_scheduler_config",
+    "release_owned",
+    "require_task_governance",
+    "sagemaker_call",
+    "scheduler_config_summaries",
+    "scheduler_config_view",
+    "update_compute_quota",
+]
 
 
 # -- scheduler config -----------------------------------------------------------------------------
@@ -358,16 +176,6 @@ def put_scheduler_config(rt: Runtime, tag: str, request: PutSchedulerConfigReque
         lambda sm: sm.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id),
     )
     return scheduler_config_view(tag, described, True)
-
-
-def not_managed(kind: str, name: str, tag: str) -> Conflict:
-    """409 ``NotManaged``: a task governance resource without this cluster's ownership tags is never changed here."""
-    return Conflict(
-        f"{kind} {name} of cluster '{tag}' was not created by InstantStart (no ownership tags); change it where it "
-        "was created",
-        code="NotManaged",
-        details=[{"field": "clusterTag", "name": name}],
-    )
 
 
 # -- compute quotas -------------------------------------------------------------------------------
@@ -549,44 +357,3 @@ def delete_compute_quota(rt: Runtime, tag: str, name: str) -> ComputeQuotaView:
             lambda sm: sm.delete_compute_quota(ComputeQuotaId=described["ComputeQuotaId"]),
         )
     return compute_quota_view(tag, {**described, "Status": "Deleting"}, True)
-
-
-# -- teardown -------------------------------------------------------------------------------------
-def _deleted(delete: Callable[..., Any], **params: Any) -> bool:
-    """Run a delete call; False when the resource was already gone (``ResourceNotFound``), True otherwise."""
-    try:
-        delete(**params)
-    except ClientError as exc:
-        if error_code(exc) == "ResourceNotFound":
-            return False
-        raise
-    return True
-
-
-def release_owned(sm: Any, cluster_arn: str, tag: str) -> list[str]:
-    """Start deleting the cluster's task governance resources that carry our ownership tags; what is left of them.
-
-    SageMaker ``ListComputeQuotas``/``ListClusterSchedulerConfigs`` (``ClusterArn``), ``ListTags``, then
-    ``DeleteComputeQuota``/``DeleteClusterSchedulerConfig`` for each owned one not already Deleting. Resources
-    without the ownership tags are left alone. Returns ``"<Name> (<Status>)"`` of every owned resource still there
-    (empty: none left). AWS does not document whether ``DeleteCluster`` is refused while a cluster policy or compute
-    quota exists; the harsher reading is modelled: the HyperPod cluster is deleted only once these are gone.
-    """
-    left: list[str] = []
-    for summary in compute_quota_summaries(sm, cluster_arn):
-        if not is_owned(sm, summary["ComputeQuotaArn"], tag):
-            continue
-        if summary.get("Status") != "Deleting" and not _deleted(
-            sm.delete_compute_quota, ComputeQuotaId=summary["ComputeQuotaId"]
-        ):
-            continue
-        left.append(f"{summary['Name']} (Deleting)")
-    for summary in scheduler_config_summaries(sm, cluster_arn):
-        if not is_owned(sm, summary["ClusterSchedulerConfigArn"], tag):
-            continue
-        if summary.get("Status") != "Deleting" and not _deleted(
-            sm.delete_cluster_scheduler_config, ClusterSchedulerConfigId=summary["ClusterSchedulerConfigId"]
-        ):
-            continue
-        left.append(f"{summary['Name']} (Deleting)")
-    return left
