@@ -3,8 +3,11 @@
 The same document is written to ``client/instantstart_client/openapi.json``: the client package ships it and
 calls operations by id from it (``instantstart_client.operations``) without importing anything of the core.
 
-Usage: ``python api_schema/generate.py`` (writes both copies) or ``--check`` (exit 1 when either committed copy
-differs from the routes).
+The API function's routes in ``template.yaml`` (its ``Events``: one ``HttpApi`` event per operation) are generated
+from the same document, so a new route is declared once, on its Powertools router.
+
+Usage: ``python api_schema/generate.py`` (writes both copies and the template's routes) or ``--check`` (exit 1 when a
+committed copy or the template's routes differ from the routes).
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ TARGET = ROOT / "api_schema" / "openapi.json"
 CLIENT_COPY = ROOT / "client" / "instantstart_client" / "openapi.json"
 TARGETS = (TARGET, CLIENT_COPY)
 """Every committed copy of the document: the published one and the one the client package ships."""
+TEMPLATE = ROOT / "template.yaml"
+"""The SAM template: the API function's ``Events`` (one ``HttpApi`` route per operation) are generated here."""
+EVENTS_HEADER = (
+    "      Events:\n"
+    "        # Generated from api_schema/openapi.json by `make openapi` (api_schema/generate.py::template_events):\n"
+    "        # one HttpApi route per operation, named by its operationId. Do not edit by hand.\n"
+)
 
 
 def generate() -> str:
@@ -87,6 +97,35 @@ def without_unused_schemas(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def template_events(document: dict[str, Any]) -> str:
+    """The ``Events`` block of ``ApiFunction`` in ``template.yaml``: one ``HttpApi`` event per operation of
+    ``document``, named by its ``operationId``, in the document's order (6-space indent, lines of at most 120)."""
+    lines = [EVENTS_HEADER]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            route = path if "{" not in path else f'"{path}"'
+            properties = f"{{ ApiId: !Ref HttpApi, Method: {method.upper()}, Path: {route} }}"
+            lines.append(f"        {operation['operationId']}:\n          Type: HttpApi\n")
+            one_line = f"          Properties: {properties}"
+            lines.append(
+                one_line + "\n" if len(one_line) <= 120 else f"          Properties:\n            {properties}\n"
+            )
+    return "".join(lines)
+
+
+def with_template_events(template: str, events: str) -> str:
+    """``template`` with the API function's ``Events`` block replaced by ``events`` (from its ``Events:`` line to the
+    first blank line after it).
+
+    Raises:
+        ValueError: the template has no ``ApiFunction`` with an ``Events`` block.
+    """
+    start = template.index("\n  ApiFunction:\n")
+    begin = template.index("\n      Events:\n", start) + 1
+    end = template.index("\n\n", begin) + 1
+    return template[:begin] + events + template[end:]
+
+
 def stale_copies(text: str) -> list[Path]:
     """The copies in :data:`TARGETS` that are missing or differ from ``text``."""
     return [target for target in TARGETS if not target.exists() or target.read_text() != text]
@@ -95,13 +134,16 @@ def stale_copies(text: str) -> list[Path]:
 def main() -> int:
     """Write both copies of the document, or with ``--check`` compare them with the generated one."""
     text = generate()
+    template = TEMPLATE.read_text()
+    routed = with_template_events(template, template_events(json.loads(text)))
     if "--check" in sys.argv:
-        stale = stale_copies(text)
+        stale = stale_copies(text) + ([TEMPLATE] if routed != template else [])
         for target in stale:
             print(f"{target.relative_to(ROOT)} is stale: run python api_schema/generate.py (make openapi)")
         return 1 if stale else 0
     for target in TARGETS:
         target.write_text(text)
+    TEMPLATE.write_text(routed)
     return 0
 
 

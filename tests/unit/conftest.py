@@ -222,6 +222,8 @@ def inprocess_api(table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InPro
 
     runtime = Runtime(Settings())
     monkeypatch.setattr(api_app, "RUNTIME", runtime)  # this test's settings, not the first import's
+    # and this test's table for the idempotency records (a module imported the handler first with another table)
+    monkeypatch.setattr(api_app, "IDEMPOTENCY", api_app.api_idempotency.Idempotency(runtime.settings.TABLE_NAME))
     yield InProcessApi(api_app.lambda_handler, WorkflowDriver(runtime))
 
 

@@ -106,7 +106,10 @@ def api(aws_env: None, no_network: None, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))
     import api_app
 
-    monkeypatch.setattr(api_app, "RUNTIME", Runtime(Settings()))  # this test's settings, not the first import's
+    runtime = Runtime(Settings())
+    monkeypatch.setattr(api_app, "RUNTIME", runtime)  # this test's settings, not the first import's
+    # and this test's table for the idempotency records (a module imported the handler first with another table)
+    monkeypatch.setattr(api_app, "IDEMPOTENCY", api_app.api_idempotency.Idempotency(runtime.settings.TABLE_NAME))
     yield api_app
 
 
