@@ -293,6 +293,7 @@ class Sandbox:
             functions,
             targets=dict(calls.by_target),
             account_id=self.account_id,
+            physical=dict(self.deployment.physical),
         )
 
     def stop(self) -> None:
