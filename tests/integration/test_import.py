@@ -182,13 +182,22 @@ def test_given_a_foreign_access_entry_for_the_control_plane_when_imported_and_de
         listed = eks.list_associated_access_policies(clusterName="shared-eks", principalArn=principal)
         return {p["policyArn"] for p in listed["associatedAccessPolicies"]}
 
+    # the step dies right after it made the grant: its retry finds the policy associated and must still own it
+    crash = sandbox.lambda_faults.crash(
+        sandbox.function_name("ClusterStepsFunction"),
+        after_calls=0,
+        after_operation="AssociateAccessPolicy",
+        when={"action": "grant_access", "clusterTag": "shared"},
+    )
     api.import_cluster("shared-eks", "shared", hyper_pod_cluster_name=str(foreign.hyperpod_cluster_name))
     ready = wait_for(api, "shared", terminal)
     assert ready["status"] == "READY", ready["stages"]
+    assert crash.remaining == 0, "grant_access was killed once"
     admin = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
     assert policies() == {view, admin}  # the access stage ran and granted cluster-admin on the foreign entry
 
     delete = api.delete_cluster("shared")
+    assert ("EksAccessEntry", principal) in {(r["resourceType"], r["name"]) for r in delete["retained"]}
     grants = {(g["resourceType"], g["name"], g["grant"]) for g in delete["revokedGrants"]}
     assert ("EksAccessEntry", principal, admin) in grants
     assert ("HyperPodCluster", foreign.hyperpod_cluster_name, "tag instantstart:cluster-tag") in grants
