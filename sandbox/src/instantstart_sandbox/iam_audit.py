@@ -354,45 +354,31 @@ def condition_holds(condition: dict[str, Any], target: IamTarget) -> bool:
     return True
 
 
-def _resource_patterns(
-    value: Any, region: str, account_id: str, physical: Mapping[str, str] | None = None
-) -> list[str]:
-    """A statement's ``Resource`` as ARN patterns: literal strings and ``Fn::Sub`` with the pseudo parameters and
-    ``${LogicalId}`` as the resource's physical id in ``physical`` (a role's name). ``Fn::GetAtt``/``Ref`` name the
-    stack's own resources (never an EKS or HyperPod cluster) and match nothing."""
+def _resource_patterns(value: Any, region: str, account_id: str) -> list[str]:
+    """A statement's ``Resource`` as ARN patterns: literal strings and ``Fn::Sub`` with the pseudo parameters.
+    ``Fn::GetAtt``/``Ref`` name the stack's own resources (never an EKS or HyperPod cluster) and match nothing."""
     out: list[str] = []
     for item in _as_list(value):
         if isinstance(item, dict) and "Fn::Sub" in item:
             item = item["Fn::Sub"][0] if isinstance(item["Fn::Sub"], list) else item["Fn::Sub"]
         if isinstance(item, str):
-            item = (
+            out.append(
                 item.replace("${AWS::Partition}", "aws")
                 .replace("${AWS::Region}", region)
                 .replace("${AWS::AccountId}", account_id)
             )
-            for lid, name in (physical or {}).items():
-                item = item.replace("${" + lid + "}", name)
-            out.append(item)
     return out
 
 
-def allows(
-    statement: dict[str, Any],
-    action: str,
-    target: IamTarget,
-    region: str,
-    account_id: str,
-    physical: Mapping[str, str] | None = None,
-) -> bool:
-    """Whether an ``Allow`` statement grants ``action`` on ``target``: action, ``Resource`` (``${LogicalId}``
-    resolved by ``physical``) and ``Condition``.
+def allows(statement: dict[str, Any], action: str, target: IamTarget, region: str, account_id: str) -> bool:
+    """Whether an ``Allow`` statement grants ``action`` on ``target``: action, ``Resource`` and ``Condition``.
 
     Raises:
         UnsupportedCondition: see :func:`condition_holds`.
     """
     if not _allows([str(a) for a in _as_list(statement.get("Action", []))], action):
         return False
-    patterns = _resource_patterns(statement.get("Resource", []), region, account_id, physical)
+    patterns = _resource_patterns(statement.get("Resource", []), region, account_id)
     if not any(fnmatch.fnmatchcase(target.arn, p) for p in patterns):
         return False
     return condition_holds(statement.get("Condition") or {}, target)
@@ -416,7 +402,6 @@ def audit(
     functions: dict[str, str],
     targets: Mapping[tuple[str | None, str, str, IamTarget], int] | None = None,
     account_id: str = "123456789012",
-    physical: Mapping[str, str] | None = None,
 ) -> AuditReport:
     """Judge the recorded calls against their callers' roles in the template.
 
@@ -428,7 +413,6 @@ def audit(
         targets: ``(caller, service, operation, IamTarget)`` -> calls
             (:attr:`~instantstart_sandbox.aws.calls.CallRecorder.by_target`): judged with resource and conditions.
         account_id: the account the ARNs in ``Resource`` are resolved for.
-        physical: logical id -> physical id of the deployed stack (``${Role}`` in a ``Resource`` is its name).
     """
     from instantstart_sandbox.deploy import translate
 
@@ -455,7 +439,7 @@ def audit(
             continue
         report.conditioned += n
         for choice in iam_actions(service, operation):
-            if not any(allows(st, a, target, region, account_id, physical) for a in choice for st in statements[lid]):
+            if not any(allows(st, a, target, region, account_id) for a in choice for st in statements[lid]):
                 key = (lid, choice[0], _described(target))
                 report.denied[key] = report.denied.get(key, 0) + n
     return report

@@ -293,7 +293,6 @@ class Sandbox:
             functions,
             targets=dict(calls.by_target),
             account_id=self.account_id,
-            physical=dict(self.deployment.physical),
         )
 
     def stop(self) -> None:
