@@ -109,10 +109,27 @@ def ensure_kubernetes_groups(eks: Any, cluster: str, principal: str, groups: lis
 
 def ensure_api_kubernetes_group(rt: Runtime, tag: str) -> None:
     """The API function's access entry lists :data:`API_KUBERNETES_GROUP` (for clusters whose access stage ran
-    before the group existed; no API role configured: nothing to do). See :func:`ensure_kubernetes_groups`."""
+    before the group existed; no API role configured: nothing to do). See :func:`ensure_kubernetes_groups`.
+
+    On an entry without the cluster's ownership tags (it predates an import) the added group is recorded under
+    the access stage's ``grants`` first, so the delete takes it back (EKS ``DescribeAccessEntry``; DynamoDB)."""
     api_principal = rt.settings.API_ROLE_ARN
-    if api_principal and api_principal != rt.settings.CONTROL_PLANE_ROLE_ARN:
-        ensure_kubernetes_groups(rt.client("eks"), records.eks_name(rt, tag), api_principal, [API_KUBERNETES_GROUP])
+    if not api_principal or api_principal == rt.settings.CONTROL_PLANE_ROLE_ARN:
+        return
+    eks, generation = rt.client("eks"), records.cluster_record(rt, tag).generation
+    name = records.eks_name(rt, tag, generation)
+    entry = eks.describe_access_entry(clusterName=name, principalArn=api_principal)["accessEntry"]
+    if API_KUBERNETES_GROUP in (entry.get("kubernetesGroups") or []):
+        return
+    if not owned_by(entry.get("tags", {}), tag):
+        recorded = records.stage_resources(rt, tag, generation, STAGE, AccessResources).grants or []
+        grant = AccessGrant(principal_arn=api_principal, kubernetes_groups=[API_KUBERNETES_GROUP])
+        grants = _merge_grants(recorded, [grant])
+        if grants != recorded:
+            records.update_stage_resources(
+                rt, tag=tag, generation=generation, stage=STAGE, resources=AccessResources(grants=grants)
+            )
+    ensure_kubernetes_groups(eks, name, api_principal, [API_KUBERNETES_GROUP])
 
 
 def grant_access(rt: Runtime, p: StepPayload) -> StepResult:
