@@ -47,6 +47,12 @@ UNCONDITIONED_WRITES: dict[str, dict[str, str]] = {
     "ClusterStepsRole": {
         "ec2:AttachInternetGateway": "authorises on the VPC too, and an imported VPC carries no tags of ours; the "
         "gateway side needs the managed tag (NetworkModifyOwned)",
+        **{
+            action: "an access entry made before an import carries no tags of ours; the statement is scoped to the "
+            "entries of the control plane's and the API's own roles (EksGrantsOnForeignEntries), and the delete "
+            "takes the grant back"
+            for action in ("eks:AssociateAccessPolicy", "eks:DisassociateAccessPolicy", "eks:UpdateAccessEntry")
+        },
     },
     "ApiFunctionRole": {
         "sagemaker:InvokeEndpoint": "invokes a model and changes no resource; scoped to endpoint/instantstart-*",

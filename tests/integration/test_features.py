@@ -247,3 +247,28 @@ def test_when_a_pinned_version_rejects_inline_pod_identity_then_the_association_
 
     assert off["status"] == "SUCCEEDED", off
     assert eks.list_pod_identity_associations(clusterName=EKS_NAME, namespace=namespace)["associations"] == []
+
+
+def test_given_create_answers_lost_when_a_feature_goes_on_then_it_takes_its_own_addon_and_role_and_succeeds(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    """AWS makes the add-on and the role but the answers never arrive; botocore's retry meets "already exists"
+    (EKS ``ResourceInUseException``, IAM ``EntityAlreadyExists``) and the operation takes what carries its tags."""
+    faults = sandbox.aws.extension.faults
+    calls = sandbox.aws.extension.calls
+    calls.reset()
+    faults.timeout("eks", "CreateAddon", kind="read-timeout")
+    faults.timeout("iam", "CreateRole", kind="read-timeout")
+    try:
+        on = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": True}}))
+    finally:
+        faults.clear()
+
+    assert on["status"] == "SUCCEEDED", on
+    assert on["features"]["trainingOperator"]["result"] == "changed"
+    made = [c.operation for c in calls.writes("eks", "iam") if c.operation in ("CreateAddon", "CreateRole")]
+    assert made.count("CreateAddon") == 2 and made.count("CreateRole") == 2  # each answer lost once, then retried
+    operator = addon(sandbox, "amazon-sagemaker-hyperpod-training-operator")
+    assert operator is not None and operator["tags"]["instantstart:cluster-tag"] == TAG
+    off = finished(api, api.update_features(TAG, {"trainingOperator": {"enabled": False}}))
+    assert off["status"] == "SUCCEEDED", off

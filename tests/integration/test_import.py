@@ -159,3 +159,50 @@ def test_given_a_cluster_with_hyperpod_when_imported_then_its_stage_is_imported_
     assert _finish(api, delete["operationId"])["status"] == "SUCCEEDED"
     assert sm.describe_cluster(ClusterName=str(foreign.hyperpod_cluster_name))["ClusterStatus"] != "Deleting"
     assert tags() == {"owner": "platform-team"}
+
+
+def test_given_a_foreign_access_entry_for_the_control_plane_when_imported_and_deleted_then_its_grant_is_taken_back(
+    api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
+) -> None:
+    foreign = sandbox.aws.extension.foreign.create("shared-eks", with_hyperpod=True)
+    eks, _ec2, _sm, _s3 = _clients(sandbox)
+    lam = boto3.client("lambda", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    steps = lam.get_function_configuration(FunctionName=sandbox.function_name("ClusterStepsFunction"))
+    principal = steps["Environment"]["Variables"]["CONTROL_PLANE_ROLE_ARN"]
+    # the platform team gave the control plane's role an entry of its own (view only) before the import
+    eks.create_access_entry(
+        clusterName="shared-eks", principalArn=principal, kubernetesGroups=["platform-viewers"], tags={"team": "p"}
+    )
+    view = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+    eks.associate_access_policy(
+        clusterName="shared-eks", principalArn=principal, policyArn=view, accessScope={"type": "cluster"}
+    )
+
+    def policies() -> set[str]:
+        listed = eks.list_associated_access_policies(clusterName="shared-eks", principalArn=principal)
+        return {p["policyArn"] for p in listed["associatedAccessPolicies"]}
+
+    # the step dies right after it made the grant: its retry finds the policy associated and must still own it
+    crash = sandbox.lambda_faults.crash(
+        sandbox.function_name("ClusterStepsFunction"),
+        after_calls=0,
+        after_operation="AssociateAccessPolicy",
+        when={"action": "grant_access", "clusterTag": "shared"},
+    )
+    api.import_cluster("shared-eks", "shared", hyper_pod_cluster_name=str(foreign.hyperpod_cluster_name))
+    ready = wait_for(api, "shared", terminal)
+    assert ready["status"] == "READY", ready["stages"]
+    assert crash.remaining == 0, "grant_access was killed once"
+    admin = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    assert policies() == {view, admin}  # the access stage ran and granted cluster-admin on the foreign entry
+
+    delete = api.delete_cluster("shared")
+    assert ("EksAccessEntry", principal) in {(r["resourceType"], r["name"]) for r in delete["retained"]}
+    grants = {(g["resourceType"], g["name"], g["grant"]) for g in delete["revokedGrants"]}
+    assert ("EksAccessEntry", principal, admin) in grants
+    assert ("HyperPodCluster", foreign.hyperpod_cluster_name, "tag instantstart:cluster-tag") in grants
+    assert _finish(api, delete["operationId"])["status"] == "SUCCEEDED"
+    # the grant is gone; the entry, its own policy, groups and tags stay as the platform team made them
+    entry = eks.describe_access_entry(clusterName="shared-eks", principalArn=principal)["accessEntry"]
+    assert policies() == {view}
+    assert entry["kubernetesGroups"] == ["platform-viewers"] and entry["tags"] == {"team": "p"}

@@ -136,3 +136,60 @@ def test_given_the_scale_step_dies_after_its_hyperpod_call_then_the_operation_fa
     assert described(sandbox, "accel")["TargetCount"] == 1
     # the node HyperPod took away leaves Kubernetes shortly after (a drained node is deleted after its instance)
     assert len(eventually(lambda: kube_nodes(sandbox, "accel"), lambda nodes: len(nodes) == 1, timeout=30)) == 1
+
+
+def test_given_a_quota_too_small_when_scaling_or_adding_then_422_names_the_field_and_nothing_changes(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    """The create's capacity preflight runs for what a scale or an added group adds, before any write."""
+    extension = sandbox.aws.extension
+    before = described(sandbox, "accel")
+    operations = len(api.list_cluster_operations(TAG)["operations"])
+    extension.service_quotas.set_quota("ml.g6.4xlarge", 1)
+    try:
+        with pytest.raises(ApiError) as scale:
+            api.update_instance_group(TAG, "accel", {"instanceCount": before["TargetCount"] + 4})
+        with pytest.raises(ApiError) as add:
+            api.add_instance_group(
+                TAG, {"instanceGroupName": "more", "instanceType": "ml.g6.4xlarge", "instanceCount": 2}
+            )
+    finally:
+        extension.service_quotas.reset()
+    extension.faults.remove_instance_type_offering("ml.g5.8xlarge", "us-west-2c")
+    try:
+        with pytest.raises(ApiError) as offering:
+            api.add_instance_group(
+                TAG, {"instanceGroupName": "more", "instanceType": "ml.g5.8xlarge", "instanceCount": 1}
+            )
+    finally:
+        extension.faults.restore_instance_type_offering()
+
+    assert scale.value.status == 422
+    [detail] = scale.value.details
+    assert detail["field"] == "instanceCount" and detail["asked"] == 4 and detail["quota"] == 1
+    assert "ml.g6.4xlarge for cluster usage" in detail["message"]
+    assert add.value.status == 422 and add.value.details[0]["field"] == "instanceCount"
+    assert add.value.details[0]["asked"] == 2
+    assert offering.value.status == 422 and offering.value.details[0]["field"] == "instanceType"
+    assert "us-west-2c" not in offering.value.details[0]["allowedValues"]
+    assert described(sandbox, "accel")["TargetCount"] == before["TargetCount"]
+    assert [g["instanceGroupName"] for g in api.list_instance_groups(TAG)["instanceGroups"]] == ["accel"]
+    assert len(api.list_cluster_operations(TAG)["operations"]) == operations  # refused before any operation
+
+
+def test_given_a_scale_up_hyperpod_cannot_launch_when_it_fails_then_the_target_is_put_back(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    faults = sandbox.aws.extension.faults
+    target = described(sandbox, "accel")["TargetCount"]
+    limit = "ResourceLimitExceeded: The account-level service limit 'ml.g6.4xlarge for cluster usage' is exceeded"
+    faults.fail_hyperpod_capacity("ml.g6.4xlarge", message=limit)
+    try:
+        done = finished(api, api.update_instance_group(TAG, "accel", {"instanceCount": target + 2}), timeout=300)
+    finally:
+        faults.clear_hyperpod_capacity()
+
+    assert done["status"] == "FAILED" and done["error"]["code"] == "ResourceLimitExceeded", done
+    assert f"target was put back from {target + 2} to {target}" in done["error"]["message"], done["error"]
+    assert described(sandbox, "accel")["TargetCount"] == target
+    assert api.list_instance_groups(TAG)["instanceGroups"][0]["targetCount"] == target

@@ -167,9 +167,14 @@ class PlanPlacement:
     change: AvailabilityZoneChange | None = None
 
 
+def plan_name(arn: str) -> str:
+    """The training plan's name of its ARN (``...:training-plan/<name>``), as ``DescribeTrainingPlan`` takes it."""
+    return arn.rsplit("/", 1)[-1]
+
+
 def _describe(sm: Any, arn: str, field: str) -> dict[str, Any]:
     try:
-        return dict(sm.describe_training_plan(TrainingPlanName=arn.rsplit("/", 1)[-1]))
+        return dict(sm.describe_training_plan(TrainingPlanName=plan_name(arn)))
     except ClientError as exc:
         if error_code(exc) in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
             raise ValidationFailed(

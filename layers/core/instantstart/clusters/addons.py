@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.errors import StageFailed
 from instantstart.models.resources import AddonResource
-from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, storage_role_name, tag_list
+from instantstart.naming import TAG_KEY, owned_by, ownership_tags, storage_bucket_name, storage_role_name, tag_list
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,12 @@ def ensure_role(
     """The role ``name`` (created with its ownership tags, trust and one inline policy when absent).
 
     A role that exists without its inline policy ``policy_name`` (an attempt died between ``CreateRole`` and
-    ``PutRolePolicy``) gets it. Returns ``(arn, created)``. Calls IAM ``GetRole``, ``ListRolePolicies``,
-    ``CreateRole``, ``PutRolePolicy``.
+    ``PutRolePolicy``) gets it. Returns ``(arn, created)``. Calls IAM ``GetRole``, ``ListRoleTags``,
+    ``ListRolePolicies``, ``CreateRole`` (:func:`create_owned_role`), ``PutRolePolicy``.
+
+    Raises:
+        StageFailed: ``RoleNotOwned``, a role of that name exists without this cluster's ownership tags (no
+            policy is ever put on a role the control plane does not own).
     """
     try:
         arn = str(iam.get_role(RoleName=name)["Role"]["Arn"])
@@ -106,6 +110,7 @@ def ensure_role(
         if error_code(exc) != "NoSuchEntity":
             raise
     else:
+        require_owned_role(iam, name, tag)
         if policy_name not in iam.list_role_policies(RoleName=name)["PolicyNames"]:
             iam.put_role_policy(RoleName=name, PolicyName=policy_name, PolicyDocument=json.dumps(policy))
         return arn, False
@@ -118,9 +123,36 @@ def ensure_role(
     }
     if boundary:
         kwargs["PermissionsBoundary"] = boundary
-    arn = str(iam.create_role(**kwargs)["Role"]["Arn"])
+    arn = create_owned_role(iam, kwargs, tag)
     iam.put_role_policy(RoleName=name, PolicyName=policy_name, PolicyDocument=json.dumps(policy))
     return arn, True
+
+
+def require_owned_role(iam: Any, name: str, tag: str) -> None:
+    """Refuse a role ``name`` that lacks this cluster's ownership tags (IAM ``ListRoleTags``).
+
+    Raises:
+        StageFailed: ``RoleNotOwned``.
+    """
+    if not owned_by(iam.list_role_tags(RoleName=name).get("Tags", []), tag):
+        raise StageFailed("RoleNotOwned", f"IAM role {name} exists but is not managed by InstantStart for {tag}")
+
+
+def create_owned_role(iam: Any, kwargs: dict[str, Any], tag: str) -> str:
+    """IAM ``CreateRole`` with ``kwargs`` (which carry the ownership tags); its ARN. When IAM answers
+    ``EntityAlreadyExists`` (an earlier attempt made the role and its answer was lost), the role is taken as
+    this one's if it carries the cluster's ownership tags (``GetRole``, ``ListRoleTags``).
+
+    Raises:
+        StageFailed: ``RoleNotOwned``, the existing role is someone else's.
+    """
+    try:
+        return str(iam.create_role(**kwargs)["Role"]["Arn"])
+    except ClientError as exc:
+        if error_code(exc) != "EntityAlreadyExists":
+            raise
+    require_owned_role(iam, str(kwargs["RoleName"]), tag)
+    return str(iam.get_role(RoleName=kwargs["RoleName"])["Role"]["Arn"])
 
 
 def delete_owned_role(iam: Any, name: str, tag: str) -> bool:
@@ -213,15 +245,31 @@ def create_addon(
     if associations:
         kwargs["podIdentityAssociations"] = [{"serviceAccount": sa, "roleArn": arn} for sa, arn in associations]
     try:
-        return dict(eks.create_addon(**kwargs)["addon"])
+        return _create_or_own(eks, kwargs)
     except ClientError as exc:
         if not (associations and error_code(exc) == "InvalidParameterException"):
             raise
     kwargs.pop("podIdentityAssociations")
-    out = dict(eks.create_addon(**kwargs)["addon"])
+    out = _create_or_own(eks, kwargs)
     for sa, arn in associations:
         ensure_pod_identity_association(eks, cluster_name, namespace, sa, arn, association_tags or tags)
     return out
+
+
+def _create_or_own(eks: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """EKS ``CreateAddon`` with ``kwargs``; when EKS answers ``ResourceInUseException`` (an earlier attempt, or
+    botocore's own retry of a call whose answer was lost, made it), the add-on found (``DescribeAddon``) when it
+    carries the ownership tags of ``kwargs["tags"]``; else the error."""
+    try:
+        return dict(eks.create_addon(**kwargs)["addon"])
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":
+            raise
+        tag = str(kwargs["tags"].get(TAG_KEY, ""))
+        found = eks.describe_addon(clusterName=kwargs["clusterName"], addonName=kwargs["addonName"])["addon"]
+        if not tag or not owned_by(found.get("tags"), tag):
+            raise
+        return dict(found)
 
 
 def ensure_pod_identity_association(
@@ -236,9 +284,15 @@ def ensure_pod_identity_association(
     )["associations"]
     if found:
         return False
-    eks.create_pod_identity_association(
-        clusterName=cluster_name, namespace=namespace, serviceAccount=service_account, roleArn=role_arn, tags=tags
-    )
+    try:
+        eks.create_pod_identity_association(
+            clusterName=cluster_name, namespace=namespace, serviceAccount=service_account, roleArn=role_arn, tags=tags
+        )
+    except ClientError as exc:
+        # an earlier attempt's (or botocore's retried) call made it and its answer was lost: it is there now
+        if error_code(exc) != "ResourceInUseException":
+            raise
+        return False
     return True
 
 

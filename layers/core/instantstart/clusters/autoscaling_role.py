@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
+from instantstart.clusters.addons import create_owned_role
 from instantstart.errors import StageFailed
 from instantstart.naming import TAG_KEY, owned_by, ownership_tags, tag_list
 
@@ -97,7 +98,7 @@ def ensure_cluster_role(iam: Any, *, tag: str, account_id: str, region: str, pat
         }
         if boundary:
             kwargs["PermissionsBoundary"] = boundary
-        arn = str(iam.create_role(**kwargs)["Role"]["Arn"])
+        arn = create_owned_role(iam, kwargs, tag)
     partition = arn.split(":")[1] if arn.count(":") >= 2 else "aws"
     iam.put_role_policy(
         RoleName=name,

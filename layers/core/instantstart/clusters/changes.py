@@ -50,11 +50,15 @@ class ClusterChange:
         check: one round of the wait: ``PollResult(done=True)`` when AWS reports the change done.
         finish: optional, before the operation ends SUCCEEDED (e.g. refresh what the records say of the
             cluster); returns nothing.
+        recover: optional, when the operation fails: undo what the change left half done (e.g. put a raised
+            target back); returns a sentence the operation's error message ends with (what was undone, or what
+            stays and how to undo it), or None. It must not raise.
     """
 
     apply: Callable[[Runtime, StepPayload], StepResult]
     check: Callable[[Runtime, StepPayload], PollResult]
     finish: Callable[[Runtime, StepPayload], None] | None = None
+    recover: Callable[[Runtime, StepPayload], str | None] | None = None
 
 
 def start_change(
@@ -163,6 +167,8 @@ def workflow_steps(
         )
 
     def record_change_failure(rt: Runtime, p: StepPayload) -> StepResult:
+        found = handlers.get(p.operation_type) if p.operation_type else None
+        note = found.recover(rt, p) if found is not None and found.recover is not None else None
         return records.record_failure(
             rt,
             operation_id=p.operation_id,
@@ -171,6 +177,7 @@ def workflow_steps(
             stage=None,
             error=p.error,
             cluster_status=_cluster_status(rt, p.cluster_tag),
+            note=note,
         )
 
     return {

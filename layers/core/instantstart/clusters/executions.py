@@ -22,10 +22,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import records, views
 from instantstart.errors import Conflict, UpstreamUnavailable
-from instantstart.models.cluster import StageError
+from instantstart.models.cluster import RevokedGrant, StageError
 from instantstart.models.common import ClusterStatus, OperationType, StageName
 from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
+from instantstart.naming import TAG_KEY
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed, StoreError
 
@@ -205,6 +206,23 @@ def start_operation_on(
     )
 
 
+def _grants_to_revoke(rt: Runtime, cluster: ClusterRecord) -> list[RevokedGrant]:
+    """What the delete of ``cluster`` takes back from foreign resources: the access stage's grants on entries it
+    did not create and the import's tag on an imported HyperPod cluster (DynamoDB read of the access stage)."""
+    from instantstart.clusters.stages.access import revoked_grants
+    from instantstart.models.resources import AccessResources
+
+    grants = records.stage_resources(rt, cluster.cluster_tag, cluster.generation, StageName.ACCESS, AccessResources)
+    out = revoked_grants(grants.grants or [])
+    if cluster.imported is not None and cluster.imported.hyper_pod_cluster_name:
+        out.append(
+            RevokedGrant(
+                resource_type="HyperPodCluster", name=cluster.imported.hyper_pod_cluster_name, grant=f"tag {TAG_KEY}"
+            )
+        )
+    return out
+
+
 def start_on_live_cluster(
     rt: Runtime,
     cluster: ClusterRecord,
@@ -227,6 +245,8 @@ def start_on_live_cluster(
     operation = new_operation(op_type, cluster.cluster_tag, cluster.generation, records.now(), retry_stage)
     if op_type is OperationType.DELETE_CLUSTER and cluster.imported is not None:
         operation = operation.model_copy(update={"retained": list(cluster.imported.retained)})
+    if op_type is OperationType.DELETE_CLUSTER and (grants := _grants_to_revoke(rt, cluster)):
+        operation = operation.model_copy(update={"revoked_grants": grants})
     try:
         rt.store.start_operation(
             operation, cluster_status=new_status, from_status=cluster.status, retry_stage=retry_stage

@@ -69,6 +69,9 @@ class Inspection:
     hyperpod: dict[str, Any] | None = None
     """SageMaker ``DescribeCluster`` of the imported HyperPod cluster."""
     notes: list[str] = field(default_factory=list)
+    access_entry_exists: bool = False
+    """The control plane's role has an access entry (with or without the cluster-admin policy): it is retained,
+    and what the access stage adds to it is taken back by DELETE."""
 
     @property
     def security_group_id(self) -> str:
@@ -240,17 +243,17 @@ def attached_hyperpod_clusters(sm: Any, eks_cluster_arn: str) -> list[str]:
             return names
 
 
-def _access_entry_ready(eks: Any, cluster_name: str, principal_arn: str) -> bool:
-    """The principal has an access entry with the cluster-admin policy (EKS ``DescribeAccessEntry``,
-    ``ListAssociatedAccessPolicies``)."""
+def _access_entry_state(eks: Any, cluster_name: str, principal_arn: str) -> tuple[bool, bool]:
+    """``(exists, ready)``: the principal has an access entry, and it has the cluster-admin policy (EKS
+    ``DescribeAccessEntry``, ``ListAssociatedAccessPolicies``)."""
     try:
         eks.describe_access_entry(clusterName=cluster_name, principalArn=principal_arn)
         policies = eks.list_associated_access_policies(clusterName=cluster_name, principalArn=principal_arn)
     except ClientError as exc:
         if error_code(exc) == "ResourceNotFoundException":
-            return False
+            return False, False
         raise
-    return any(p.get("policyArn") == EKS_ADMIN_POLICY for p in policies.get("associatedAccessPolicies", []))
+    return True, any(p.get("policyArn") == EKS_ADMIN_POLICY for p in policies.get("associatedAccessPolicies", []))
 
 
 def inspect(
@@ -304,13 +307,15 @@ def inspect(
     by_id = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets(SubnetIds=subnet_ids)["Subnets"]}
     zones = [str(by_id[s]) for s in subnet_ids if s in by_id]
     addons = [str(a) for a in eks.list_addons(clusterName=request.eks_cluster_name).get("addons", [])]
+    entry_exists, entry_ready = _access_entry_state(eks, request.eks_cluster_name, principal_arn)
     return Inspection(
         eks=found,
         vpc_cidr=str(vpc["CidrBlock"]),
         zones=zones,
         addons=addons,
-        access_entry=_access_entry_ready(eks, request.eks_cluster_name, principal_arn),
+        access_entry=entry_ready,
         hyperpod=hyperpod,
+        access_entry_exists=entry_exists,
     )
 
 
@@ -379,7 +384,7 @@ def imported_view(request: ImportClusterRequest, found: Inspection, *, principal
         RetainedResource(resource_type="SecurityGroup", name=found.security_group_id),
         *(RetainedResource(resource_type="EksAddon", name=a) for a in kept),
     ]
-    if found.access_entry:
+    if found.access_entry or found.access_entry_exists:
         retained.append(RetainedResource(resource_type="EksAccessEntry", name=principal_arn))
     if found.hyperpod:
         retained.insert(1, RetainedResource(resource_type="HyperPodCluster", name=str(found.hyperpod["ClusterName"])))

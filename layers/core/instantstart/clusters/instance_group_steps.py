@@ -355,9 +355,52 @@ def groups_after_change(
     return out
 
 
+def restore_scaled_target(rt: Runtime, p: StepPayload) -> str | None:
+    """The ``recover`` of a failed scale-up: put the group's target back to where it was before the operation
+    (SageMaker ``DescribeCluster``, then ``UpdateCluster`` with the previous ``InstanceCount``), so a scale that
+    cannot launch does not leave a raised target HyperPod keeps retrying (and billing the instances it got).
+
+    Returns the sentence for the operation's error: restored, already as before, or that the target stays raised
+    (``UpdateCluster`` refused, its code and message) with the ``PATCH`` that scales it back; None when the
+    operation is no scale-up. Never raises.
+    """
+    try:
+        op, change = _operation(rt, p)
+    except StageFailed:
+        return None
+    previous, desired = change.previous_count, change.instance_count
+    if op.type is not OperationType.SCALE_INSTANCE_GROUP or previous is None or desired is None or desired <= previous:
+        return None
+    name = change.instance_group_name
+    back = f"scale it back with PATCH /clusters/{p.cluster_tag}/instance-groups/{name} instanceCount {previous}"
+    try:
+        sm = rt.client("sagemaker")
+        found = hyperpod.describe(sm, records.hyperpod_name(rt, p.cluster_tag))
+        group = rules.find_group((found or {}).get("InstanceGroups", []), name)
+        if found is None or group is None:
+            return None
+        target = int(group.get("TargetCount") or 0)
+        if target <= previous:
+            return f"{name}'s target is {target}, as before the operation"
+        specs = rules.specs_after_change(found["InstanceGroups"], name, instance_count=previous)
+        sm.update_cluster(
+            ClusterName=found["ClusterName"], InstanceGroups=[s for s in specs if s["InstanceGroupName"] == name]
+        )
+    except ClientError as exc:
+        code, message = exc.response.get("Error", {}).get("Code"), exc.response.get("Error", {}).get("Message")
+        refused = f"UpdateCluster back was refused ({code}: {message})"
+        return f"{name}'s target stays raised at {desired} (it was {previous}): {refused}; {back}"
+    except Exception as exc:  # noqa: BLE001 - the failure is recorded whatever the recovery meets
+        return f"{name}'s target may stay raised at {desired} (it was {previous}): restoring it failed ({exc}); {back}"
+    return f"{name}'s target was put back from {target} to {previous} (UpdateCluster)"
+
+
 CHANGES = {
     op_type: changes.ClusterChange(
-        apply=apply_instance_group_change, check=check_instance_group_change, finish=refresh_cluster_record
+        apply=apply_instance_group_change,
+        check=check_instance_group_change,
+        finish=refresh_cluster_record,
+        recover=restore_scaled_target if op_type is OperationType.SCALE_INSTANCE_GROUP else None,
     )
     for op_type in (
         OperationType.ADD_INSTANCE_GROUP,

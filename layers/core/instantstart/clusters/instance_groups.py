@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from instantstart.capacity import added
 from instantstart.capacity import autoscaling as autoscaling_rules
 from instantstart.capacity import groups as rules
 from instantstart.clusters import changes, records, service
@@ -151,10 +152,16 @@ def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> 
     group of that name had one; :func:`instantstart.capacity.subnets.ensure_group_subnet`),
     the control plane's execution role and the lifecycle script of the existing groups.
 
+    Before any write, the create's capacity preflight for the new group
+    (:func:`instantstart.capacity.added.check_added_group`: offerings in the cluster's zone, quota room,
+    training-plan fit and zone).
+
     Raises:
         NotFound: no live cluster.
+        ValidationFailed: the preflight failed (422 naming the group's field, with the numbers).
         Conflict: an operation runs, the cluster or HyperPod is not ready, the name is taken
-            (``InstanceGroupAlreadyExists``) or the cluster has 20 groups (``TooManyInstanceGroups``).
+            (``InstanceGroupAlreadyExists``), the cluster has 20 groups (``TooManyInstanceGroups``), or the
+            group's training plan reserves another zone (``TrainingPlanZoneConflict``).
     """
     cluster, found = _changeable(rt, tag)
     groups = found.get("InstanceGroups", [])
@@ -172,6 +179,14 @@ def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> 
             code="TooManyInstanceGroups",
             details=[{"field": "instanceGroupName", "limit": MAX_INSTANCE_GROUPS}],
         )
+    added.check_added_group(
+        rt.client("ec2"),
+        rt.client("service-quotas"),
+        rt.client("sagemaker"),
+        cluster_tag=tag,
+        zone=cluster.availability_zone,
+        group=request,
+    )
     return _start(
         rt, cluster, OperationType.ADD_INSTANCE_GROUP, InstanceGroupChange(instance_group_name=name, group=request)
     )
@@ -180,8 +195,13 @@ def add_instance_group(rt: Runtime, tag: str, request: InstanceGroupRequest) -> 
 def update_instance_group(rt: Runtime, tag: str, name: str, request: UpdateInstanceGroupRequest) -> OperationView:
     """Change a group's ``instanceCount`` (``SCALE_INSTANCE_GROUP``) or its labels (``UPDATE_INSTANCE_GROUP``).
 
+    A scale-up first passes the capacity preflight of what it adds
+    (:func:`instantstart.capacity.added.check_scale_up`: quota room, the training plan's available instances);
+    the operation carries the group's target before the scale, which a failed scale puts back.
+
     Raises:
         InvalidRequest: the body changes nothing (no instanceCount or labels).
+        ValidationFailed: the scale-up's preflight failed (422 naming ``instanceCount``, with the numbers).
         NotFound: no live cluster or no such group.
         Conflict: an operation runs, the cluster or HyperPod is not ready, or a field HyperPod does not
             change is asked to change (``ImmutableField``, naming it).
@@ -194,8 +214,17 @@ def update_instance_group(rt: Runtime, tag: str, name: str, request: UpdateInsta
             "nothing to change: give instanceCount and/or labels",
             details=[{"field": "instanceCount"}, {"field": "labels"}],
         )
+    if request.instance_count is not None:
+        added.check_scale_up(
+            rt.client("service-quotas"), rt.client("sagemaker"), described=group, desired=request.instance_count
+        )
     op_type = OperationType.UPDATE_INSTANCE_GROUP if request.labels is not None else OperationType.SCALE_INSTANCE_GROUP
-    change = InstanceGroupChange(instance_group_name=name, instance_count=request.instance_count, labels=request.labels)
+    change = InstanceGroupChange(
+        instance_group_name=name,
+        instance_count=request.instance_count,
+        labels=request.labels,
+        previous_count=int(group.get("TargetCount") or 0) if request.instance_count is not None else None,
+    )
     return _start(rt, cluster, op_type, change)
 
 

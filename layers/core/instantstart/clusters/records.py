@@ -374,9 +374,11 @@ def record_failure(
     stage: StageName | None,
     error: StepError | None,
     cluster_status: ClusterStatus | None = None,
+    note: str | None = None,
 ) -> StepResult:
     """The single failure path: the stage FAILED (error verbatim), the operation FAILED, the cluster FAILED
-    (or DEGRADED: :func:`cluster_status_after`; ``cluster_status`` overrides it).
+    (or DEGRADED: :func:`cluster_status_after`; ``cluster_status`` overrides it). ``note`` (what a day-2
+    change's recovery did) ends the error's message, after AWS's own words.
 
     The operation records its root cause (:func:`root_failure`): a stage that was only interrupted because another
     stage failed hands the operation that stage's error.
@@ -386,6 +388,8 @@ def record_failure(
     already ended is left as it is.
     """
     parsed = parse_error(error)
+    if note:
+        parsed = parsed.model_copy(update={"message": f"{parsed.message} ({note})"})
     if stage is not None:
         fail_stage(rt, tag=tag, generation=generation, stage=stage, error=parsed)
         interrupted = StageError(code=STAGE_INTERRUPTED, message=f"stopped because stage {stage.value} failed")

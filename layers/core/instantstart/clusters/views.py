@@ -35,6 +35,7 @@ def operation_view(record: OperationRecord) -> OperationView:
         result=change_result(record),
         features=record.feature_results,
         retained=record.retained,
+        revoked_grants=record.revoked_grants,
     )
 
 

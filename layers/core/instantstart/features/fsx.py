@@ -190,25 +190,41 @@ def observe_security_group(ec2: Any, tag: str) -> str | None:
 
 def create_security_group(ec2: Any, tag: str, vpc_id: str, client_groups: list[str]) -> str:
     """Create ``instantstart-<tag>-fsx`` allowing Lustre traffic (TCP 988, 1018-1023) from itself and from
-    ``client_groups``; returns its id. Calls EC2 CreateSecurityGroup, AuthorizeSecurityGroupIngress."""
+    ``client_groups``; returns its id. Calls EC2 CreateSecurityGroup, AuthorizeSecurityGroupIngress; on
+    ``InvalidGroup.Duplicate`` the group of that name in the VPC is taken when it carries the ownership tags
+    (DescribeSecurityGroups), and rules already there (``InvalidPermission.Duplicate``) are fine."""
     name = f"instantstart-{tag}-fsx"
     tags = ownership_tags(tag, Name=name, **{ROLE_KEY: SECURITY_GROUP_ROLE, FEATURE_KEY: FSX})
-    group_id = str(
-        ec2.create_security_group(
-            GroupName=name,
-            Description="InstantStart FSx for Lustre: Lustre traffic (TCP 988, 1018-1023) from the cluster",
-            VpcId=vpc_id,
-            TagSpecifications=[{"ResourceType": "security-group", "Tags": tag_list(tags)}],
-        )["GroupId"]
-    )
+    try:
+        group_id = str(
+            ec2.create_security_group(
+                GroupName=name,
+                Description="InstantStart FSx for Lustre: Lustre traffic (TCP 988, 1018-1023) from the cluster",
+                VpcId=vpc_id,
+                TagSpecifications=[{"ResourceType": "security-group", "Tags": tag_list(tags)}],
+            )["GroupId"]
+        )
+    except ClientError as exc:
+        # an earlier attempt (or botocore's retry of a call whose answer was lost) made it: take it when it is ours
+        if error_code(exc) != "InvalidGroup.Duplicate":
+            raise
+        filters = [{"Name": "group-name", "Values": [name]}, {"Name": "vpc-id", "Values": [vpc_id]}]
+        found = ec2.describe_security_groups(Filters=filters)["SecurityGroups"]
+        if not found or not owned_by(found[0].get("Tags", []), tag):
+            raise
+        group_id = str(found[0]["GroupId"])
     pairs = [{"GroupId": group_id}] + [{"GroupId": g} for g in client_groups if g != group_id]
-    ec2.authorize_security_group_ingress(
-        GroupId=group_id,
-        IpPermissions=[
-            {"IpProtocol": "tcp", "FromPort": low, "ToPort": high, "UserIdGroupPairs": pairs}
-            for low, high in LUSTRE_PORTS
-        ],
-    )
+    try:
+        ec2.authorize_security_group_ingress(
+            GroupId=group_id,
+            IpPermissions=[
+                {"IpProtocol": "tcp", "FromPort": low, "ToPort": high, "UserIdGroupPairs": pairs}
+                for low, high in LUSTRE_PORTS
+            ],
+        )
+    except ClientError as exc:
+        if error_code(exc) != "InvalidPermission.Duplicate":
+            raise
     return group_id
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
+from instantstart.clusters.addons import create_owned_role
 from instantstart.errors import StageFailed
 from instantstart.naming import owned_by, ownership_tags, tag_list
 
@@ -131,7 +132,7 @@ def ensure_owned_role(
         }
         if boundary:
             kwargs["PermissionsBoundary"] = boundary
-        arn = str(iam.create_role(**kwargs)["Role"]["Arn"])
+        arn = create_owned_role(iam, kwargs, tag)
     else:
         if not owned_by(iam.list_role_tags(RoleName=name).get("Tags", []), tag):
             raise StageFailed("RoleNotOwned", f"IAM role {name} exists but is not managed by InstantStart for {tag}")

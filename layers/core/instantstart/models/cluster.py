@@ -143,6 +143,9 @@ from instantstart.models.cluster_views import (  # re-exported
     RetainedResource as RetainedResource,
 )
 from instantstart.models.cluster_views import (
+    RevokedGrant as RevokedGrant,
+)
+from instantstart.models.cluster_views import (
     StageError as StageError,
 )
 from instantstart.models.cluster_views import (

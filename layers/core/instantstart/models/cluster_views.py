@@ -25,6 +25,24 @@ class RetainedResource(ApiModel):
     name: str = Field(description="Its name or id, as AWS names it.", examples=["platform-eks"])
 
 
+class RevokedGrant(ApiModel):
+    """Something the control plane added to a resource it does not own, taken back by DELETE."""
+
+    resource_type: str = Field(
+        description="The foreign resource: EksAccessEntry (an access policy or Kubernetes groups added to an entry "
+        "that existed before) or HyperPodCluster (the instantstart:cluster-tag tag of an imported cluster).",
+        examples=["EksAccessEntry"],
+    )
+    name: str = Field(
+        description="Its name or ARN, as AWS names it.", examples=["arn:aws:iam::123456789012:role/instantstart-steps"]
+    )
+    grant: str = Field(
+        description="What was added and is removed: the access policy ARN, 'kubernetesGroups: <groups>', or "
+        "'tag instantstart:cluster-tag'.",
+        examples=["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"],
+    )
+
+
 class ImportedView(ApiModel):
     """What ``POST /clusters/import`` found: the foreign resources the cluster uses and never deletes."""
 

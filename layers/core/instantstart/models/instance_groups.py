@@ -109,3 +109,8 @@ class InstanceGroupChange(ApiModel):
     instance_count: int | None = None
     labels: dict[str, str] | None = None
     group: InstanceGroupRequest | None = Field(default=None, description="For ADD_INSTANCE_GROUP: the new group.")
+    previous_count: int | None = Field(
+        default=None,
+        description="For SCALE_INSTANCE_GROUP: the group's TargetCount when the scale was asked (a failed scale-up "
+        "puts it back).",
+    )

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from instantstart.models.capacity import AvailabilityZoneChange
-from instantstart.models.cluster import TIMESTAMP_EXAMPLE, RetainedResource, StageError
+from instantstart.models.cluster import TIMESTAMP_EXAMPLE, RetainedResource, RevokedGrant, StageError
 from instantstart.models.common import ApiModel, OperationStatus, OperationType
 from instantstart.models.errors import pattern_rule
 from instantstart.models.features import FeatureOutcome
@@ -168,6 +168,12 @@ class OperationView(ApiModel):
         default=None,
         description="DELETE of an imported cluster: the resources that existed before the import and are left in "
         "place (only what this control plane created is deleted); null otherwise.",
+    )
+    revoked_grants: list[RevokedGrant] | None = Field(
+        default=None,
+        description="DELETE: what the control plane added to resources it does not own (an access policy or "
+        "Kubernetes groups on an access entry that existed before the import, its tag on an imported HyperPod "
+        "cluster); the delete takes each back before it SUCCEEDS. Null when there is none.",
     )
     availability_zone_change: AvailabilityZoneChange | None = Field(
         default=None,

@@ -20,6 +20,7 @@ from instantstart.models.cluster import (
     ImportedView,
     NodeView,
     RetainedResource,
+    RevokedGrant,
     StageError,
     StorageView,
 )
@@ -165,4 +166,7 @@ class OperationRecord(Record):
     )
     retained: list[RetainedResource] | None = Field(
         default=None, description="For a DELETE of an imported cluster: the foreign resources it leaves in place."
+    )
+    revoked_grants: list[RevokedGrant] | None = Field(
+        default=None, description="For a DELETE: what was added to foreign resources and is taken back."
     )

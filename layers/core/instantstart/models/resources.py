@@ -47,6 +47,15 @@ class NetworkResources(StageResources):
     """Instance group name -> its dedicated subnet (``dedicatedSubnet: true``)."""
 
 
+class AccessGrant(StageResources):
+    """What the ``access`` stage added to an access entry it did not create (it existed before the import):
+    an access policy association and/or Kubernetes groups; the teardown takes exactly these back."""
+
+    principal_arn: str
+    policy_arn: str | None = None
+    kubernetes_groups: list[str] | None = None
+
+
 class AccessResources(StageResources):
     """The ``access`` stage: the EKS access entry of the control plane's role and what the API answered."""
 
@@ -59,6 +68,8 @@ class AccessResources(StageResources):
     """The API entry's ``kubernetesGroups`` (RBAC in the cluster binds them, e.g. to invoke a model server)."""
     kubernetes_version: str | None = None
     namespaces: int | None = None
+    grants: list[AccessGrant] | None = None
+    """Grants on foreign access entries (recorded before the call that makes them, so a retry keeps them)."""
 
 
 class AddonResource(StageResources):
