@@ -4,7 +4,8 @@ Both live with their operator: they act only while the operator's Deployment exi
 (``hp-training-operator-controller-manager``, which the EKS add-on
 ``amazon-sagemaker-hyperpod-training-operator`` installs when ACTIVE, together with the CRD; ``kuberay-operator``
 for RayJob, installed by the product's kubeRay feature with the ``ray.io/v1`` CRDs). Without it a job is stored
-and nothing happens, as on a real cluster whose operator is missing.
+and nothing happens, as on a real cluster whose operator is missing. A job labelled ``kueue.x-k8s.io/queue-name``
+starts only once Kueue admits it (:mod:`instantstart_sandbox.kube.kueue`: never while its LocalQueue is missing).
 
 HyperPodPyTorchJob (``sagemaker.amazonaws.com/v1``, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-usage.html):
 
@@ -37,7 +38,9 @@ HyperPodPyTorchJob (``sagemaker.amazonaws.com/v1``, https://docs.aws.amazon.com/
   ``cleanPodPolicy`` (default ``All``; ``OnlyComplete``: the pods that completed; ``None``) is applied when the
   job ends; ``ttlSecondsAfterFinished`` (when > 0) deletes the job that long after it ended.
 
-RayJob (``ray.io/v1``, https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html):
+RayJob (``ray.io/v1``, https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html;
+a name over :data:`MAX_RAYJOB_NAME` characters or not a DNS-1035 label is ``ValidationFailed`` as KubeRay's
+``ValidateRayJobMetadata`` answers):
 a RayCluster ``<rayjob>-raycluster`` from ``spec.rayClusterSpec`` (owned by the RayJob) with a head pod
 ``<cluster>-head`` and ``replicas`` worker pods ``<cluster>-<group>-worker-<i>`` per worker group (owned by the
 RayCluster, labels ``ray.io/cluster``, ``ray.io/node-type``, ``ray.io/group``); ``status.jobDeploymentStatus``
