@@ -145,3 +145,28 @@ def test_a_job_on_a_karpenter_group_at_zero_is_accepted_and_its_pods_carry_do_no
 
     assert accepted["kind"] == "HyperPodPyTorchJob"
     assert pod["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+
+
+def test_a_team_with_its_compute_quota_is_admitted_by_kueue_and_its_pods_start(
+    cluster: Any, api: InstantStartClient, sandbox: Sandbox
+) -> None:
+    quota = {
+        "computeQuotaConfig": {"computeQuotaResources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]},
+        "computeQuotaTarget": {"teamName": "ml", "fairShareWeight": 10},
+    }
+    name = api.create_compute_quota(TAG, quota)["name"]
+    eventually(
+        lambda: next(q for q in api.list_compute_quotas(TAG)["computeQuotas"] if q["name"] == name),
+        lambda q: q["status"] == "Created",
+    )
+    body = {**JOB, "name": "team-job", "team": "ml", "image": IMAGE, "script": "/opt/train.py"}
+    body["instanceType"] = "ml.g5.8xlarge"
+    accepted = submit(api, body)
+    pod = eventually(
+        lambda: sandbox.kube.cluster(EKS).peek("v1", "Pod", "team-job-pod-0", "hyperpod-ns-ml"), lambda p: p is not None
+    )
+    shown = api.get_training_job(TAG, "team-job", namespace="hyperpod-ns-ml")
+
+    assert accepted["namespace"] == "hyperpod-ns-ml"
+    assert pod is not None and pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "hyperpod-ns-ml-localqueue"
+    assert shown["reason"] is None or "Kueue" not in shown["reason"], shown["reason"]
