@@ -263,6 +263,7 @@ def test_a_stuck_deployment_shows_the_pod_event_and_fails_with_the_operator_mess
             lambda v: (
                 v.get("state") == "DeploymentInProgress"
                 and any(e["reason"] == "Failed" and "manifest unknown" in (e["message"] or "") for e in v["events"])
+                and v.get("podReason") is not None  # the kubelet writes the pod's status after its events
             ),
         )
     )
