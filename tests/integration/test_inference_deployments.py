@@ -303,6 +303,9 @@ def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_for
             "spec"
         ]["containers"][0]["image"]
         not_ready = refusal(lambda: api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": "hi"}))
+        pulling = eventually(
+            lambda: api.get_inference_deployment(TAG, "qwen-sglang"), lambda d: d["reason"] is not None, timeout=60
+        )
     finally:
         sandbox.aws.extension.inference.allow_image_pull(EKS, image)
     assert deployed_image == image
@@ -325,9 +328,17 @@ def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_for
     )
     prompts = [f"prompt {i}" for i in range(6)]
     routed = [api.invoke_inference_deployment(TAG, "qwen-sglang", {"prompt": p}) for p in prompts]
+    by_hand = refusal(lambda: api.scale_inference_deployment(TAG, "qwen-sglang", 3))
 
     assert not_ready.status == 409 and not_ready.code == "InferenceDeploymentNotReady"
     assert not_ready.details[0]["readyReplicas"] == 0
+    assert pulling["status"] == "Progressing" and {p["reason"] for p in pulling["pods"]} <= {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        None,
+    }
+    assert "ErrImagePull" in pulling["reason"] or "ImagePullBackOff" in pulling["reason"], pulling["reason"]
+    assert ready["reason"] is None
     assert direct["service"] == "qwen-sglang" and direct["body"]["model"] == "qwen2.5-0.5b"
     assert keda_missing.status == 409 and keda_missing.code == "KedaNotInstalled"
     assert op["type"] == "CREATE_INFERENCE_ROUTER" and op["status"] == "SUCCEEDED", op
@@ -337,6 +348,8 @@ def test_an_sglang_deployment_is_409_until_ready_then_answers_and_its_router_for
     assert scaled["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen-sglang"}
     assert scaled["spec"]["triggers"][0]["metadata"]["threshold"] == "4"
     assert {r["service"] for r in routed} == {"qwen-sglang-router"}
+    assert by_hand.status == 409 and by_hand.code == "ScaledByAutoscaler"  # never fights KEDA
+    assert "ScaledObject" in by_hand.message and by_hand.details[0]["maxReplicas"] == 3
     answered_by = {w for r in routed for w in workers if f"from {w} " in r["body"]["choices"][0]["text"]}
     assert answered_by and answered_by <= workers, (routed, workers)
     assert len(answered_by) == 2, "the router spreads distinct prompts over both workers"

@@ -263,11 +263,15 @@ def test_a_stuck_deployment_shows_the_pod_event_and_fails_with_the_operator_mess
             lambda v: (
                 v.get("state") == "DeploymentInProgress"
                 and any(e["reason"] == "Failed" and "manifest unknown" in (e["message"] or "") for e in v["events"])
+                and v.get("podReason") is not None  # the kubelet writes the pod's status after its events
             ),
         )
     )
     assert view["state"] == "DeploymentInProgress", view
     assert any("ErrImagePull" in (e["message"] or "") or e["reason"] == "BackOff" for e in view["events"])
+    assert view["podReason"] is not None and (
+        "ErrImagePull" in view["podReason"] or "ImagePullBackOff" in view["podReason"]
+    )
     op = seen(finished(api, accepted["operation"]))
     assert op["status"] == "FAILED" and op["error"]["code"] == "DeploymentFailed", op
     obj = kube(sandbox).peek(IEC, "InferenceEndpointConfig", "hf-stuck")

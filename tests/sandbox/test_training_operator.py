@@ -414,3 +414,71 @@ def test_rayjob_runs_its_cluster_then_shuts_down_and_expires(
     wait_for(
         lambda: not custom.list_namespaced_custom_object("ray.io", "v1", "default", "rayjobs")["items"], timeout=30
     )
+
+
+def test_a_rayjob_name_kuberay_refuses_is_validation_failed_and_gets_no_ray_cluster(
+    kube: KubeCluster, custom: client.CustomObjectsApi
+) -> None:
+    from instantstart.features.kuberay import operator_objects
+
+    for obj in operator_objects():
+        kube.apply(obj, field_manager="instantstart")
+    name = "r" * 48
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.40.0"}]}}
+    rayjob = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"entrypoint": "python3 x.py", "rayClusterSpec": {"headGroupSpec": {"template": template}}},
+    }
+    custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", rayjob)
+
+    def status() -> dict[str, Any]:
+        found = custom.get_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", name)
+        return dict(found.get("status") or {})
+
+    wait_for(lambda: status().get("jobDeploymentStatus") == "ValidationFailed")
+    assert "no more than 47 characters" in status()["message"]
+    assert kube.peek_list("ray.io/v1", "RayCluster", "default") == []
+
+
+def test_a_job_queued_to_a_missing_local_queue_is_never_admitted_and_runs_once_the_queue_exists(
+    kube: KubeCluster, core: client.CoreV1Api, custom: client.CustomObjectsApi
+) -> None:
+    install_operator(kube)
+    spec = CATALOG["amazon-sagemaker-hyperpod-taskgovernance"]
+    for obj in addon_objects(spec, spec.versions[0], "us-west-2"):
+        kube.apply(obj, field_manager="eks")
+    node(kube, "p5-a")
+    queued = job("queued", replicas=1)
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-lq"}
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, queued)
+
+    def workload() -> dict[str, Any] | None:
+        found = kube.peek_list("kueue.x-k8s.io/v1beta1", "Workload", "default")
+        return found[0] if found and (found[0].get("status") or {}).get("conditions") else None
+
+    held = wait_for(workload)
+    assert held["status"]["conditions"][0]["reason"] == "Inadmissible"
+    assert held["status"]["conditions"][0]["message"] == "LocalQueue team-lq doesn't exist"
+    assert pods(core, "queued") == {}
+
+    kube.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "team-cq"}, "spec": {}},
+        field_manager="test",
+    )
+    kube.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team-lq", "namespace": "default"},
+            "spec": {"clusterQueue": "team-cq"},
+        },
+        field_manager="test",
+    )
+    wait_for(lambda: pods(core, "queued"))
+    admitted = {
+        c["type"]: c["status"]
+        for c in kube.peek_list("kueue.x-k8s.io/v1beta1", "Workload", "default")[0]["status"]["conditions"]
+    }
+    assert admitted == {"QuotaReserved": "True", "Admitted": "True"}

@@ -190,11 +190,13 @@ def pytorch_args(*extra: str) -> list[str]:
 
 
 def test_jobs_create_sends_the_recipe_body_and_prints_the_operation_and_how_to_follow(
-    ready: None, run: Run, inprocess_api: InProcessApi, operator_on: list[str], tmp_path: Path
+    ready: None, run: Run, inprocess_api: InProcessApi, operator_on: list[str], tmp_path: Path, kube_fake: FakeKube
 ) -> None:
-    """Given a READY cluster with the training operator on,
+    """Given a READY cluster with the training operator on and the bucket's claim in default,
     when `jobs create` runs with options and a --file holding the runPolicy,
     then the API gets one body (options over the file) and the CLI prints the operation and the follow commands."""
+    claim = {"name": "s3-claim", "namespace": "default"}
+    kube_fake.objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": claim})
     body_file = tmp_path / "job.json"
     body_file.write_text(json.dumps({"runPolicy": {"jobMaxRetryCount": 5}, "nodes": 1}))
 

@@ -271,12 +271,14 @@ def deployments_get(
         f"{d['readyReplicas']}/{d['desiredReplicas']} ready",
         highlight=False,
     )
+    if d.get("reason"):
+        console.print(f"Reason: {d['reason']}", markup=False, highlight=False, soft_wrap=True)
     if d.get("service"):
         console.print(f"Service: {d['service']['type']} {d['service']['url']}", markup=False, highlight=False)
     if d.get("router"):
         console.print(f"Router: {d['router']['url']}", markup=False, highlight=False)
     pods = Table(title="pods")
-    for column in ("Pod", "Node", "Phase", "Ready", "Bound model"):
+    for column in ("Pod", "Node", "Phase", "Ready", "Bound model", "Waiting"):
         pods.add_column(column)
     for pod in d["pods"]:
         pods.add_row(
@@ -285,6 +287,7 @@ def deployments_get(
             str(pod.get("phase") or "-"),
             "yes" if pod["ready"] else "no",
             str(pod.get("boundModel") or "-"),
+            str(pod.get("reason") or "-"),
         )
     console.print(pods)
 

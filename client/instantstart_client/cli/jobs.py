@@ -255,7 +255,7 @@ def jobs_get(
     if shown:
         console.print(f"Spec: {esc(shown)}", highlight=False, soft_wrap=True)
     pods = Table(title="pods")
-    for column in ("Rank", "Pod", "Node", "Phase", "Restarts"):
+    for column in ("Rank", "Pod", "Node", "Phase", "Restarts", "Waiting"):
         pods.add_column(column)
     for pod in job["pods"]:
         pods.add_row(
@@ -264,6 +264,7 @@ def jobs_get(
             str(pod.get("nodeName") or "-"),
             str(pod.get("phase") or "-"),
             str(pod["restarts"]),
+            esc(str(pod.get("reason") or "-")),
         )
     console.print(pods)
     if job.get("restartHistory"):

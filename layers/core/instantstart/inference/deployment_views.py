@@ -16,6 +16,8 @@ from instantstart.inference.cluster_access import (
     get_object,
     made_here,
 )
+from instantstart.kube.pod_problems import pod_problem, pod_problems
+from instantstart.kube.pod_problems import summary as summarize
 from instantstart.models.inference import (
     INFERENCE_NAMESPACE,
     DeploymentStatus,
@@ -97,6 +99,7 @@ def _pod_view(pod: dict[str, Any]) -> InferencePod:
         for c in (pod.get("status") or {}).get("conditions") or []
     )
     cost = (meta.get("annotations") or {}).get(builders.ANNOTATION_DELETION_COST)
+    problem = pod_problem(pod)
     return InferencePod(
         name=str(meta.get("name")),
         node_name=(pod.get("spec") or {}).get("nodeName"),
@@ -104,6 +107,8 @@ def _pod_view(pod: dict[str, Any]) -> InferencePod:
         ready=ready,
         bound_model=builders.bound_model(pod),
         deletion_cost=int(cost) if cost and cost.lstrip("-").isdigit() else None,
+        reason=problem.reason if problem else None,
+        message=problem.message if problem else None,
     )
 
 
@@ -126,7 +131,8 @@ def _service_view(svc: dict[str, Any] | None) -> InferenceService | None:
 
 def get_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentView:
     """One deployment: its spec, status, replicas ready/desired, pods (node, phase, ready, bound model, deletion
-    cost), Service, router and autoscaling.
+    cost, why it does not run), Service, router, autoscaling, and ``reason`` (the first pod problem while not Ready:
+    :mod:`instantstart.kube.pod_problems`).
 
     Raises:
         NotFound: ``ClusterNotFound``, ``InferenceDeploymentNotFound``.
@@ -174,4 +180,5 @@ def get_deployment(rt: Runtime, tag: str, name: str) -> InferenceDeploymentView:
             {k: str(c[k]) for k in ("type", "status", "reason", "message") if c.get(k) is not None}
             for c in (deployment.get("status") or {}).get("conditions") or []
         ],
+        reason=None if summary.status is DeploymentStatus.READY else summarize(pod_problems(found["pods"])),
     )

@@ -17,6 +17,7 @@ from instantstart.errors import NotFound
 from instantstart.features.observe import KUBERNETES_READ_SECONDS
 from instantstart.inference import endpoint_builders as eb
 from instantstart.inference.service import get_object
+from instantstart.kube.pod_problems import pod_problems, summary
 from instantstart.models.inference import INFERENCE_NAMESPACE
 from instantstart.models.inference_endpoints import (
     InferenceEndpointList,
@@ -211,6 +212,7 @@ def get_endpoint(rt: Runtime, tag: str, name: str) -> InferenceEndpointView:
         session_key=((obj.get("metadata") or {}).get("annotations") or {}).get(eb.ANNOTATION_SESSION_KEY),
         pods=pods,
         events=_events(pods, found["events"]),
+        pod_reason=summary(pod_problems(sorted(found["pods"], key=lambda p: str(p["metadata"]["name"])))),
     )
 
 

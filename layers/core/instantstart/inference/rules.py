@@ -10,7 +10,7 @@ from typing import Any
 
 from instantstart.errors import Conflict, ValidationFailed
 from instantstart.inference.builders import KEDA_API_VERSION, KEDA_KIND, bound_model
-from instantstart.models.inference import Engine
+from instantstart.models.inference import INFERENCE_NAMESPACE, Engine
 
 FSX_FEATURE = "fsx"
 """The feature key (``PATCH /clusters/{clusterTag}/features``) that creates the FSx file system and ``fsx-claim``."""
@@ -131,6 +131,29 @@ def keda_missing(tag: str) -> Conflict:
         "(CRD scaledobjects.keda.sh). Install KEDA on the cluster, or create the router without autoscaling",
         code="KedaNotInstalled",
         details=[{"field": "autoscaling", "missing": f"{KEDA_API_VERSION} {KEDA_KIND} (scaledobjects.keda.sh)"}],
+    )
+
+
+def keda_managed(tag: str, name: str, scaled: dict[str, Any]) -> Conflict:
+    """409 ``ScaledByAutoscaler``: KEDA's ScaledObject ``name`` owns the Deployment's replicas (its HPA would undo a
+    hand-set count within a polling interval), so the API does not set them; the answer names the ScaledObject and its
+    bounds."""
+    spec = scaled.get("spec") or {}
+    low, high = spec.get("minReplicaCount", 0), spec.get("maxReplicaCount")
+    return Conflict(
+        f"inference deployment {name} is scaled by the KEDA ScaledObject {INFERENCE_NAMESPACE}/{name} (between {low} "
+        f"and {high} replicas): a replica count set by hand would be undone by its autoscaler. Change the bounds with "
+        f"POST /clusters/{tag}/inference/deployments/{name}/router (autoscaling minReplicas/maxReplicas), or create "
+        "the router without autoscaling to scale by hand",
+        code="ScaledByAutoscaler",
+        details=[
+            {
+                "field": "replicas",
+                "autoscaler": f"{KEDA_KIND} {INFERENCE_NAMESPACE}/{name}",
+                "minReplicas": low,
+                "maxReplicas": high,
+            }
+        ],
     )
 
 

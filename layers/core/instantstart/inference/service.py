@@ -193,12 +193,20 @@ def scale_deployment(
 
     Raises:
         NotFound: ``ClusterNotFound``, ``InferenceDeploymentNotFound``.
-        Conflict: ``ClusterNotReady``, ``OperationInProgress``, ``BoundPodsWouldBeRemoved``.
+        Conflict: ``ClusterNotReady``, ``OperationInProgress``, ``BoundPodsWouldBeRemoved``, ``ScaledByAutoscaler``
+            (a KEDA ScaledObject owns the replicas: never fight the autoscaler).
         UpstreamUnavailable: Kubernetes could not be read in time.
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
     _, pods = _find(rt, tag, name, pods=True)
+    scaled = read_kubernetes(
+        rt,
+        tag,
+        lambda dyn: get_object(dyn, builders.KEDA_API_VERSION, builders.KEDA_KIND, name) if _keda_served(dyn) else None,
+    )
+    if scaled:
+        raise rules.keda_managed(tag, name, scaled)
     rules.check_scale_in(name, request.replicas, pods)
     change = ScaleDeploymentChange(name=name, replicas=request.replicas)
     op = changes.start_change(rt, cluster, OperationType.UPDATE_INFERENCE_DEPLOYMENT, change)

@@ -356,6 +356,14 @@ class InferencePod(ApiModel):
     deletion_cost: int | None = Field(
         default=None, description="controller.kubernetes.io/pod-deletion-cost (lower goes first at scale-in)."
     )
+    reason: str | None = Field(
+        default=None,
+        description="Why the pod does not run, as Kubernetes reports it: the kubelet's container waiting reason "
+        "(ErrImagePull, ImagePullBackOff, CrashLoopBackOff, ...) or Unschedulable (PodScheduled=False); null when "
+        "nothing holds it.",
+        examples=["ImagePullBackOff"],
+    )
+    message: str | None = Field(default=None, description="The kubelet's or the scheduler's message, verbatim.")
 
 
 class InferenceService(ApiModel):
@@ -406,6 +414,12 @@ class InferenceDeploymentView(InferenceDeploymentSummary):
     )
     pods: list[InferencePod] = Field(description="The deployment's pods.")
     conditions: list[dict[str, str]] = Field(description="The Deployment's conditions (type, status, reason, message).")
+    reason: str | None = Field(
+        default=None,
+        description="While not every wanted pod is ready: the first pod problem (image pull failure with the "
+        "kubelet's message, unschedulable with the scheduler's message), as soon as Kubernetes reports it; null "
+        "otherwise.",
+    )
 
 
 class InvokeRoute(StrEnum):

@@ -436,6 +436,12 @@ class InferenceEndpointView(InferenceEndpointSummary):
     session_key: str | None = Field(default=None, description="Session routing's header, if any.")
     pods: list[str] = Field(description="The worker pods.")
     events: list[PodEvent] = Field(description="Events of the worker pods, newest last (why it is stuck).")
+    pod_reason: str | None = Field(
+        default=None,
+        description="The first worker pod's problem as Kubernetes reports it, while one has one: the kubelet's "
+        "ErrImagePull/ImagePullBackOff/CrashLoopBackOff with its message, or Unschedulable with the scheduler's "
+        "message; null otherwise.",
+    )
 
 
 class InvokeEndpointRequest(ApiModel):

@@ -84,6 +84,16 @@ class JobPod(ApiModel):
         "a pod replaced on another node is a new pod whose count starts at 0."
     )
     rank: int | None = Field(default=None, description="Replica index (0: rank 0).")
+    reason: str | None = Field(
+        default=None,
+        description="Why the pod does not run, as Kubernetes reports it: the kubelet's container waiting reason "
+        "(ErrImagePull, ImagePullBackOff, InvalidImageName, CreateContainerConfigError, CrashLoopBackOff, ...) or "
+        "Unschedulable (the scheduler's PodScheduled=False); null when nothing holds it.",
+        examples=["ErrImagePull"],
+    )
+    message: str | None = Field(
+        default=None, description="The kubelet's or the scheduler's message of reason, verbatim."
+    )
 
 
 class TrainingJobView(TrainingJobSummary):
@@ -97,7 +107,12 @@ class TrainingJobView(TrainingJobSummary):
         description="Conditions that record a restart or a failure, oldest first."
     )
     pods: list[JobPod] = Field(description="The job's pods.")
-    reason: str | None = Field(default=None, description="Why it Failed (the operator's message), when it did.")
+    reason: str | None = Field(
+        default=None,
+        description="Why it Failed (the operator's message); or, while it has not ended, why it does not run: Kueue "
+        "has not admitted it (the Workload's message, e.g. LocalQueue x doesn't exist), else the first pod problem "
+        "(image pull failure with the kubelet's message, unschedulable with the scheduler's message). Null otherwise.",
+    )
 
 
 class TrainingJobLogs(ApiModel):

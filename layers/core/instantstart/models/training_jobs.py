@@ -55,10 +55,21 @@ KUBERAY_FEATURE = "kubeRay"
 
 JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 JOB_NAME_MAX = 52
-"""Pods are named ``<job>-<replica>-<index>``: 52 leaves room for the suffixes within a 63-character label."""
+"""HyperPodPyTorchJob (``pytorch``, ``script``, ``llamafactory``, ``msswift``): the HyperPod training operator names
+pods ``<job>-pod-<rank>`` and labels them with the job's name; 52 leaves room for the suffix within a 63-character
+label (the HyperPod CLI's own limit is 63). ``verl`` (KubeRay's RayJob) has its own rule: :data:`RAY_JOB_NAME_RULE`."""
 JOB_NAME_RULE = (
     f"a DNS-1123 label of 1-{JOB_NAME_MAX} lowercase letters, digits or hyphens, starting and ending with a letter "
     "or digit (e.g. llama-sft-1)"
+)
+RAY_JOB_NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+RAY_JOB_NAME_MAX = 47
+"""KubeRay's ``MaxRayJobNameLength`` (``ValidateRayJobMetadata``): the RayCluster name limit (53) minus the 6
+characters KubeRay appends to name the job's RayCluster; the name must also be a DNS-1035 label."""
+RAY_JOB_NAME_RULE = (
+    f"a DNS-1035 label of 1-{RAY_JOB_NAME_MAX} lowercase letters, digits or hyphens, starting with a letter and ending "
+    "with a letter or digit (KubeRay refuses a longer RayJob name: its RayCluster gets a 6-character suffix; e.g. "
+    "verl-grpo-1)"
 )
 NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE_RULE = "a Kubernetes namespace: 1-63 lowercase letters, digits or hyphens (e.g. default)"
@@ -381,6 +392,13 @@ class VerlJobRequest(_JobBase):
     """``verl``: a KubeRay RayJob (head + workers, one pod per node) running ``verl.trainer.main_ppo``."""
 
     recipe: Literal["verl"] = Field(description="Recipe.")
+    name: str = Field(
+        pattern=RAY_JOB_NAME_PATTERN,
+        max_length=RAY_JOB_NAME_MAX,
+        description="Job name (the RayJob's name; KubeRay's rule).",
+        examples=["verl-grpo-1"],
+        json_schema_extra=pattern_rule(RAY_JOB_NAME_RULE),
+    )
     algorithm: Literal["grpo", "gae"] = Field(default="grpo", description="algorithm.adv_estimator.")
     model: str = Field(
         pattern=MODEL_PATTERN, max_length=256, description="Actor model.", json_schema_extra=pattern_rule(MODEL_RULE)

@@ -12,7 +12,8 @@ Every pod: node affinity on ``node.kubernetes.io/instance-type``; ``nvidia.com/g
 shared between pods); ``/dev/shm`` a memory ``emptyDir`` of half the node's memory (PyTorch data loaders and NCCL
 use shared memory; the default 64 MiB fails multi-GPU jobs); the storage claims present in the job's namespace
 mounted at ``/s3`` (``s3-claim``) and ``/fsx`` (``fsx-claim``); with a MLflow connection (``BuildContext.mlflow_env``,
-``service_account``) the MLflow environment and the service account whose pod identity may log to it. Pod
+``service_account``) the MLflow environment and the service account whose pod identity may log to it; the annotation
+``karpenter.sh/do-not-disrupt: "true"`` (Karpenter never consolidates a node under a training pod). Pod
 templates are built with the official client's models (required fields and types checked on construction) and
 serialised with its ``ApiClient``.
 
@@ -56,6 +57,9 @@ MANAGED_BY = "instantstart"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+"""Pod annotation (value ``"true"``) that keeps Karpenter from consolidating or expiring the pod's node: a training
+pod is never moved voluntarily (a moved rank restarts the whole job)."""
 CONFIG_MOUNT = "/etc/instantstart"
 CONFIG_FILE = "train.yaml"
 
@@ -208,7 +212,9 @@ def _pod_template(
         ],
         volumes=volumes,
     )
-    template = k8s.V1PodTemplateSpec(metadata=k8s.V1ObjectMeta(labels=labels), spec=spec)
+    template = k8s.V1PodTemplateSpec(
+        metadata=k8s.V1ObjectMeta(labels=labels, annotations={KARPENTER_DO_NOT_DISRUPT: "true"}), spec=spec
+    )
     api: Any = k8s.ApiClient()
     return dict(api.sanitize_for_serialization(template))
 

@@ -6,6 +6,7 @@ apply step. Each raises the API's error: 409 for a feature that is off, 422 nami
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -126,17 +127,38 @@ def nodes_of_type(described_cluster: dict[str, Any], instance_type: str) -> int:
     return total
 
 
-def check_nodes_fit(nodes: int, instance_type: str, described_cluster: dict[str, Any]) -> None:
-    """Refuse more nodes than the cluster's groups of that type hold.
+def check_nodes_fit(
+    nodes: int, instance_type: str, described_cluster: dict[str, Any], *, karpenter_groups: Collection[str] = ()
+) -> None:
+    """Refuse more nodes than the cluster's groups of that type hold, unless managed Karpenter scales one of them.
+
+    A group in ``karpenter_groups`` (the HyperpodNodeClass's groups while managed Karpenter is on) may stand at 0
+    nodes: Karpenter adds nodes for the job's pending pods (scale from zero), up to the NodePool's limits, so its
+    type is accepted with any ``nodes``.
 
     Raises:
         ValidationFailed: 422 naming ``nodes`` (or ``instanceType`` when no group has the type) with the numbers.
     """
+    scaled = [
+        str(g.get("InstanceGroupName"))
+        for g in described_cluster.get("InstanceGroups", [])
+        if g.get("InstanceType") == instance_type and g.get("InstanceGroupName") in set(karpenter_groups)
+    ]
+    if scaled:
+        return
     held = nodes_of_type(described_cluster, instance_type)
     if held == 0:
+        types = sorted({str(g.get("InstanceType")) for g in described_cluster.get("InstanceGroups", [])})
         raise ValidationFailed(
-            f"instanceType {instance_type}: no instance group of the cluster has this type",
-            details=[{"field": "instanceType", "message": "no instance group of this type", "available": 0}],
+            f"instanceType {instance_type}: no instance group of the cluster has this type with nodes, and managed "
+            f"Karpenter scales none of this type (types with groups: {', '.join(types) or 'none'})",
+            details=[
+                {
+                    "field": "instanceType",
+                    "message": "no instance group of this type holds nodes or is scaled by managed Karpenter",
+                    "available": 0,
+                }
+            ],
         )
     if nodes > held:
         raise ValidationFailed(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import changes, records, service
+from instantstart.clusters.autoscaling import recorded_karpenter
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.clusters.task_governance import require_task_governance
 from instantstart.errors import StageFailed, UpstreamUnavailable
@@ -35,7 +36,7 @@ from instantstart.models.training_jobs import (
 )
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
-from instantstart.training import builders, rules
+from instantstart.training import admission, builders, rules
 from instantstart.training.reads import (
     JOB_KINDS as JOB_KINDS,
 )
@@ -148,15 +149,19 @@ T = TypeVar("T")
 def create_training_job(rt: Runtime, tag: str, request: TrainingJobRequest) -> TrainingJobAccepted:
     """Check the rules, then start the ``CREATE_TRAINING_JOB`` change; the 202 answer names the job and operation.
 
-    Reads EKS ``DescribeAddon`` (training operator; task governance with a team), EC2 ``DescribeInstanceTypes``
-    and SageMaker ``DescribeCluster`` (the groups of the instance type).
+    Reads EKS ``DescribeAddon`` (training operator; task governance with a team), EC2 ``DescribeInstanceTypes``,
+    SageMaker ``DescribeCluster`` (the groups of the instance type), the managed-Karpenter record, and through the
+    view entry the job namespace's storage claims and the team's LocalQueue and ClusterQueue.
 
     Raises:
         NotFound: ``ClusterNotFound``.
         Conflict: ``ClusterNotReady``, ``OperationInProgress``, ``FeatureNotEnabled`` (trainingOperator, or
             taskGovernance for a team).
-        ValidationFailed: an unknown instance type, more GPUs per pod or more nodes than the cluster holds.
-        UpstreamUnavailable: an AWS read failed.
+        ValidationFailed: an unknown instance type, more GPUs per pod or more nodes than the cluster holds (a type
+            whose group managed Karpenter scales passes at 0 nodes: it scales from zero), a team without its Kueue
+            queue, a storage path whose storage is not in the job's namespace
+            (:func:`instantstart.training.admission.check_submission`).
+        UpstreamUnavailable: an AWS read failed, or Kubernetes could not be read in time.
     """
     cluster = writable_cluster(rt, tag)
     service.refuse_while_running(rt, cluster)
@@ -173,7 +178,11 @@ def create_training_job(rt: Runtime, tag: str, request: TrainingJobRequest) -> T
         raise UpstreamUnavailable(
             f"SageMaker DescribeCluster failed ({error_code(exc)}: {error_message(exc)})"
         ) from exc
-    rules.check_nodes_fit(request.nodes, request.instance_type, described)
+    karpenter = recorded_karpenter(rt, cluster)
+    managed = karpenter.instance_groups if karpenter.enabled else []
+    rules.check_nodes_fit(request.nodes, request.instance_type, described, karpenter_groups=managed)
+    facts_k8s = read_kubernetes(rt, tag, lambda dyn: admission.read_submission(dyn, request))
+    admission.check_submission(tag, request, facts_k8s)
     _, kind = builders.job_kind(request.recipe)
     change = CreateTrainingJobChange(request=request, facts=facts, kueue=bool(request.team))
     op = changes.start_change(rt, cluster, OperationType.CREATE_TRAINING_JOB, change)

@@ -8,6 +8,7 @@ from typing import Any
 from instantstart.clusters import records
 from instantstart.clusters.page_tokens import Position, open_token, seal
 from instantstart.errors import NotFound
+from instantstart.kube.pod_problems import pod_problem, pod_problems, summary
 from instantstart.kube.reads import KUBERNETES_READ_SECONDS
 from instantstart.models.training_jobs import (
     LIST_DEFAULT_PAGE_SIZE,
@@ -22,6 +23,7 @@ from instantstart.models.training_jobs import (
 )
 from instantstart.runtime import Runtime
 from instantstart.training import builders
+from instantstart.training.admission import admission_problem, workload_of
 from instantstart.training.reads import (
     JOB_KINDS,
     LOG_DEFAULT_TAIL_LINES,
@@ -202,13 +204,25 @@ def _rank(pod: dict[str, Any]) -> int | None:
 
 
 def _pod_view(pod: dict[str, Any]) -> JobPod:
+    problem = pod_problem(pod)
     return JobPod(
         name=str((pod.get("metadata") or {}).get("name")),
         node_name=(pod.get("spec") or {}).get("nodeName"),
         phase=(pod.get("status") or {}).get("phase"),
         restarts=_pod_restarts(pod),
         rank=_rank(pod),
+        reason=problem.reason if problem else None,
+        message=problem.message if problem else None,
     )
+
+
+def waiting_reason(job: dict[str, Any], workload: dict[str, Any] | None, pods: list[dict[str, Any]]) -> str | None:
+    """Why a job that has not ended does not run (pure): Kueue has not admitted it (its Workload's message), else
+    the first pod problem (:mod:`instantstart.kube.pod_problems`: an image pull failure with the kubelet's message,
+    unschedulable with the scheduler's, a container that cannot start), else None."""
+    if job_status(job) in (TrainingJobStatus.SUCCEEDED, TrainingJobStatus.FAILED):
+        return None
+    return admission_problem(workload) or summary(pod_problems(pods))
 
 
 def _condition(c: dict[str, Any]) -> JobCondition:
@@ -261,7 +275,8 @@ def _spec_summary(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def get_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> TrainingJobView:
-    """The job's spec summary, status, conditions, restart history and pods.
+    """The job's spec summary, status, conditions, restart history and pods, and ``reason``: why it Failed, or why
+    it does not run yet (:func:`waiting_reason`), as soon as Kubernetes reports it.
 
     Raises:
         NotFound: ``ClusterNotFound``, ``TrainingJobNotFound``.
@@ -269,11 +284,11 @@ def get_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Traini
     """
     records.live_cluster(rt, tag)
 
-    def read(dyn: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def read(dyn: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]:
         job = _get_job(dyn, name, namespace)
-        return job, (_pods(dyn, job) if job else [])
+        return job, (_pods(dyn, job) if job else []), (workload_of(dyn, job) if job else None)
 
-    job, pods = read_kubernetes(rt, tag, read)
+    job, pods, workload = read_kubernetes(rt, tag, read)
     if job is None:
         raise _not_found(tag, name, namespace)
     summary = _summary(job, datetime.now(UTC))
@@ -287,6 +302,8 @@ def get_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Traini
     if summary.status is TrainingJobStatus.FAILED:
         failed = [c for c in conditions if c.type == "Failed" and c.status == "True"]
         reason = (failed[-1].message or failed[-1].reason) if failed else status.get("message") or status.get("reason")
+    else:
+        reason = waiting_reason(job, workload, pods)
     pod_views = sorted((_pod_view(p) for p in pods), key=lambda v: (v.rank if v.rank is not None else 1 << 30, v.name))
     return TrainingJobView(
         name=summary.name,

@@ -4,7 +4,8 @@ Both live with their operator: they act only while the operator's Deployment exi
 (``hp-training-operator-controller-manager``, which the EKS add-on
 ``amazon-sagemaker-hyperpod-training-operator`` installs when ACTIVE, together with the CRD; ``kuberay-operator``
 for RayJob, installed by the product's kubeRay feature with the ``ray.io/v1`` CRDs). Without it a job is stored
-and nothing happens, as on a real cluster whose operator is missing.
+and nothing happens, as on a real cluster whose operator is missing. A job labelled ``kueue.x-k8s.io/queue-name``
+starts only once Kueue admits it (:mod:`instantstart_sandbox.kube.kueue`: never while its LocalQueue is missing).
 
 HyperPodPyTorchJob (``sagemaker.amazonaws.com/v1``, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-usage.html):
 
@@ -37,7 +38,9 @@ HyperPodPyTorchJob (``sagemaker.amazonaws.com/v1``, https://docs.aws.amazon.com/
   ``cleanPodPolicy`` (default ``All``; ``OnlyComplete``: the pods that completed; ``None``) is applied when the
   job ends; ``ttlSecondsAfterFinished`` (when > 0) deletes the job that long after it ended.
 
-RayJob (``ray.io/v1``, https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html):
+RayJob (``ray.io/v1``, https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html;
+a name over :data:`MAX_RAYJOB_NAME` characters or not a DNS-1035 label is ``ValidationFailed`` as KubeRay's
+``ValidateRayJobMetadata`` answers):
 a RayCluster ``<rayjob>-raycluster`` from ``spec.rayClusterSpec`` (owned by the RayJob) with a head pod
 ``<cluster>-head`` and ``replicas`` worker pods ``<cluster>-<group>-worker-<i>`` per worker group (owned by the
 RayCluster, labels ``ray.io/cluster``, ``ray.io/node-type``, ``ray.io/group``); ``status.jobDeploymentStatus``
@@ -52,8 +55,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
+from instantstart_sandbox.kube import kueue
 from instantstart_sandbox.kube.controllers import EXIT_CODE_ANNOTATION, node_ready
 from instantstart_sandbox.kube.errors import KubeError, not_found
 from instantstart_sandbox.kube.patches import clone
@@ -71,6 +76,10 @@ HPPJ_API_VERSION = "sagemaker.amazonaws.com/v1"
 HPPJ_KIND = "HyperPodPyTorchJob"
 OPERATOR_DEPLOYMENT = "hp-training-operator-controller-manager"
 KUBERAY_DEPLOYMENT = "kuberay-operator"
+MAX_RAYJOB_NAME = 47
+"""KubeRay's ``MaxRayJobNameLength``: ``MaxRayClusterNameLength`` (53) minus the 6 characters of the RayCluster's
+generated suffix."""
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 SCHEDULABLE = "Schedulable"
 JOB_NAME_LABEL = "sagemaker.amazonaws.com/job-name"
@@ -227,6 +236,15 @@ class TrainingControllers:
             for job in self._jobs():
                 m = job["metadata"]
                 self._soon("hppj", m["namespace"], m["name"], self.reconcile_job)
+        elif key in (("kueue.x-k8s.io", "localqueues"), ("kueue.x-k8s.io", "clusterqueues")) or (
+            key == ("apps", "deployments") and name == kueue.CONTROLLER
+        ):
+            for job in self._jobs():
+                m = job["metadata"]
+                self._soon("hppj", m["namespace"], m["name"], self.reconcile_job)
+            for job in self.cluster.peek_list("ray.io/v1", "RayJob") if self._has("RayJob") else []:
+                m = job["metadata"]
+                self._soon("rayjob", m["namespace"], m["name"], self.reconcile_rayjob)
         elif key == ("apps", "deployments") and name == KUBERAY_DEPLOYMENT and self._has("RayJob"):
             for job in self.cluster.peek_list("ray.io/v1", "RayJob"):
                 m = job["metadata"]
@@ -360,6 +378,8 @@ class TrainingControllers:
         job = self.cluster.peek(HPPJ_API_VERSION, HPPJ_KIND, name, ns) if self._has(HPPJ_KIND) else None
         if job is None or job["metadata"].get("deletionTimestamp") or not self._operator(OPERATOR_DEPLOYMENT):
             return
+        if not (job.get("status") or {}).get("jobPods") and not kueue.admitted(self.cluster, self.controllers, job):
+            return  # queued in Kueue and not admitted: suspended, no pod (kube/kueue.py)
         now_epoch = self.cluster.now()
         now = rfc3339(now_epoch)
         spec, status = job.get("spec") or {}, clone(job.get("status") or {})
@@ -625,6 +645,12 @@ class TrainingControllers:
         job = self.cluster.peek("ray.io/v1", "RayJob", name, ns)
         if job is None or job["metadata"].get("deletionTimestamp"):
             return
+        if self._invalid_rayjob(job):
+            return
+        if not (job.get("status") or {}).get("rayClusterName") and not kueue.admitted(
+            self.cluster, self.controllers, job
+        ):
+            return  # queued in Kueue and not admitted: suspended, no Ray cluster (kube/kueue.py)
         spec, status = job.get("spec") or {}, clone(job.get("status") or {})
         now_epoch = self.cluster.now()
         now = rfc3339(now_epoch)
@@ -720,6 +746,23 @@ class TrainingControllers:
             status.update({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
             self._start_ray_run(job, pods[f"{cluster_name}-head"])
         self.controllers.set_status(job, status, KUBERAY_DEPLOYMENT)
+
+    def _invalid_rayjob(self, job: Obj) -> bool:
+        """KubeRay's ``ValidateRayJobMetadata``: a name over :data:`MAX_RAYJOB_NAME` characters or not a DNS-1035
+        label is ``jobDeploymentStatus: ValidationFailed`` with a Warning event ``InvalidRayJobMetadata``."""
+        name = str(job["metadata"]["name"])
+        if len(name) > MAX_RAYJOB_NAME:
+            message = f"The RayJob metadata is invalid: RayJob name should be no more than {MAX_RAYJOB_NAME} characters"
+        elif not _DNS1035.fullmatch(name):
+            message = "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label"
+        else:
+            return False
+        status = clone(job.get("status") or {})
+        if status.get("jobDeploymentStatus") != "ValidationFailed":
+            status.update({"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed", "message": message})
+            self.controllers.set_status(job, status, KUBERAY_DEPLOYMENT)
+            self.controllers.event(job, "InvalidRayJobMetadata", message, KUBERAY_DEPLOYMENT, warning=True)
+        return True
 
     def _start_ray_run(self, job: Obj, head: Obj) -> None:
         uid = job["metadata"]["uid"]
