@@ -219,3 +219,22 @@ def test_given_the_default_intervals_then_the_woken_storage_access_wait_polls_ra
 
     assert seconds.storage_access > seconds.storage, "a wait woken by our own workflow needs no minute-by-minute poll"
     assert seconds.storage_access * bounds.storage_access == seconds.storage * bounds.storage
+
+
+def test_given_events_that_wake_every_round_when_the_budget_in_time_has_passed_then_the_task_fails_with_poll_timeout(
+    rt: Runtime, sent: list[tuple[str, str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HyperPod sends an Error event for each failed launch while capacity is short, every ~30 s: a wait woken every
+    round never times out a round, so its bound is also the time since its first round (2 polls of 60 s here)."""
+    from instantstart.models import common
+
+    now = [1_800_000_000.0]
+    monkeypatch.setattr(common, "_clock", lambda: now[0])
+    for i in range(5):  # rounds at 0, 30, 60, 90 s: woken; the round at 120 s is past the budget
+        waits.run_round(rt, payload(f"t{i}", max_polls=2), answer(False))
+        waits.wake(rt, "demo", 1, StageName.HYPERPOD, waits.HYPERPOD_CLUSTER)
+        now[0] += 30
+
+    assert [kind for kind, _, _ in sent] == ["success"] * 4 + ["failure"]
+    kind, token, (name, _) = sent[-1]
+    assert (token, name) == ("t4", "PollTimeout")

@@ -17,7 +17,9 @@ cannot starve a wait that is already satisfied.
 
 The bound is the wait's time budget: rounds that ended by timeout are counted on the stage record
 (``waitRounds``; woken rounds are not, so a burst of events cannot exhaust it), and at
-``$.config.maxPolls.<wait>`` the task fails with ``PollTimeout``. Waits without events (EKS, NAT
+``$.config.maxPolls.<wait>`` the task fails with ``PollTimeout``; so it does once ``maxPolls`` poll intervals have
+passed since the first round (``waitStarted``), or a wait that events wake more often than it polls (HyperPod's
+Error event of each failed launch while capacity is short) would never end. Waits without events (EKS, NAT
 gateway, Kubernetes access, the storage claim) are the same loop with nothing that wakes them. The storage
 stage's wait for Kubernetes access (``storageAccess``) is woken by the workflow itself, when the ``access``
 stage completes, so its poll interval is long (a safety net for a lost wake, not the way it learns).
@@ -39,7 +41,7 @@ from pydantic import BaseModel
 from instantstart.aws.clients import error_code
 from instantstart.clusters.records import STAGE_INTERRUPTED
 from instantstart.errors import PollTimeout, StageFailed
-from instantstart.models.common import StageName
+from instantstart.models.common import StageName, utcnow
 from instantstart.models.workflow import LoopConfig, PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed, WaitHolder
@@ -111,13 +113,15 @@ def _round(
                 rt.store.mark_wait_satisfied(holder, wait, p.action)
             return StepResult(status=result.status)
         budget = _budget(p)
+        seconds = (p.config or LoopConfig()).poll_seconds.to_wire().get(wait)
         try:
-            rounds = rt.store.start_wait_round(holder, wait, token)
+            rounds, elapsed = rt.store.start_wait_round(holder, wait, token, now=utcnow().timestamp())
         except ConditionFailed as exc:
             raise StageFailed(STAGE_INTERRUPTED, f"{holder.what} is no longer RUNNING") from exc
-        if rounds >= budget:
+        # The budget is time: budget rounds of the poll interval. Rounds woken by events are not counted, so the
+        # seconds since the first round bound a wait that events wake more often than it polls.
+        if rounds >= budget or (isinstance(seconds, int | float) and seconds > 0 and elapsed >= budget * seconds):
             rt.store.end_wait(holder, wait)
-            seconds = (p.config or LoopConfig()).poll_seconds.to_wire().get(wait)
             raise PollTimeout("PollTimeout", f"{p.action} did not finish within {budget} polls of {seconds} seconds")
     except Exception as exc:  # noqa: BLE001 - reported to the task, as a raising Lambda would be
         _fail(rt, token, exc)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -12,6 +14,13 @@ from instantstart.store import keys
 from instantstart.store.base import RUNNING, StoreBase
 from instantstart.store.codec import deserialize, serialize
 from instantstart.store.errors import ConditionFailed
+
+
+class WaitRound(NamedTuple):
+    """What :meth:`WaitStore.start_wait_round` saw: the rounds that timed out and the seconds since the first."""
+
+    rounds: int
+    elapsed: float
 
 
 @dataclass(frozen=True)
@@ -41,13 +50,16 @@ class WaitHolder:
 class WaitStore(StoreBase):
     """The waits' methods of :class:`~instantstart.store.table.Store` (on the record a :class:`WaitHolder` names)."""
 
-    def start_wait_round(self, holder: WaitHolder, wait: str, task_token: str) -> int:
-        """Store the task token of ``holder``'s ``wait`` for this round; the number of rounds that timed out.
+    def start_wait_round(self, holder: WaitHolder, wait: str, task_token: str, now: float | None = None) -> WaitRound:
+        """Store the task token of ``holder``'s ``wait`` for this round; the rounds that timed out and the seconds
+        since the wait's first round.
 
         One key of the record's ``waits`` map (parallel waits of a stage never overwrite each other). A
         token still stored when the next round starts was not consumed by :meth:`consume_wait_token`
         (no event woke it): that round timed out, so ``waitRounds.<wait>`` grows by one. Woken rounds
-        are not counted, so a burst of events never exhausts a wait's time budget.
+        are not counted, so a burst of events never exhausts a wait's rounds; the time since the first round
+        (``waitStarted.<wait>``, epoch seconds, written once when ``now`` is given) bounds a wait that events wake
+        more often than its poll interval, which would otherwise never time out.
 
         Raises:
             ConditionFailed: the holder (stage or operation) is not RUNNING.
@@ -57,9 +69,16 @@ class WaitStore(StoreBase):
             out = self._db.update_item(
                 TableName=self.table_name,
                 Key=key,
-                UpdateExpression="SET #waits.#w = :t, #rounds = if_not_exists(#rounds, :empty)",
+                UpdateExpression="SET #waits.#w = :t, #rounds = if_not_exists(#rounds, :empty), "
+                "#started = if_not_exists(#started, :empty)",
                 ConditionExpression="attribute_exists(#waits) AND #s = :running",
-                ExpressionAttributeNames={"#waits": "waits", "#w": wait, "#s": "status", "#rounds": "waitRounds"},
+                ExpressionAttributeNames={
+                    "#waits": "waits",
+                    "#w": wait,
+                    "#s": "status",
+                    "#rounds": "waitRounds",
+                    "#started": "waitStarted",
+                },
                 ExpressionAttributeValues=serialize({":t": task_token, ":running": RUNNING, ":empty": {}}),
                 ReturnValues="ALL_OLD",
             )
@@ -68,9 +87,19 @@ class WaitStore(StoreBase):
                 raise ConditionFailed(f"{holder.what} is not RUNNING") from exc
             raise
         old = deserialize(out.get("Attributes", {}))
+        started = (old.get("waitStarted") or {}).get(wait)
+        if started is None and now is not None:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=key,
+                UpdateExpression="SET #started.#w = if_not_exists(#started.#w, :now)",
+                ExpressionAttributeNames={"#started": "waitStarted", "#w": wait},
+                ExpressionAttributeValues=serialize({":now": Decimal(str(now))}),
+            )
+        elapsed = max(0.0, now - float(started)) if now is not None and started is not None else 0.0
         rounds = int((old.get("waitRounds") or {}).get(wait, 0))
         if not (old.get("waits") or {}).get(wait):
-            return rounds
+            return WaitRound(rounds, elapsed)
         out = self._db.update_item(
             TableName=self.table_name,
             Key=key,
@@ -79,7 +108,7 @@ class WaitStore(StoreBase):
             ExpressionAttributeValues=serialize({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
         )
-        return int(deserialize(out["Attributes"])["waitRounds"][wait])
+        return WaitRound(int(deserialize(out["Attributes"])["waitRounds"][wait]), elapsed)
 
     def end_wait(self, holder: WaitHolder, wait: str) -> None:
         """Forget ``holder``'s ``wait`` (its token and rounds): the wait is over, a later one starts afresh."""
@@ -90,6 +119,14 @@ class WaitStore(StoreBase):
                 UpdateExpression="REMOVE #waits.#w, #rounds.#w",
                 ConditionExpression="attribute_exists(#waits) AND attribute_exists(#rounds)",
                 ExpressionAttributeNames={"#waits": "waits", "#rounds": "waitRounds", "#w": wait},
+            )
+        with suppress(ClientError):  # a record of before waitStarted has no such map: nothing to forget
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
+                UpdateExpression="REMOVE #started.#w",
+                ConditionExpression="attribute_exists(#started)",
+                ExpressionAttributeNames={"#started": "waitStarted", "#w": wait},
             )
 
     def mark_wait_satisfied(self, holder: WaitHolder, wait: str, check: str) -> None:
