@@ -236,5 +236,5 @@ def test_given_events_that_wake_every_round_when_the_budget_in_time_has_passed_t
         now[0] += 30
 
     assert [kind for kind, _, _ in sent] == ["success"] * 4 + ["failure"]
-    kind, token, (name, _) = sent[-1]
+    _, token, (name, _) = sent[-1]
     assert (token, name) == ("t4", "PollTimeout")
