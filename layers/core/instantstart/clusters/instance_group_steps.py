@@ -19,11 +19,11 @@ from botocore.exceptions import ClientError
 
 from instantstart.capacity import groups as rules
 from instantstart.capacity.subnets import ensure_group_subnet
-from instantstart.clusters import changes, records
+from instantstart.clusters import changes, records, waits
 from instantstart.clusters.stages import hyperpod, verify
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import InstanceGroupRequest
-from instantstart.models.common import OperationType, StageName
+from instantstart.models.common import OperationType, StageName, utcnow
 from instantstart.models.instance_groups import InstanceGroupChange
 from instantstart.models.records import OperationRecord
 from instantstart.models.resources import NetworkResources
@@ -251,9 +251,12 @@ def _last_round(op: OperationRecord, p: StepPayload) -> bool:
     stored (:meth:`instantstart.store.table.Store.start_wait_round`).
     """
     wait = changes.CLUSTER_CHANGE
-    budget = int(str((p.config or LoopConfig()).max_polls.to_wire().get(wait, 0)))
+    config = p.config or LoopConfig()
+    budget = int(str(config.max_polls.to_wire().get(wait, 0)))
     rounds = int((op.wait_rounds or {}).get(wait, 0)) + (1 if (op.waits or {}).get(wait) else 0)
-    return budget > 0 and rounds >= budget
+    started = (op.wait_started or {}).get(wait)
+    elapsed = utcnow().timestamp() - started if started is not None else 0.0
+    return waits.budget_spent(rounds, elapsed, budget, config.poll_seconds.to_wire().get(wait))
 
 
 def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:

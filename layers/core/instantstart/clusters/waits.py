@@ -63,6 +63,18 @@ def _budget(p: StepPayload) -> int:
     return int(str(bounds[p.wait_name]))
 
 
+def budget_spent(rounds: int, elapsed: float, budget: int, poll_seconds: Any) -> bool:
+    """Whether a wait's time budget is spent: ``budget`` rounds timed out, or ``budget`` poll intervals
+    (``poll_seconds`` each) have passed since its first round (``elapsed`` seconds).
+
+    Rounds woken by events are not counted, so the seconds since the first round bound a wait that events wake
+    more often than it polls. Also read by a check that must act on its wait's last round (a scale-up short of
+    capacity fails with HyperPod's error instead of ``PollTimeout``).
+    """
+    timed = isinstance(poll_seconds, int | float) and poll_seconds > 0 and elapsed >= budget * poll_seconds
+    return budget > 0 and (rounds >= budget or timed)
+
+
 def holder_of(p: StepPayload) -> WaitHolder:
     """The record holding the payload's wait: its stage's record, or (no stage: a day-2 operation) the operation's."""
     if p.stage is not None:
@@ -118,9 +130,7 @@ def _round(
             rounds, elapsed = rt.store.start_wait_round(holder, wait, token, now=utcnow().timestamp())
         except ConditionFailed as exc:
             raise StageFailed(STAGE_INTERRUPTED, f"{holder.what} is no longer RUNNING") from exc
-        # The budget is time: budget rounds of the poll interval. Rounds woken by events are not counted, so the
-        # seconds since the first round bound a wait that events wake more often than it polls.
-        if rounds >= budget or (isinstance(seconds, int | float) and seconds > 0 and elapsed >= budget * seconds):
+        if budget_spent(rounds, elapsed, budget, seconds):
             rt.store.end_wait(holder, wait)
             raise PollTimeout("PollTimeout", f"{p.action} did not finish within {budget} polls of {seconds} seconds")
     except Exception as exc:  # noqa: BLE001 - reported to the task, as a raising Lambda would be

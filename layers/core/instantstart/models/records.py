@@ -103,6 +103,9 @@ class StageRecord(Record):
     wait_rounds: dict[str, int] = Field(
         default_factory=dict, description="Rounds of each wait that ended by timeout (no event), by wait name."
     )
+    wait_started: dict[str, float] = Field(
+        default_factory=dict, description="When each wait's first round ran (epoch seconds), by wait name."
+    )
     waits_satisfied: dict[str, str] = Field(
         default_factory=dict,
         description="Waits a check found satisfied after its task had timed out: wait name -> the check's action.",
@@ -157,6 +160,9 @@ class OperationRecord(Record):
     )
     wait_rounds: dict[str, int] | None = Field(
         default=None, description="Day-2 operations: rounds of each wait that ended by timeout, by wait name."
+    )
+    wait_started: dict[str, float] | None = Field(
+        default=None, description="Day-2 operations: when each wait's first round ran (epoch seconds), by wait name."
     )
     waits_satisfied: dict[str, str] | None = Field(
         default=None, description="Day-2 operations: waits a check found satisfied after its task had timed out."
