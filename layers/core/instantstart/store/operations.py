@@ -4,12 +4,13 @@ steps record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from instantstart.models.cluster import StageError
+from instantstart.models.cluster_views import RetainedResource
 from instantstart.models.common import ClusterStatus, OperationStatus, StageName
 from instantstart.models.features import FeatureOutcome
 from instantstart.models.operation import OperationProgress
@@ -190,6 +191,25 @@ class OperationStore(StoreBase):
                 keys.operation_pk(operation_id),
                 keys.META,
                 {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True), "updatedAt": now},
+                expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
+            )
+        )
+        return OperationRecord.model_validate(item)
+
+    def record_retained(self, operation_id: str, retained: Sequence[RetainedResource], now: str) -> OperationRecord:
+        """Replace the ``retained`` list of a PENDING or RUNNING operation (what its delete keeps, and why).
+
+        Raises:
+            ConditionFailed: the operation does not exist or already ended.
+        """
+        item = self._update(
+            _Write(
+                keys.operation_pk(operation_id),
+                keys.META,
+                {
+                    "retained": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in retained],
+                    "updatedAt": now,
+                },
                 expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
             )
         )
