@@ -32,7 +32,7 @@ def test_given_two_areas_claiming_one_action_or_change_when_registered_then_the_
         registry.add_changes("instantstart.features.service", (OperationType.UPDATE_MLFLOW,))
 
 
-def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_fsx_inference_and_mlflow_go_before_the_network_and_roles_last(
+def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_areas_go_before_the_network_and_roles_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from instantstart.features import fsx

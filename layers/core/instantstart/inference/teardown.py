@@ -17,7 +17,7 @@ with the cluster's ownership tags (:func:`tag_endpoint_resources`), so they are 
   operation's ``retained``.
 
 SageMaker ``ListEndpoints``/``ListEndpointConfigs`` (``NameContains``), ``ListModels``, ``ListTags``, ``AddTags``,
-``DescribeEndpointConfig``, ``DeleteEndpoint``/``DeleteEndpointConfig``/``DeleteModel``; Kubernetes list and delete.
+``DeleteEndpoint``/``DeleteEndpointConfig``/``DeleteModel``; Kubernetes list and delete.
 """
 
 from __future__ import annotations
