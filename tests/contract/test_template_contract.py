@@ -69,6 +69,9 @@ RESOURCE_STAR_ALLOWLIST: dict[str, set[str]] = {
     "task-governance-listings": {"sagemaker:ListClusterSchedulerConfigs", "sagemaker:ListComputeQuotas"},
     # MLflow app listing (an app is found by name; its ARN holds a generated id) has no resource type.
     "mlflow-listings": {"sagemaker:ListMlflowApps"},
+    # A cluster delete lists SageMaker endpoints, configs and models (then filters them by their ownership tags):
+    # the List actions have no resource type.
+    "inference-endpoint-listings": {"sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs", "sagemaker:ListModels"},
     # The EKS add-on catalog is a Region-wide read without a resource ARN.
     "eks-addon-catalog": {"eks:DescribeAddonVersions"},
     # Step Functions log delivery: these CloudWatch Logs actions support no resource-level permissions.

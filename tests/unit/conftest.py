@@ -36,9 +36,12 @@ from instantstart.config import Settings
 from instantstart.models.cluster import CreateClusterRequest
 from instantstart.runtime import Runtime
 from instantstart_sandbox import moto_speedups
+from instantstart_sandbox.aws import dynamodb_atomic
 
 # moto with the sandbox's shortcuts (same answers, less CPU: DynamoDB items are the bulk of these tests' calls)
 moto_speedups.install()
+# and DynamoDB's isolation: a conditional write checks and writes as one step, also under threads
+dynamodb_atomic.install()
 
 
 @cache

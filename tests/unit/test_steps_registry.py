@@ -32,11 +32,12 @@ def test_given_two_areas_claiming_one_action_or_change_when_registered_then_the_
         registry.add_changes("instantstart.features.service", (OperationType.UPDATE_MLFLOW,))
 
 
-def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_fsx_and_mlflow_go_before_the_network_and_roles_last(
+def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_areas_go_before_the_network_and_roles_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from instantstart.features import fsx
     from instantstart.features import service as features
+    from instantstart.inference import teardown as inference
     from instantstart.mlflow import service as mlflow
     from instantstart.steps import REGISTRY
 
@@ -53,10 +54,21 @@ def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_fsx_and_mlflow
     monkeypatch.setattr(mlflow, "teardown", called("mlflow.teardown", ["instantstart-demo"]))
     monkeypatch.setattr(mlflow, "start_release", called("mlflow.start_release", None))
     monkeypatch.setattr(features, "teardown", called("features.teardown", ["DeleteRole x"]))
+    monkeypatch.setattr(inference, "start_removal", called("inference.start_removal", []))
+    monkeypatch.setattr(
+        inference, "remove_sagemaker_resources", called("inference.remove_sagemaker_resources", ["endpoint e"])
+    )
 
     before_bucket = REGISTRY.teardown(Teardown.BUCKET, object(), "demo")
     still_deleting = REGISTRY.teardown(Teardown.NETWORK, object(), "demo")
     after_addons = REGISTRY.teardown(Teardown.ROLES, object(), "demo")
 
-    assert calls == ["mlflow.start_release demo", "fsx.teardown demo", "mlflow.teardown demo", "features.teardown demo"]
-    assert (before_bucket, still_deleting, after_addons) == ([], ["fs-0123", "instantstart-demo"], [])
+    assert calls == [
+        "inference.start_removal demo",
+        "mlflow.start_release demo",
+        "fsx.teardown demo",
+        "inference.remove_sagemaker_resources demo",
+        "mlflow.teardown demo",
+        "features.teardown demo",
+    ]
+    assert (before_bucket, still_deleting, after_addons) == ([], ["fs-0123", "endpoint e", "instantstart-demo"], [])

@@ -161,7 +161,12 @@ def test_given_a_cluster_that_moved_on_when_starting_an_operation_from_its_old_s
     )
 
     with pytest.raises(ConditionFailed):
-        store.start_operation(delete, cluster_status=ClusterStatus.DELETING, from_status=ClusterStatus.READY)
+        store.start_operation(
+            delete,
+            cluster_status=ClusterStatus.DELETING,
+            from_status=ClusterStatus.READY,
+            expected_operation_id="op-demo-1",
+        )
 
     assert store.get_operation("op-delete") is None
 

@@ -24,6 +24,7 @@ from api_routes.common import (
     runtime,
 )
 from instantstart.features import service as features
+from instantstart.inference import steps as _inference_steps  # noqa: F401 - registers the inference operator's dependents
 from instantstart.models.cluster import (
     ClusterTag,
 )
@@ -90,7 +91,11 @@ def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
             "it created; shared add-ons stay while anything else needs them). When AWS already matches, the answer "
             'lists every feature "unchanged" and nothing was started. Otherwise it is an UPDATE_FEATURES operation: '
             "poll it with operation_get and wait_seconds to a terminal state; its features map says changed, "
-            "unchanged or failed (AWS error verbatim) per feature. Write tool: needs --allow-write."
+            "unchanged or failed (AWS error verbatim) per feature. Turning inferenceOperator off while managed "
+            "inference endpoints exist is refused (409 FeatureHasDependents naming them) unless the body says "
+            '{"inferenceOperator": {"enabled": false, "removeDependents": true}}, which deletes those endpoints '
+            "(and their SageMaker endpoint, config and model) first: confirm that with the user. "
+            "Write tool: needs --allow-write."
         ),
         cli="features set",
         destructive=True,

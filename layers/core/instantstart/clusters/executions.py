@@ -150,27 +150,60 @@ def running_operation(rt: Runtime, cluster: ClusterRecord) -> OperationRecord | 
     return op if op and not op.status.terminal else None
 
 
+def operation_in_progress(cluster: ClusterRecord, running: OperationRecord) -> Conflict:
+    """The 409 ``OperationInProgress`` of a request refused because ``running`` holds the cluster: names the
+    operation, its status and its cancel route (``POST /operations/{operationId}/cancel``), in the message and in
+    the details (``operationId``, ``operationStatus``, ``cancel``)."""
+    cancel = f"POST /operations/{running.operation_id}/cancel"
+    return Conflict(
+        f"operation {running.operation_id} ({running.type.value}) is {running.status.value} on cluster "
+        f"'{cluster.cluster_tag}'; one operation runs on a cluster at a time: wait for it to finish or stop it "
+        f"with {cancel}",
+        code="OperationInProgress",
+        details=[
+            {
+                "field": "clusterTag",
+                "operationId": running.operation_id,
+                "operationType": running.type.value,
+                "operationStatus": running.status.value,
+                "cancel": cancel,
+            }
+        ],
+    )
+
+
 def refuse_while_running(rt: Runtime, cluster: ClusterRecord) -> None:
-    """The one-operation-per-cluster guard.
+    """The early, read-only form of the one-operation-per-cluster guard (a clear answer before any AWS read).
+
+    The lock itself is the conditional write of :func:`start_operation_on` / :func:`start_on_live_cluster`;
+    this read only spares a request's checks when an operation already runs.
 
     Raises:
         Conflict: ``OperationInProgress``, naming the running operation and its cancel route.
     """
     running = running_operation(rt, cluster)
     if running:
-        raise Conflict(
-            f"operation {running.operation_id} ({running.type.value}) is {running.status.value} on cluster "
-            f"'{cluster.cluster_tag}'; wait for it to finish or stop it with "
-            f"POST /operations/{running.operation_id}/cancel",
-            code="OperationInProgress",
-            details=[
-                {
-                    "field": "clusterTag",
-                    "operationId": running.operation_id,
-                    "operationStatus": running.status.value,
-                }
-            ],
-        )
+        raise operation_in_progress(cluster, running)
+
+
+def lost_start(rt: Runtime, cluster: ClusterRecord) -> Conflict:
+    """The 409 of a start whose conditional write failed (the cluster as read before it is ``cluster``).
+
+    When another operation became the cluster's current one meanwhile (a concurrent start won), the answer is
+    ``OperationInProgress`` naming that operation and its cancel route (it may have ended since: its status is
+    given); otherwise (the status, generation or stage moved on) a ``Conflict`` asking to read and retry.
+    Reads the cluster and that operation again (DynamoDB ``GetItem``).
+    """
+    fresh = rt.store.get_cluster(cluster.cluster_tag)
+    winner_id = fresh.current_operation_id if fresh else None
+    winner = rt.store.get_operation(winner_id) if winner_id else None
+    if fresh and winner and (winner_id != cluster.current_operation_id or not winner.status.terminal):
+        return operation_in_progress(fresh, winner)
+    return Conflict(
+        "the request conflicts with a concurrent change; read the state and retry",
+        code="Conflict",
+        details=[{"field": "clusterTag"}],
+    )
 
 
 def start_operation_on(
@@ -183,18 +216,23 @@ def start_operation_on(
 ) -> OperationView:
     """Record ``operation`` as the cluster's current one (one transaction), then start its execution (or roll back).
 
+    The transaction is the one-operation-per-cluster lock: it is conditional on the cluster's current operation
+    being the one read in ``cluster`` (none, or one that ended), so of concurrent starts exactly one is recorded.
+
     Raises:
-        Conflict: a concurrent request changed the cluster first.
+        Conflict: ``OperationInProgress`` when a concurrent start won (names its operation and cancel route),
+            else ``Conflict`` when the cluster changed first.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     try:
-        rt.store.start_operation(operation, cluster_status=new_status, from_status=cluster.status)
+        rt.store.start_operation(
+            operation,
+            cluster_status=new_status,
+            from_status=cluster.status,
+            expected_operation_id=cluster.current_operation_id,
+        )
     except ConditionFailed as exc:
-        raise Conflict(
-            "the request conflicts with a concurrent change; read the state and retry",
-            code="Conflict",
-            details=[{"field": "clusterTag"}],
-        ) from exc
+        raise lost_start(rt, cluster) from exc
     return launch(
         rt,
         operation,
@@ -239,8 +277,12 @@ def start_on_live_cluster(
     status and the generation), checks that ``retry_stage`` is still FAILED when given, and writes the
     PENDING operation.
 
+    The same lock as :func:`start_operation_on`: conditional on the cluster's current operation being the one
+    read in ``cluster`` (none, or one that ended).
+
     Raises:
-        Conflict: a concurrent request changed the cluster or the stage first.
+        Conflict: ``OperationInProgress`` when a concurrent start won, else ``Conflict`` when the cluster or the
+            stage changed first.
     """
     operation = new_operation(op_type, cluster.cluster_tag, cluster.generation, records.now(), retry_stage)
     if op_type is OperationType.DELETE_CLUSTER and cluster.imported is not None:
@@ -249,14 +291,14 @@ def start_on_live_cluster(
         operation = operation.model_copy(update={"revoked_grants": grants})
     try:
         rt.store.start_operation(
-            operation, cluster_status=new_status, from_status=cluster.status, retry_stage=retry_stage
+            operation,
+            cluster_status=new_status,
+            from_status=cluster.status,
+            expected_operation_id=cluster.current_operation_id,
+            retry_stage=retry_stage,
         )
     except ConditionFailed as exc:
-        raise Conflict(
-            "the request conflicts with a concurrent change; read the state and retry",
-            code="Conflict",
-            details=[{"field": "clusterTag"}],
-        ) from exc
+        raise lost_start(rt, cluster) from exc
     return launch(
         rt,
         operation,

@@ -34,6 +34,13 @@ TeardownHook = Callable[[Runtime, str], Sequence[str]]
 being deleted (empty: done). Idempotent: called again every round until the phase is done."""
 
 
+DependentsHook = Callable[[Runtime, str, bool], Sequence[str]]
+"""``hook(rt, cluster_tag, remove)``: what of an area depends on a feature of the cluster (e.g. the managed inference
+endpoints on ``inferenceOperator``), each as ``Kind namespace/name``. With ``remove`` False a read (the API's
+refusal names them); with ``remove`` True one round of removing them (the feature's workflow, before the feature
+goes): what is still there (empty: done). Idempotent."""
+
+
 class Teardown(StrEnum):
     """When a cluster deletion runs an area's teardown hooks (in registration order)."""
 
@@ -57,6 +64,7 @@ class StepRegistry:
         self._step_modules: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._change_modules: dict[OperationType, str] = {}
         self._teardowns: dict[Teardown, list[TeardownHook]] = {phase: [] for phase in Teardown}
+        self._dependents: dict[str, list[DependentsHook]] = {}
         self._complete = False
 
     # -- filled by the areas ---------------------------------------------------------------------------------------
@@ -94,6 +102,10 @@ class StepRegistry:
     def add_teardown(self, phase: Teardown, hook: TeardownHook) -> None:
         """Run ``hook`` when a cluster deletion reaches ``phase`` (after the hooks registered before it)."""
         self._teardowns[phase].append(hook)
+
+    def add_dependents(self, feature: str, hook: DependentsHook) -> None:
+        """``hook`` names (and removes) what depends on feature ``feature`` (its API key: ``inferenceOperator``)."""
+        self._dependents.setdefault(feature, []).append(hook)
 
     def complete(self) -> None:
         """Every area has registered (called by :mod:`instantstart.steps` once it imported them all)."""
@@ -144,6 +156,20 @@ class StepRegistry:
         for hook in self._teardowns[phase]:
             remaining.extend(hook(rt, tag))
         return remaining
+
+    def dependents(self, feature: str, rt: Runtime, tag: str, *, remove: bool) -> list[str]:
+        """What depends on ``feature`` of cluster ``tag`` (``remove``: one round of removing it; what is left).
+
+        Unlike the other lookups this one does not need the assembled table: the API imports the ``steps`` module
+        of the areas whose dependents it checks (:mod:`instantstart.inference.steps`), the steps function all.
+
+        Raises:
+            Whatever a hook raises (AWS ``ClientError`` s, ``UpstreamUnavailable`` when Kubernetes cannot be read).
+        """
+        found: list[str] = []
+        for hook in self._dependents.get(feature, []):
+            found.extend(hook(rt, tag, remove))
+        return found
 
     # -- the tables, for the dispatch and its tests --------------------------------------------------------------------
     def actions(self) -> list[str]:

@@ -22,6 +22,7 @@ from instantstart.clusters.executions import (
     new_operation,
     new_operation_id,
     operation_execution_arn,
+    operation_in_progress,
     refuse_while_running,
     running_operation,
     start_on_live_cluster,
@@ -58,6 +59,7 @@ __all__ = [
     "list_clusters",
     "list_operations",
     "new_operation_id",
+    "operation_in_progress",
     "refuse_while_running",
     "retry_stage",
     "start_operation_on",
@@ -274,7 +276,15 @@ def delete_cluster(rt: Runtime, tag: str) -> OperationView:
             f"{cluster.current_operation_id} is {status}; wait for it to finish before deleting, or stop it "
             f"with POST /operations/{cluster.current_operation_id}/cancel and then delete",
             code="OperationInProgress",
-            details=[{"field": "clusterTag", "status": cluster.status.value, "operationStatus": status}],
+            details=[
+                {
+                    "field": "clusterTag",
+                    "status": cluster.status.value,
+                    "operationId": cluster.current_operation_id,
+                    "operationStatus": status,
+                    "cancel": f"POST /operations/{cluster.current_operation_id}/cancel",
+                }
+            ],
         )
     return start_on_live_cluster(
         rt,
@@ -298,12 +308,7 @@ def retry_stage(rt: Runtime, tag: str, stage: StageName) -> OperationView:
     stage_status = record.status.value if record else None
     running = running_operation(rt, cluster)
     if running:
-        raise Conflict(
-            f"operation {running.operation_id} is {running.status.value} on cluster '{tag}'; wait for it to finish "
-            f"or stop it with POST /operations/{running.operation_id}/cancel",
-            code="OperationInProgress",
-            details=[{"field": "clusterTag", "operationStatus": running.status.value}],
-        )
+        raise operation_in_progress(cluster, running)
     retryable = record is not None and record.status in RETRYABLE_STAGE
     if not retryable or cluster.status not in (ClusterStatus.FAILED, ClusterStatus.DEGRADED):
         raise Conflict(

@@ -85,7 +85,9 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
 
     Raises:
         NotFound: no live cluster.
-        Conflict: an operation runs on the cluster, or the cluster is not READY or DEGRADED.
+        Conflict: an operation runs on the cluster, or the cluster is not READY or DEGRADED; ``FeatureHasDependents``
+            when a feature turned off without ``removeDependents`` has dependents (the inference operator's managed
+            endpoints, read from Kubernetes through the areas' dependents hooks).
         ValidationFailed: a pinned version is not offered for the cluster's Kubernetes version, or
             ``fsx.fileSystem`` is one FSx would refuse (:func:`instantstart.features.fsx.check_file_system`).
 
@@ -110,9 +112,41 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
         return FeatureUpdateResult(
             cluster_tag=tag, features={k: FeatureOutcome(result=FeatureResult.UNCHANGED) for k in same}
         )
+    _refuse_dependents(rt, tag, request, to_change)
     return changes.start_change(
         rt, cluster, OperationType.UPDATE_FEATURES, FeaturesChange(request=request, plan=to_change)
     )
+
+
+def _removing_with_dependents(request: UpdateFeaturesRequest) -> dict[str, bool]:
+    """The features the request turns off that others may depend on -> whether it asks to remove those too."""
+    req = request.inference_operator
+    if req is None or req.enabled:
+        return {}
+    return {"inferenceOperator": bool(req.remove_dependents)}
+
+
+def _refuse_dependents(rt: Runtime, tag: str, request: UpdateFeaturesRequest, to_change: list[str]) -> None:
+    """Turning off a feature others depend on (the inference operator under managed endpoints) needs
+    ``removeDependents``: reads them (:meth:`~instantstart.clusters.registry.StepRegistry.dependents`, Kubernetes).
+
+    Raises:
+        Conflict: ``FeatureHasDependents``, naming the feature, its dependents and the field that removes them.
+    """
+    from instantstart.clusters.registry import REGISTRY
+
+    for key, remove in _removing_with_dependents(request).items():
+        if remove or key not in to_change:
+            continue
+        found = REGISTRY.dependents(key, rt, tag, remove=False)
+        if found:
+            raise Conflict(
+                f"{key} cannot be turned off while {len(found)} resource(s) depend on it: {', '.join(found)}; "
+                f'delete them first, or send {{"{key}": {{"enabled": false, "removeDependents": true}}}} '
+                "to delete them with it",
+                code="FeatureHasDependents",
+                details=[{"field": f"{key}.removeDependents", "feature": key, "dependents": found}],
+            )
 
 
 # -- workflow steps -----------------------------------------------------------------------------
@@ -124,8 +158,21 @@ def _request(rt: Runtime, p: StepPayload) -> tuple[UpdateFeaturesRequest, dict[s
 def _round(
     rt: Runtime, tag: str, key: str, req: FeatureRequest, obs: ClusterObservation, outcome: FeatureOutcome
 ) -> None:
-    """Advance one pending feature; its outcome becomes changed or failed (AWS error verbatim) when it settles."""
+    """Advance one pending feature; its outcome becomes changed or failed (AWS error verbatim) when it settles.
+
+    A feature turned off with ``removeDependents`` first removes what depends on it (one round each time, through
+    the areas' dependents hooks), and converges off only once nothing is left.
+    """
+    from instantstart.clusters.registry import REGISTRY
+
     try:
+        if getattr(req, "remove_dependents", None) and not req.enabled:
+            left = REGISTRY.dependents(key, rt, tag, remove=True)
+            if left:
+                note = f"removing dependents: {', '.join(left)}"
+                if note not in outcome.actions:
+                    outcome.actions = [*outcome.actions, note]
+                return
         done, actions = converge(rt, tag, key, req, obs)
     except FeatureFailure as exc:
         outcome.result, outcome.error = FeatureResult.FAILED, StageError(code=exc.code, message=exc.message)
@@ -160,6 +207,8 @@ def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
     cluster = records.cluster_record(rt, p.cluster_tag)
     before = cluster.desired_features or UpdateFeaturesRequest()
     desired = before.model_copy(update={name: getattr(request, name) for name in _given(request)})
+    if desired.inference_operator is not None:  # an instruction of this PATCH, not a state to keep
+        desired.inference_operator = desired.inference_operator.model_copy(update={"remove_dependents": None})
     rt.store.record_desired_features(p.cluster_tag, desired, now)
     return StepResult(status=_summary(results))
 

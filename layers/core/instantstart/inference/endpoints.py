@@ -12,7 +12,9 @@ admin (the operation then FAILS with ``UnknownField``). ``CREATE_INFERENCE_ENDPO
 resource and waits for ``DeploymentComplete`` with the SageMaker endpoint ``InService`` (``DeploymentFailed`` fails
 it with the operator's reason and message verbatim). ``DELETE_INFERENCE_ENDPOINT`` deletes the resource and waits
 until it is gone (the operator's finalizer removes the SageMaker endpoint, config and model first) and SageMaker
-``DescribeEndpoint`` answers that the endpoint does not exist.
+``DescribeEndpoint`` answers that the endpoint does not exist. Once InService, the SageMaker endpoint, config and
+model get the cluster's ownership tags (``AddTags``), by which a cluster delete finds and removes what the operator
+leaves (:mod:`.teardown`).
 
 ``POST .../invoke`` calls SageMaker Runtime ``InvokeEndpoint`` on the endpoint the operator registered, JSON only,
 the request bounded by :data:`INVOKE_MAX_BYTES`, the answer cut at :data:`INVOKE_MAX_RESPONSE_BYTES`.
@@ -279,6 +281,11 @@ def check_create(rt: Runtime, p: StepPayload) -> PollResult:
     observed = f"{kind} {change.request.name} {state}" + (
         f", SageMaker endpoint {sagemaker.get('state')}" if sagemaker.get("state") else ""
     )
+    if done and wants_endpoint:
+        # the operator's endpoint, config and model get the cluster's ownership tags: a cluster delete finds them
+        from instantstart.inference import teardown
+
+        teardown.tag_endpoint_resources(rt, p.cluster_tag, sagemaker)
     record_result(rt, op, OperationProgress(observed=observed))
     return PollResult(done=done, status=observed[:256])
 

@@ -16,13 +16,22 @@ if TYPE_CHECKING:
 
 
 class RetainedResource(ApiModel):
-    """A resource of an imported cluster that was not created by this control plane and is never deleted by it."""
+    """A resource a cluster delete leaves in place: of an imported cluster, what this control plane did not create;
+    of any cluster, what it found named like its own without its ownership tags (``reason`` says why)."""
 
     resource_type: str = Field(
-        description="What it is: EksCluster, HyperPodCluster, Vpc, Subnet, SecurityGroup, EksAddon, EksAccessEntry.",
+        description="What it is: EksCluster, HyperPodCluster, Vpc, Subnet, SecurityGroup, EksAddon, EksAccessEntry, "
+        "SageMakerEndpoint, SageMakerEndpointConfig.",
         examples=["EksCluster"],
     )
     name: str = Field(description="Its name or id, as AWS names it.", examples=["platform-eks"])
+    reason: str | None = Field(
+        default=None,
+        description="Why the delete kept it, when it is not one of the imported cluster's resources.",
+        examples=[
+            "named like this cluster's endpoints but without its ownership tags: not created here, left in place"
+        ],
+    )
 
 
 class RevokedGrant(ApiModel):

@@ -35,6 +35,19 @@ class AddonFeatureRequest(ApiModel):
     )
 
 
+class InferenceOperatorRequest(AddonFeatureRequest):
+    """``inferenceOperator`` in ``PATCH /clusters/{clusterTag}/features``."""
+
+    remove_dependents: bool | None = Field(
+        default=None,
+        strict=True,
+        description="With enabled false: also delete what depends on the operator (the cluster's managed inference "
+        "endpoints, whose SageMaker endpoint, endpoint config and model the operator removes first). Without it, "
+        "turning the operator off while endpoints exist is refused with 409 FeatureHasDependents naming them.",
+        examples=[True],
+    )
+
+
 class TieredCheckpointingRequest(ApiModel):
     """``tieredCheckpointing`` in ``PATCH /clusters/{clusterTag}/features`` (HyperPod ``TieredStorageConfig``)."""
 
@@ -176,8 +189,10 @@ class UpdateFeaturesRequest(ApiModel):
     training_operator: AddonFeatureRequest | None = Field(
         default=None, description="EKS add-on amazon-sagemaker-hyperpod-training-operator (HyperPodPyTorchJob)."
     )
-    inference_operator: AddonFeatureRequest | None = Field(
-        default=None, description="EKS add-on amazon-sagemaker-hyperpod-inference with its role and TLS bucket."
+    inference_operator: InferenceOperatorRequest | None = Field(
+        default=None,
+        description="EKS add-on amazon-sagemaker-hyperpod-inference with its role and TLS bucket. Off is refused "
+        "while managed inference endpoints exist, unless removeDependents is true.",
     )
     observability: ObservabilityRequest | None = Field(
         default=None,

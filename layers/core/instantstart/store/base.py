@@ -33,6 +33,8 @@ class _Write:
     expected_status: Sequence[str] | None = None
     equals: Mapping[str, Any] = field(default_factory=dict)
     """Further conditions: attribute == value."""
+    absent: Sequence[str] = ()
+    """Further conditions: the item has no such attribute (``attribute_not_exists``)."""
 
     def request(self, table: str) -> dict[str, Any]:
         names: dict[str, str] = {}
@@ -59,6 +61,9 @@ class _Write:
             names[f"#e{i}"] = name
             values[f":e{i}"] = _serializer().serialize(_dynamo(value))
             conditions.append(f"#e{i} = :e{i}")
+        for i, name in enumerate(self.absent):
+            names[f"#a{i}"] = name
+            conditions.append(f"attribute_not_exists(#a{i})")
         out: dict[str, Any] = {
             "TableName": table,
             "Key": serialize({"PK": self.pk, "SK": self.sk}),
@@ -113,6 +118,9 @@ RETRYABLE_STAGE = (StageStatus.FAILED, StageStatus.CANCELLED)
 
 LIVE_OPERATION = (OperationStatus.PENDING.value, OperationStatus.RUNNING.value)
 """Operation statuses in which its workflow may still change records."""
+
+ENDED_OPERATION = (OperationStatus.SUCCEEDED.value, OperationStatus.FAILED.value, OperationStatus.CANCELLED.value)
+"""Operation statuses of an operation that ended (a cluster whose current operation ended may start another)."""
 
 OPERATING_CLUSTER = (ClusterStatus.CREATING, ClusterStatus.DELETING, ClusterStatus.READY, ClusterStatus.DEGRADED)
 """Cluster statuses while an operation runs: CREATING/DELETING for a create, retry or delete; a day-2 change of an

@@ -4,18 +4,21 @@ steps record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from instantstart.models.cluster import StageError
+from instantstart.models.cluster_views import RetainedResource
 from instantstart.models.common import ClusterStatus, OperationStatus, StageName
 from instantstart.models.features import FeatureOutcome
 from instantstart.models.operation import OperationProgress
 from instantstart.models.records import OperationRecord
 from instantstart.store import keys
-from instantstart.store.base import OPERATING_CLUSTER, RETRYABLE_STAGE, StoreBase, _Put, _Write
+from instantstart.store.base import ENDED_OPERATION, OPERATING_CLUSTER, RETRYABLE_STAGE, StoreBase, _Check, _Put, _Write
 from instantstart.store.codec import Item, decode_token, deserialize, encode_token, serialize
-from instantstart.store.errors import InvalidPageToken
+from instantstart.store.errors import ConditionFailed, InvalidPageToken
 
 
 def _operation_item(record: OperationRecord) -> Item:
@@ -73,24 +76,34 @@ class OperationStore(StoreBase):
         *,
         cluster_status: ClusterStatus,
         from_status: ClusterStatus,
+        expected_operation_id: str | None,
         retry_stage: StageName | None = None,
     ) -> None:
-        """Write a PENDING operation on an existing cluster and make it the cluster's current one.
+        """Write a PENDING operation on an existing cluster and make it the cluster's current one: the lock of
+        one operation per cluster is this write.
 
-        The cluster moves ``from_status`` -> ``cluster_status`` (conditional on both the status and the
-        operation's generation); for a retry, ``retry_stage`` must still be FAILED or CANCELLED.
+        One ``TransactWriteItems``: the cluster moves ``from_status`` -> ``cluster_status``, conditional on the
+        status, the operation's generation and the cluster's ``currentOperationId`` still being
+        ``expected_operation_id`` (absent when None, the value read before the start), and on that operation
+        having ended (a ``ConditionCheck`` of its record: SUCCEEDED, FAILED or CANCELLED). Of several concurrent
+        starts that read the same cluster, exactly one wins; the others write nothing. For a retry,
+        ``retry_stage`` must still be FAILED or CANCELLED.
 
         Raises:
-            ConditionFailed: the cluster or the stage changed since it was read; nothing was written.
+            ConditionFailed: the cluster, its current operation or the stage changed since it was read, or a
+                concurrent transaction held the cluster record (``TransactionConflict``: another start was being
+                written); nothing was written.
         """
         tag, generation, now = operation.cluster_tag, operation.generation, operation.created_at
+        current = {"currentOperationId": expected_operation_id} if expected_operation_id else {}
         updates = [
             _Write(
                 keys.cluster_pk(tag),
                 keys.META,
                 {"status": cluster_status.value, "currentOperationId": operation.operation_id, "updatedAt": now},
                 expected_status=[from_status.value],
-                equals={"generation": generation},
+                equals={"generation": generation} | current,
+                absent=() if expected_operation_id else ("currentOperationId",),
             )
         ]
         if retry_stage is not None:
@@ -102,7 +115,18 @@ class OperationStore(StoreBase):
                     expected_status=[s.value for s in RETRYABLE_STAGE],
                 )
             )
-        self._transact([_Put(_operation_item(operation))], updates)
+        checks = (
+            [_Check(keys.operation_pk(expected_operation_id), keys.META, ENDED_OPERATION)]
+            if expected_operation_id
+            else []
+        )
+        try:
+            self._transact([_Put(_operation_item(operation))], updates, checks)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if any(isinstance(r, dict) and r.get("Code") == "TransactionConflict" for r in reasons):
+                raise ConditionFailed(f"cluster {tag}: a concurrent start holds the record") from exc
+            raise
 
     def abandon_operation(
         self,
@@ -142,6 +166,7 @@ class OperationStore(StoreBase):
                     | ({"currentOperationId": current_operation_id} if current_operation_id else {}),
                     removes=[] if current_operation_id else ["currentOperationId"],
                     expected_status=[expected_cluster_status.value],
+                    equals={"currentOperationId": operation.operation_id},
                 ),
             ],
         )
@@ -166,6 +191,25 @@ class OperationStore(StoreBase):
                 keys.operation_pk(operation_id),
                 keys.META,
                 {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True), "updatedAt": now},
+                expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
+            )
+        )
+        return OperationRecord.model_validate(item)
+
+    def record_retained(self, operation_id: str, retained: Sequence[RetainedResource], now: str) -> OperationRecord:
+        """Replace the ``retained`` list of a PENDING or RUNNING operation (what its delete keeps, and why).
+
+        Raises:
+            ConditionFailed: the operation does not exist or already ended.
+        """
+        item = self._update(
+            _Write(
+                keys.operation_pk(operation_id),
+                keys.META,
+                {
+                    "retained": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in retained],
+                    "updatedAt": now,
+                },
                 expected_status=[OperationStatus.PENDING.value, OperationStatus.RUNNING.value],
             )
         )

@@ -12,6 +12,8 @@ and here:
 * DynamoDB TransactWriteItems: the items' aggregate size (a Put's item, an Update's, Delete's or ConditionCheck's key,
   and every action's expression attribute values, by DynamoDB's item size rules) over 4 MB is ``ValidationException``
   "Transaction request cannot be larger than 4 MB". moto checks the 100 actions and each item's 400 KB itself;
+* DynamoDB's writes are atomic (:mod:`instantstart_sandbox.aws.dynamodb_atomic`: moto's check-then-write is
+  serialized);
 * the HTTP API's integration timeout (:func:`call_integration`): API Gateway answers 503 after 30 seconds while the
   function keeps running.
 """
@@ -24,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from instantstart_sandbox.aws import lambda_limits, sfn_limits
+from instantstart_sandbox.aws import dynamodb_atomic, lambda_limits, sfn_limits
 from instantstart_sandbox.clock import SimClock
 
 T = TypeVar("T")
@@ -53,6 +55,7 @@ def install(clock: SimClock | None = None) -> None:
         sfn_limits.install()
         _put_events_is_limited()
         _transactions_are_limited()
+        dynamodb_atomic.install()
 
 
 class IntegrationTimeout(Exception):
