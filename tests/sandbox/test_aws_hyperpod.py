@@ -106,8 +106,9 @@ def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_s
     assert group["OverrideVpcConfig"]["Subnets"] == [network["subnets"][1]]
     assert group["LifeCycleConfig"] == lifecycle
 
-    nodes = _nodes(kube, eks_cluster, request["ClusterName"])
-    assert len(nodes) == 2
+    # The Kubernetes nodes register as the instances come up, not atomically with the status InService: wait for them
+    # as a client would.
+    nodes = wait_for(lambda: len(n := _nodes(kube, eks_cluster, request["ClusterName"])) == 2 and n)
     node = nodes[0]
     labels = node["metadata"]["labels"]
     assert node["metadata"]["name"].startswith("hyperpod-i-")
