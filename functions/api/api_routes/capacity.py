@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
     _ACCEPTED,
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent,
@@ -30,7 +31,6 @@ from instantstart.models.autoscaling import AutoScalingView, UpdateAutoScalingRe
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
     INSTANCE_GROUP_NAME_RULE,
-    ClusterTag,
 )
 from instantstart.models.errors import pattern_rule
 from instantstart.models.instance_groups import AddInstanceGroupRequest, InstanceGroupList, UpdateInstanceGroupRequest
@@ -75,7 +75,7 @@ InstanceGroupName = Annotated[
         read_only=True,
     ),
 )
-def list_instance_groups(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[InstanceGroupList]:
+def list_instance_groups(cluster_tag: ClusterTagPath) -> Response[InstanceGroupList]:
     """The cluster's instance groups."""
     return _json(instance_groups.list_instance_groups(runtime(), cluster_tag))
 
@@ -103,7 +103,7 @@ def list_instance_groups(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
     ),
 )
 def add_instance_group(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: AddInstanceGroupRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -143,7 +143,7 @@ def add_instance_group(
     ),
 )
 def update_instance_group(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     instance_group_name: InstanceGroupName,
     request: UpdateInstanceGroupRequest,
     idempotency_key: IdempotencyKey = None,
@@ -182,7 +182,7 @@ def update_instance_group(
     ),
 )
 def delete_instance_group(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     instance_group_name: InstanceGroupName,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -215,7 +215,7 @@ def delete_instance_group(
         read_only=True,
     ),
 )
-def get_autoscaling(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[AutoScalingView]:
+def get_autoscaling(cluster_tag: ClusterTagPath) -> Response[AutoScalingView]:
     """The cluster's managed Karpenter."""
     return _json(autoscaling.get_autoscaling(runtime(), cluster_tag))
 
@@ -251,7 +251,7 @@ def get_autoscaling(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]
     ),
 )
 def update_autoscaling(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: UpdateAutoScalingRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
     _ACCEPTED,
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent,
@@ -30,7 +31,6 @@ from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
     INSTANCE_GROUP_NAME_RULE,
     ClusterList,
-    ClusterTag,
     ClusterView,
     CreateClusterRequest,
     ImportClusterRequest,
@@ -178,7 +178,7 @@ def list_clusters(
         read_only=True,
     ),
 )
-def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ClusterView]:
+def get_cluster(cluster_tag: ClusterTagPath) -> Response[ClusterView]:
     """The cluster view."""
     return _json(service.get_cluster(runtime(), cluster_tag))
 
@@ -204,9 +204,7 @@ def get_cluster(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
         confirm=True,
     ),
 )
-def delete_cluster(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None
-) -> Response[OperationView]:
+def delete_cluster(cluster_tag: ClusterTagPath, idempotency_key: IdempotencyKey = None) -> Response[OperationView]:
     """Start the delete workflow."""
     return _idempotent(
         f"DELETE /clusters/{cluster_tag}",
@@ -235,7 +233,7 @@ def delete_cluster(
         read_only=True,
     ),
 )
-def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[StageList]:
+def get_stages(cluster_tag: ClusterTagPath) -> Response[StageList]:
     """The stages in order."""
     return _json(service.get_stages(runtime(), cluster_tag))
 
@@ -266,7 +264,7 @@ def get_stages(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> 
     ),
 )
 def list_cluster_events(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     max_results: Annotated[
         int,
         Query(
@@ -335,7 +333,7 @@ def list_cluster_events(
     ),
 )
 def retry_stage(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     stage: Annotated[StageName, Path(description="The FAILED stage to run again.", examples=["hyperpod"])],
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:

@@ -8,10 +8,11 @@ from contextvars import ContextVar
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Header
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
+from instantstart.models.cluster import ClusterTag
 from instantstart.models.errors import ErrorResponse, pattern_rule
 from instantstart.models.operation import OperationView
 from instantstart.runtime import Runtime
@@ -23,6 +24,9 @@ _REQUEST: ContextVar[tuple[Runtime, Any]] = ContextVar("api_request")
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]+$"
 IDEMPOTENCY_KEY_RULE = "letters, digits, '.', '_', ':' or '-' only (e.g. a UUID)"
 """The Idempotency-Key pattern in words."""
+
+ClusterTagPath = Annotated[ClusterTag, Path(alias="clusterTag")]
+"""The ``clusterTag`` path parameter of every route under ``/clusters/{clusterTag}``."""
 
 IdempotencyKey = Annotated[
     str | None,
@@ -113,9 +117,12 @@ def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
     return {200: {"description": "OK", "content": {"application/json": {"model": model}}}}
 
 
-_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "Operation accepted", "content": {"application/json": {"model": OperationView}}}
-}
+def accepted_response(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
+    """The 202 response of a route that starts an operation and answers ``model``."""
+    return {202: {"description": "Operation accepted", "content": {"application/json": {"model": model}}}}
+
+
+_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(OperationView)
 
 
 FACES_EXTENSION = "x-instantstart"

@@ -14,17 +14,18 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent_202,
     _json,
     _ok,
+    accepted_response,
     faces,
     idempotency,
     runtime,
 )
 from instantstart.inference import endpoints as inference_endpoints
-from instantstart.models.cluster import ClusterTag
 from instantstart.models.errors import pattern_rule
 from instantstart.models.inference_endpoints import (
     ENDPOINT_NAME_MAX,
@@ -53,9 +54,7 @@ InferenceEndpointName = Annotated[
         json_schema_extra=pattern_rule(ENDPOINT_NAME_RULE),
     ),
 ]
-_ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceEndpointAccepted}}}
-}
+_ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(InferenceEndpointAccepted)
 
 
 @router.post(
@@ -87,7 +86,7 @@ _ENDPOINT_ACCEPTED: dict[int, OpenAPIResponse] = {
     ),
 )
 def create_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: CreateInferenceEndpointRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[InferenceEndpointAccepted]:
@@ -116,7 +115,7 @@ def create_inference_endpoint(
     ),
 )
 def list_inference_endpoints(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
 ) -> Response[InferenceEndpointList]:
     """Every InferenceEndpointConfig and JumpStartModel of namespace default."""
     return _json(inference_endpoints.list_endpoints(runtime(), cluster_tag))
@@ -139,9 +138,7 @@ def list_inference_endpoints(
         read_only=True,
     ),
 )
-def get_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceEndpointName
-) -> Response[InferenceEndpointView]:
+def get_inference_endpoint(cluster_tag: ClusterTagPath, name: InferenceEndpointName) -> Response[InferenceEndpointView]:
     """One endpoint."""
     return _json(inference_endpoints.get_endpoint(runtime(), cluster_tag, name))
 
@@ -169,7 +166,7 @@ def get_inference_endpoint(
     ),
 )
 def delete_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceEndpointName,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[InferenceEndpointAccepted]:
@@ -206,7 +203,7 @@ def delete_inference_endpoint(
     ),
 )
 def invoke_inference_endpoint(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceEndpointName,
     request: InvokeEndpointRequest,
     idempotency_key: IdempotencyKey = None,

@@ -6,14 +6,14 @@ Thin: parse, call one core function, map the result.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
     _ACCEPTED,
+    ClusterTagPath,
     IdempotencyKey,
     _accepted,
     _errors,
@@ -25,9 +25,6 @@ from api_routes.common import (
 )
 from instantstart.features import service as features
 from instantstart.inference import steps as _inference_steps  # noqa: F401 - registers the inference operator's dependents
-from instantstart.models.cluster import (
-    ClusterTag,
-)
 from instantstart.models.features import FeatureList, FeatureUpdateResult, UpdateFeaturesRequest
 from instantstart.models.operation import OperationView
 
@@ -60,7 +57,7 @@ _faces = partial(faces, toolset="features")
         read_only=True,
     ),
 )
-def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[FeatureList]:
+def get_cluster_features(cluster_tag: ClusterTagPath) -> Response[FeatureList]:
     """The cluster's managed features."""
     return _json(features.get_features(runtime(), cluster_tag))
 
@@ -104,7 +101,7 @@ def get_cluster_features(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
     ),
 )
 def update_cluster_features(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: UpdateFeaturesRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[Any]:

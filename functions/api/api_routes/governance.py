@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
 from api_routes.common import (
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent_202,
@@ -25,9 +26,6 @@ from api_routes.common import (
 )
 from instantstart.clusters import (
     task_governance,
-)
-from instantstart.models.cluster import (
-    ClusterTag,
 )
 from instantstart.models.errors import pattern_rule
 from instantstart.models.task_governance import (
@@ -90,7 +88,7 @@ def _governance_202(view: BaseModel, location: str) -> Response[Any]:
         read_only=True,
     ),
 )
-def get_scheduler_config(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[SchedulerConfigView]:
+def get_scheduler_config(cluster_tag: ClusterTagPath) -> Response[SchedulerConfigView]:
     """The cluster's scheduler config."""
     return _json(task_governance.get_scheduler_config(runtime(), cluster_tag))
 
@@ -127,7 +125,7 @@ def get_scheduler_config(cluster_tag: Annotated[ClusterTag, Path(alias="clusterT
     ),
 )
 def put_scheduler_config(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], request: PutSchedulerConfigRequest
+    cluster_tag: ClusterTagPath, request: PutSchedulerConfigRequest
 ) -> Response[SchedulerConfigView]:
     """Create or replace the scheduler config."""
     view = task_governance.put_scheduler_config(runtime(), cluster_tag, request)
@@ -153,7 +151,7 @@ def put_scheduler_config(
         read_only=True,
     ),
 )
-def list_compute_quotas(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ComputeQuotaList]:
+def list_compute_quotas(cluster_tag: ClusterTagPath) -> Response[ComputeQuotaList]:
     """The cluster's compute quotas."""
     return _json(task_governance.list_compute_quotas(runtime(), cluster_tag))
 
@@ -187,7 +185,7 @@ _QUOTA_ACCEPTED: dict[int, OpenAPIResponse] = {
     ),
 )
 def create_compute_quota(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: CreateComputeQuotaRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[ComputeQuotaView]:
@@ -224,7 +222,7 @@ def create_compute_quota(
     ),
 )
 def update_compute_quota(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     compute_quota_name: ComputeQuotaName,
     request: UpdateComputeQuotaRequest,
 ) -> Response[ComputeQuotaView]:
@@ -258,7 +256,7 @@ def update_compute_quota(
     ),
 )
 def delete_compute_quota(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     compute_quota_name: ComputeQuotaName,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[ComputeQuotaView]:

@@ -14,20 +14,19 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent_202,
     _json,
     _ok,
+    accepted_response,
     faces,
     idempotency,
     runtime,
 )
 from instantstart.inference import invoke as inference_invoke
 from instantstart.inference import service as inference
-from instantstart.models.cluster import (
-    ClusterTag,
-)
 from instantstart.models.errors import pattern_rule
 from instantstart.models.inference import (
     DEPLOYMENT_NAME_MAX,
@@ -62,9 +61,7 @@ InferenceDeploymentName = Annotated[
         json_schema_extra=pattern_rule(DEPLOYMENT_NAME_RULE),
     ),
 ]
-_DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "Operation accepted", "content": {"application/json": {"model": InferenceDeploymentAccepted}}}
-}
+_DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(InferenceDeploymentAccepted)
 
 
 @router.post(
@@ -77,7 +74,7 @@ _DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = {
     "DOWNLOAD_MODEL operation applies the Job and ends when it completes; its result shows the bytes and files "
     "under the prefix so far.",
     responses={
-        202: {"description": "Operation accepted", "content": {"application/json": {"model": ModelDownloadAccepted}}},
+        **accepted_response(ModelDownloadAccepted),
         **_errors(400, 404, 409, 415, 422, 503),
     },
     tags=["models"],
@@ -96,7 +93,7 @@ _DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = {
     ),
 )
 def download_model(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: DownloadModelRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[ModelDownloadAccepted]:
@@ -133,7 +130,7 @@ def download_model(
         read_only=True,
     ),
 )
-def list_models(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[ModelList]:
+def list_models(cluster_tag: ClusterTagPath) -> Response[ModelList]:
     """The stored models."""
     return _json(inference.list_models(runtime(), cluster_tag))
 
@@ -164,7 +161,7 @@ def list_models(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) ->
     ),
 )
 def create_inference_deployment(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: CreateInferenceDeploymentRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[InferenceDeploymentAccepted]:
@@ -193,7 +190,7 @@ def create_inference_deployment(
     ),
 )
 def list_inference_deployments(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
 ) -> Response[InferenceDeploymentList]:
     """Every deployment made here."""
     return _json(inference.list_deployments(runtime(), cluster_tag))
@@ -217,7 +214,7 @@ def list_inference_deployments(
     ),
 )
 def get_inference_deployment(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], name: InferenceDeploymentName
+    cluster_tag: ClusterTagPath, name: InferenceDeploymentName
 ) -> Response[InferenceDeploymentView]:
     """One deployment."""
     return _json(inference.get_deployment(runtime(), cluster_tag, name))
@@ -246,7 +243,7 @@ def get_inference_deployment(
     ),
 )
 def scale_inference_deployment(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceDeploymentName,
     request: ScaleInferenceDeploymentRequest,
     idempotency_key: IdempotencyKey = None,
@@ -282,7 +279,7 @@ def scale_inference_deployment(
     ),
 )
 def delete_inference_deployment(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceDeploymentName,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[InferenceDeploymentAccepted]:
@@ -319,7 +316,7 @@ def delete_inference_deployment(
     ),
 )
 def create_inference_router(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceDeploymentName,
     request: CreateRouterRequest,
     idempotency_key: IdempotencyKey = None,
@@ -363,7 +360,7 @@ def create_inference_router(
     ),
 )
 def invoke_inference_deployment(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: InferenceDeploymentName,
     request: InvokeDeploymentRequest,
     idempotency_key: IdempotencyKey = None,

@@ -6,14 +6,14 @@ Thin: parse, call one core function, map the result.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
     _ACCEPTED,
+    ClusterTagPath,
     IdempotencyKey,
     _accepted,
     _errors,
@@ -24,9 +24,6 @@ from api_routes.common import (
     runtime,
 )
 from instantstart.mlflow import service as mlflow
-from instantstart.models.cluster import (
-    ClusterTag,
-)
 from instantstart.models.mlflow import MlflowView, UpdateMlflowRequest
 from instantstart.models.operation import OperationView
 
@@ -69,7 +66,7 @@ _MLFLOW_PUT_DOC = (
         read_only=True,
     ),
 )
-def get_mlflow(cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")]) -> Response[MlflowView]:
+def get_mlflow(cluster_tag: ClusterTagPath) -> Response[MlflowView]:
     """The cluster's MLflow connection."""
     return _json(mlflow.get_mlflow(runtime(), cluster_tag))
 
@@ -119,7 +116,7 @@ def _update_mlflow(cluster_tag: str, request: UpdateMlflowRequest, idempotency_k
     ),
 )
 def update_mlflow(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: UpdateMlflowRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[Any]:
@@ -153,8 +150,6 @@ def update_mlflow(
         idempotent=True,
     ),
 )
-def delete_mlflow(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")], idempotency_key: IdempotencyKey = None
-) -> Response[Any]:
+def delete_mlflow(cluster_tag: ClusterTagPath, idempotency_key: IdempotencyKey = None) -> Response[Any]:
     """Start disconnecting the cluster's MLflow."""
     return _update_mlflow(cluster_tag, UpdateMlflowRequest(enabled=False), idempotency_key)

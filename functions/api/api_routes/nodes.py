@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
     _ACCEPTED,
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent,
@@ -29,7 +30,6 @@ from instantstart.clusters import (
 from instantstart.models.cluster import (
     INSTANCE_GROUP_NAME_PATTERN,
     INSTANCE_GROUP_NAME_RULE,
-    ClusterTag,
 )
 from instantstart.models.errors import pattern_rule
 from instantstart.models.hyperpod_operations import (
@@ -115,7 +115,7 @@ InstanceGroupFilter = Annotated[
     ),
 )
 def list_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     max_results: Annotated[
         int,
         Query(
@@ -166,7 +166,7 @@ def list_cluster_nodes(
     ),
 )
 def reboot_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: RebootOrReplaceNodesRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -204,7 +204,7 @@ def reboot_cluster_nodes(
     ),
 )
 def replace_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: RebootOrReplaceNodesRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -243,7 +243,7 @@ def replace_cluster_nodes(
     ),
 )
 def delete_cluster_nodes(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: DeleteNodesRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -282,7 +282,7 @@ def delete_cluster_nodes(
     ),
 )
 def update_cluster_software(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: SoftwareUpdateRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -324,7 +324,7 @@ def update_cluster_software(
     ),
 )
 def start_cluster_health_check(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: HealthCheckRequest,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[OperationView]:
@@ -359,7 +359,7 @@ def start_cluster_health_check(
     ),
 )
 def list_hyperpod_operations(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     max_results: Annotated[
         int,
         Query(
@@ -409,7 +409,7 @@ def list_hyperpod_operations(
     ),
 )
 def get_hyperpod_operation(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     hyper_pod_operation_id: Annotated[
         str,
         Path(

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent,
@@ -23,9 +24,6 @@ from api_routes.common import (
 )
 from instantstart.clusters import (
     service,
-)
-from instantstart.models.cluster import (
-    ClusterTag,
 )
 from instantstart.models.operation import OperationId, OperationList, OperationView
 
@@ -57,7 +55,7 @@ _faces = partial(faces, toolset="operations")
     ),
 )
 def list_cluster_operations(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     max_results: Annotated[
         int, Query(alias="maxResults", ge=1, le=100, description="Page size, 1-100.", examples=[20])
     ] = 20,

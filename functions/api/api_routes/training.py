@@ -14,16 +14,15 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api_routes.common import (
+    ClusterTagPath,
     IdempotencyKey,
     _errors,
     _idempotent_202,
     _json,
     _ok,
+    accepted_response,
     faces,
     runtime,
-)
-from instantstart.models.cluster import (
-    ClusterTag,
 )
 from instantstart.models.errors import pattern_rule
 from instantstart.models.mlflow import MlflowRunList
@@ -70,9 +69,7 @@ TrainingJobName = Annotated[
         json_schema_extra=pattern_rule(JOB_NAME_RULE),
     ),
 ]
-_JOB_ACCEPTED: dict[int, OpenAPIResponse] = {
-    202: {"description": "Operation accepted", "content": {"application/json": {"model": TrainingJobAccepted}}}
-}
+_JOB_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(TrainingJobAccepted)
 
 
 @router.post(
@@ -103,7 +100,7 @@ _JOB_ACCEPTED: dict[int, OpenAPIResponse] = {
     ),
 )
 def create_training_job(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     request: Annotated[CreateTrainingJobRequest, Body()],
     idempotency_key: IdempotencyKey = None,
 ) -> Response[TrainingJobAccepted]:
@@ -135,7 +132,7 @@ def create_training_job(
     ),
 )
 def list_training_jobs(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     namespace: Annotated[
         str | None,
         Query(
@@ -178,7 +175,7 @@ def list_training_jobs(
     ),
 )
 def get_training_job(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: TrainingJobName,
     namespace: JobNamespace = "default",
 ) -> Response[TrainingJobView]:
@@ -207,7 +204,7 @@ def get_training_job(
     ),
 )
 def get_training_job_logs(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: TrainingJobName,
     namespace: JobNamespace = "default",
     pod: Annotated[
@@ -273,7 +270,7 @@ def get_training_job_logs(
     ),
 )
 def delete_training_job(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: TrainingJobName,
     namespace: JobNamespace = "default",
     idempotency_key: IdempotencyKey = None,
@@ -325,7 +322,7 @@ JobNamespace = Annotated[
     ),
 )
 def list_training_job_runs(
-    cluster_tag: Annotated[ClusterTag, Path(alias="clusterTag")],
+    cluster_tag: ClusterTagPath,
     name: Annotated[
         str,
         Path(
