@@ -16,7 +16,7 @@ HOST_STAMP := $(HOST_BUILD)/.built-stamp
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install lock build build-host sizes demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults cold-start openapi asl clean
+.PHONY: install lock build build-host sizes demo test lint typecheck contract unit sandbox-tests integration console-tests browser fuzz load crash faults cold-start openapi asl clean test-under-load
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml sandbox/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s)" % sys.version.split()[0])'
@@ -106,6 +106,11 @@ console-tests: $(STAMP) $(HOST_STAMP) browser
 # clock, so they run beside the CPU-bound checks; per-suite wall times are printed at the end.
 test: $(STAMP) $(HOST_STAMP) browser ## lint, types, contracts and every test
 	$(BIN)/python tests/run_suites.py
+
+# make test three times in a row beside two busy processes (each one core of pure CPU): no test may depend on an idle
+# machine (about 3 x 10 minutes on 2 cores).
+test-under-load: $(STAMP) $(HOST_STAMP) browser ## make test 3 times beside 2 busy processes (prints each summary)
+	$(BIN)/python tests/run_suites.py --under-load 2 --repeat 3
 
 # Long runs with figures, not part of `make test`.
 fuzz: $(STAMP) $(HOST_STAMP) ## property-based fuzzing of the HTTP API from api_schema/openapi.json (prints figures)

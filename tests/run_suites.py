@@ -6,7 +6,9 @@ unit one after another; and the web console's browser suite, then the sandbox's 
 output goes to ``.test-logs/<suite>.log``; the log of a failed suite is printed. Exit status 1 when any
 suite failed.
 
-Usage: ``python tests/run_suites.py [--only SUITE ...]`` (``make test`` calls it).
+Usage: ``python tests/run_suites.py [--only SUITE ...] [--under-load [N]] [--repeat K]`` (``make test`` calls it
+without options; ``make test-under-load`` runs it three times in a row beside two busy processes, the check that no
+test depends on the machine being idle: issue 28, item 5).
 """
 
 from __future__ import annotations
@@ -103,19 +105,26 @@ def lanes(workers: int) -> list[list[Suite]]:
     return [sandbox_lane, cpu_lane, browser_lane]
 
 
-def main() -> int:
+BUSY_LOOP = "while True: pass"
+"""What each load process runs: one core's worth of pure CPU, at the suites' own priority."""
+
+
+def start_load(processes: int) -> list[subprocess.Popen[bytes]]:
+    """Start ``processes`` busy Python processes (each keeps one CPU busy) beside the suites; stop them with
+    :func:`stop_load`."""
+    return [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(processes)]
+
+
+def stop_load(load: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the load processes :func:`start_load` started."""
+    for process in load:
+        process.kill()
+    for process in load:
+        process.wait()
+
+
+def run_once(selected: list[list[Suite]], label: str) -> int:
     """Run the lanes in parallel; print each suite's status and wall time; 1 when any failed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", help="run only these suites")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "3")),
-        help="pytest-xdist workers of the integration suite (each runs its own sandbox)",
-    )
-    args = parser.parse_args()
-    LOGS.mkdir(exist_ok=True)
-    selected = [[s for s in lane if not args.only or s.name in args.only] for lane in lanes(args.workers)]
     start = time.monotonic()
 
     def run_lane(lane: list[Suite]) -> None:
@@ -125,7 +134,7 @@ def main() -> int:
             print(f"  {suite.name:<12} {status:<7} {suite.seconds:6.1f} s", flush=True)
 
     threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in selected if lane]
-    print("make test: suites in parallel lanes (logs in .test-logs/)", flush=True)
+    print(f"make test{label}: suites in parallel lanes (logs in .test-logs/)", flush=True)
     for t in threads:
         t.start()
     for t in threads:
@@ -143,6 +152,45 @@ def main() -> int:
     cpu = sum(suite.cpu_seconds for suite in suites)
     print(f"  {'total':<12} {'':<7} {total:6.1f} s wall {cpu:7.1f} s CPU")
     return 1 if failed else 0
+
+
+def main() -> int:
+    """Parse the options; run the suites (``--repeat`` times, beside ``--under-load`` busy processes); 1 when any run
+    failed (the runs go on, so every summary is printed)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="run only these suites")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "3")),
+        help="pytest-xdist workers of the integration suite (each runs its own sandbox)",
+    )
+    parser.add_argument(
+        "--under-load",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="run beside N busy processes (default 2 when given without a number)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, metavar="K", help="run every suite K times in a row")
+    args = parser.parse_args()
+    LOGS.mkdir(exist_ok=True)
+    load = start_load(args.under_load)
+    results = []
+    try:
+        for run in range(1, args.repeat + 1):
+            selected = [[s for s in lane if not args.only or s.name in args.only] for lane in lanes(args.workers)]
+            label = f" (run {run} of {args.repeat})" if args.repeat > 1 else ""
+            if args.under_load:
+                label += f" beside {args.under_load} busy processes"
+            results.append(run_once(selected, label))
+    finally:
+        stop_load(load)
+    if len(results) > 1:
+        print(f"\nruns: {', '.join('passed' if r == 0 else 'FAILED' for r in results)}")
+    return 1 if any(results) else 0
 
 
 if __name__ == "__main__":
