@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from instantstart_sandbox.clock import SimClock
+
 try:
     from tests.sandbox.conftest_aws import (
         FakeKube,
@@ -80,6 +82,7 @@ def _error(exc: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
 
 
 def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_service_with_nodes(
+    clock: SimClock,
     client: Client,
     kube: FakeKube,
     eks_cluster: str,
@@ -89,10 +92,10 @@ def test_given_active_eks_when_hyperpod_cluster_is_created_then_creating_to_in_s
 ) -> None:
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle)
-    arn = sm.create_cluster(**request)["ClusterArn"]
+    with clock.paused():  # the first answer, however late this thread runs
+        arn = sm.create_cluster(**request)["ClusterArn"]
+        first = sm.describe_cluster(ClusterName=request["ClusterName"])
     assert arn.startswith("arn:aws:sagemaker:us-west-2:123456789012:cluster/")
-
-    first = sm.describe_cluster(ClusterName=request["ClusterName"])
     assert first["ClusterStatus"] == "Creating"
     assert first["InstanceGroups"][0]["Status"] == "Creating"
     assert first["InstanceGroups"][0]["CurrentCount"] == 0
@@ -262,13 +265,20 @@ def test_given_an_existing_name_when_hyperpod_cluster_is_created_again_then_reso
 
 
 def test_given_no_capacity_for_the_instance_type_when_cluster_is_created_then_it_is_accepted_and_fails(
-    aws: Any, client: Client, eks_cluster: str, network: dict[str, Any], role: str, lifecycle: dict[str, str]
+    clock: SimClock,
+    aws: Any,
+    client: Client,
+    eks_cluster: str,
+    network: dict[str, Any],
+    role: str,
+    lifecycle: dict[str, str],
 ) -> None:
     aws.extension.faults.fail_hyperpod_capacity("ml.p5.48xlarge", times=1)  # the older mode: one CreateCluster
     sm = client("sagemaker")
     request = _request(eks_cluster, network, role, lifecycle, group={"InstanceType": "ml.p5.48xlarge"})
-    arn = sm.create_cluster(**request)["ClusterArn"]
-    assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Creating"
+    with clock.paused():
+        arn = sm.create_cluster(**request)["ClusterArn"]
+        assert sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "Creating"
     failed = wait_for(lambda: (d := sm.describe_cluster(ClusterName=arn))["ClusterStatus"] == "Failed" and d)
     assert "do not have sufficient ml.p5.48xlarge capacity" in failed["FailureMessage"]
     assert "(us-west-2b)" in failed["FailureMessage"], "the Availability Zone of the group's subnet"

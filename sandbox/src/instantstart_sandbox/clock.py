@@ -7,11 +7,12 @@ HyperPod ~15 minutes) run in seconds. ``scale`` is simulated seconds per wall-cl
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class SimClock:
@@ -33,11 +34,32 @@ class SimClock:
         self._cv = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
+        self._paused_at: float | None = None  # the wall time of pause(), while paused
 
     # -- reading -----------------------------------------------------------------------------
     def now(self) -> float:
-        """Simulated epoch seconds."""
-        return self._sim0 + (time.monotonic() - self._wall0) * self.scale
+        """Simulated epoch seconds (frozen while :meth:`paused`)."""
+        wall = self._paused_at if self._paused_at is not None else time.monotonic()
+        return self._sim0 + (wall - self._wall0) * self.scale
+
+    # -- pausing -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Freeze simulated time inside the block: :meth:`now` stands still and no timer fires, so a test can
+        observe a transient state (a cluster ``Creating``) however busy the machine is; on exit the clock runs on from
+        where it stood (the paused wall time is not counted). Not reentrant."""
+        with self._cv:
+            if self._paused_at is not None:
+                raise RuntimeError("the clock is already paused")
+            self._paused_at = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._cv:
+                assert self._paused_at is not None
+                self._wall0 += time.monotonic() - self._paused_at
+                self._paused_at = None
+                self._cv.notify_all()
 
     def to_wall(self, sim_seconds: float) -> float:
         """Wall seconds that ``sim_seconds`` of simulated time take."""
@@ -79,8 +101,11 @@ class SimClock:
     def _run(self) -> None:
         while True:
             with self._cv:
-                while not self._stopped and (not self._timers or self._timers[0][0] > self.now()):
-                    timeout = None if not self._timers else self.to_wall(self._timers[0][0] - self.now())
+                while not self._stopped and (
+                    self._paused_at is not None or not self._timers or self._timers[0][0] > self.now()
+                ):
+                    idle = self._paused_at is not None or not self._timers
+                    timeout = None if idle else self.to_wall(self._timers[0][0] - self.now())
                     self._cv.wait(timeout)
                 if self._stopped:
                     return
