@@ -283,13 +283,16 @@ def failed_stage(cluster: Cluster | None) -> Stage | None:
 def clusters_table(clusters: Sequence[ClusterSummary]) -> Table:
     """``GET /clusters`` as a table."""
     table = Table(title=f"Clusters ({len(clusters)})")
-    for column in ("Tag", "Status", "Zone", "EKS cluster", "HyperPod cluster", "Created", "Updated"):
+    for column in ("Tag", "Status", "Nodes ready", "Zone", "EKS cluster", "HyperPod cluster", "Created", "Updated"):
         table.add_column(column)
     for c in clusters:
+        groups = c.get("instanceGroups") or []
+        ready = f"{sum(g.get('readyNodes', 0) for g in groups)}/{sum(g.get('targetCount', 0) for g in groups)}"
         add_row(
             table,
             c.get("clusterTag", ""),
             styled_status(c.get("status")),
+            ready if groups else MISSING,
             c.get("availabilityZone") or MISSING,
             c.get("eksClusterName") or MISSING,
             c.get("hyperPodClusterName") or MISSING,

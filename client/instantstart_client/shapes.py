@@ -228,6 +228,24 @@ class Cluster(TypedDict):
     storage: StorageInfo | None
 
 
+class StageStatusView(TypedDict):
+    """A stage's name and status in ``GET /clusters``."""
+
+    name: str
+    status: str
+
+
+class InstanceGroupCounts(TypedDict):
+    """An instance group's node counts in ``GET /clusters``."""
+
+    instanceGroupName: str
+    instanceType: str | None
+    targetCount: int
+    currentCount: int | None
+    readyNodes: int
+    status: str | None
+
+
 class ClusterSummary(TypedDict):
     """One entry of ``GET /clusters``."""
 
@@ -238,6 +256,9 @@ class ClusterSummary(TypedDict):
     updatedAt: str
     eksClusterName: str
     hyperPodClusterName: str
+    currentOperationId: str | None
+    stages: list[StageStatusView]
+    instanceGroups: list[InstanceGroupCounts]
 
 
 class ClusterPage(TypedDict):

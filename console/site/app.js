@@ -110,6 +110,14 @@ function nodesReady(cluster) {
   return { ready, target };
 }
 
+/** Ready nodes over the target, summed over a cluster list entry's instance groups (GET /clusters). */
+function groupsReady(groups) {
+  if (!groups || !groups.length) return null;
+  const target = groups.reduce((sum, g) => sum + (g.targetCount ?? 0), 0);
+  const ready = groups.reduce((sum, g) => sum + (g.readyNodes ?? 0), 0);
+  return { ready, target };
+}
+
 // ------------------------------------------------------------------ small components
 function Badge({ status }) {
   const value = status || 'UNKNOWN';
@@ -248,11 +256,7 @@ function SignIn({ config, onSignedIn, notice }) {
 function ClusterList({ api, onSignIn }) {
   const heading = useFocusHeading();
   const [state, refresh] = usePoll(
-    async () => {
-      const list = await api.listClusters();
-      const details = await Promise.all(list.clusters.map((c) => api.getCluster(c.clusterTag).catch(() => null)));
-      return list.clusters.map((c, i) => ({ ...c, detail: details[i] }));
-    },
+    async () => (await api.listClusters()).clusters, // one request: each entry has its stages and node counts
     4000,
     [],
   );
@@ -275,11 +279,11 @@ function ClusterList({ api, onSignIn }) {
           columns=${[
             ['Cluster', (c) => html`<a href=${`#/clusters/${encodeURIComponent(c.clusterTag)}`}>${c.clusterTag}</a>`],
             ['Status', (c) => html`<${Badge} status=${c.status} />`],
-            ['Stages', (c) => html`<${StageChips} stages=${c.detail && c.detail.stages} />`],
+            ['Stages', (c) => html`<${StageChips} stages=${c.stages} />`],
             [
               'Nodes ready',
               (c) => {
-                const n = nodesReady(c.detail);
+                const n = groupsReady(c.instanceGroups);
                 return n ? html`<span aria-label=${`${n.ready} of ${n.target} nodes ready`}>${n.ready}/${n.target}</span>` : '—';
               },
             ],

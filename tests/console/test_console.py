@@ -104,11 +104,17 @@ def test_given_the_create_form_when_submitted_then_the_progress_panel_shows_ever
     )
     shot(page, "04-cluster-ready")
 
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.method + " " + r.url.split("?")[0]))
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Clusters").click()
     row = page.locator("tr", has=page.get_by_role("link", name="console-a"))
     row.locator(".badge", has_text="READY").wait_for()
     assert row.locator(".chip-succeeded").count() == len(STAGES)
     assert row.get_by_label("1 of 1 nodes ready").is_visible()
+    api_calls = [r for r in requests if "/clusters" in r]
+    assert api_calls and all(r.endswith("/clusters") for r in api_calls), (
+        f"one GET /clusters, no GET per cluster: {api_calls}"
+    )
     shot(page, "05-cluster-list-ready")
 
 

@@ -30,6 +30,8 @@ SCHEMA_OF: dict[str, str] = {
     "StorageInfo": "StorageView",
     "Cluster": "ClusterView",
     "ClusterSummary": "ClusterSummary",
+    "StageStatusView": "StageStatusView",
+    "InstanceGroupCounts": "InstanceGroupCounts",
     "ClusterPage": "ClusterList",
     "AvailabilityZone": "AvailabilityZone",
     "ErrorDetail": "ErrorDetail",

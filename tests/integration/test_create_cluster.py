@@ -151,6 +151,33 @@ def test_when_listing_then_the_new_cluster_is_there(ready_cluster: dict[str, Any
     assert "itest" in tags
 
 
+def test_when_listing_then_each_entry_has_its_stages_and_node_counts_without_a_get_per_cluster(
+    ready_cluster: dict[str, Any], api: InstantStartClient
+) -> None:
+    entry = next(c for c in api.iter_clusters() if c["clusterTag"] == "itest")
+    detail = ready_cluster["cluster"]
+    assert entry["stages"] == [{"name": s["name"], "status": s["status"]} for s in detail["stages"]]
+    assert [s["name"] for s in entry["stages"]] == [
+        "network",
+        "access",
+        "dependencies",
+        "hyperpod",
+        "storage",
+        "verify",
+    ]
+    assert entry["instanceGroups"] == [
+        {
+            "instanceGroupName": GROUP["instanceGroupName"],
+            "instanceType": "ml.g6.4xlarge",
+            "targetCount": 1,
+            "currentCount": 1,
+            "readyNodes": 1,
+            "status": "InService",
+        }
+    ]
+    assert entry["currentOperationId"] == ready_cluster["operation"]["operationId"]
+
+
 def test_given_a_ready_cluster_when_creating_the_same_tag_then_409(
     ready_cluster: dict[str, Any], api: InstantStartClient
 ) -> None:

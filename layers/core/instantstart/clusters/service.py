@@ -447,7 +447,8 @@ def get_cluster(rt: Runtime, tag: str) -> ClusterView:
 
 
 def list_clusters(rt: Runtime, max_results: int, next_token: str | None) -> ClusterList:
-    """A page of live clusters (DELETED ones are left out), ordered by tag.
+    """A page of live clusters (DELETED ones are left out), ordered by tag, each with its stages' statuses (one
+    DynamoDB ``BatchGetItem`` per 100 stage records: ``Store.get_stages_of``) and node counts per group.
 
     Raises:
         InvalidRequest: ``next_token`` was not issued by this API.
@@ -456,5 +457,7 @@ def list_clusters(rt: Runtime, max_results: int, next_token: str | None) -> Clus
         records_page, token = rt.store.list_clusters(max_results, next_token)
     except InvalidPageToken as exc:
         raise InvalidRequest("nextToken is not a token returned by this API", details=[{"field": "nextToken"}]) from exc
-    clusters = [views.cluster_summary(r) for r in records_page if r.status is not ClusterStatus.DELETED]
+    live = [r for r in records_page if r.status is not ClusterStatus.DELETED]
+    stages = rt.store.get_stages_of([(r.cluster_tag, r.generation) for r in live]) if live else {}
+    clusters = [views.cluster_summary(r, stages.get(r.cluster_tag, [])) for r in live]
     return ClusterList(clusters=clusters, next_token=token)

@@ -7,7 +7,9 @@ from instantstart.models.cluster import (
     ClusterView,
     EksView,
     HyperPodView,
+    InstanceGroupCounts,
     InstanceGroupView,
+    StageStatusView,
     StageView,
 )
 from instantstart.models.common import OperationType
@@ -115,8 +117,30 @@ def cluster_view(record: ClusterRecord, stages: list[StageRecord]) -> ClusterVie
     )
 
 
-def cluster_summary(record: ClusterRecord) -> ClusterSummary:
-    """One entry of the cluster list."""
+def group_counts(record: ClusterRecord) -> list[InstanceGroupCounts]:
+    """Each instance group's node counts: HyperPod's as last observed (or the request's before that) and the
+    Kubernetes nodes last seen Ready and schedulable."""
+    ready: dict[str, int] = {}
+    for node in record.nodes:
+        if node.ready and node.instance_group_name:
+            ready[node.instance_group_name] = ready.get(node.instance_group_name, 0) + 1
+    groups = (record.hyper_pod or planned_hyperpod(record)).instance_groups
+    return [
+        InstanceGroupCounts(
+            instance_group_name=g.instance_group_name,
+            instance_type=g.instance_type,
+            target_count=g.target_count if g.target_count is not None else g.instance_count,
+            current_count=g.current_count,
+            ready_nodes=ready.get(g.instance_group_name, 0),
+            status=g.status,
+        )
+        for g in groups
+    ]
+
+
+def cluster_summary(record: ClusterRecord, stages: list[StageRecord]) -> ClusterSummary:
+    """One entry of the cluster list: the record, its current generation's ``stages`` (name and status) and the
+    node counts per group."""
     return ClusterSummary(
         cluster_tag=record.cluster_tag,
         status=record.status,
@@ -125,4 +149,7 @@ def cluster_summary(record: ClusterRecord) -> ClusterSummary:
         updated_at=record.updated_at,
         eks_cluster_name=record.eks_cluster_name,
         hyper_pod_cluster_name=record.hyper_pod_cluster_name,
+        current_operation_id=record.current_operation_id,
+        stages=[StageStatusView(name=s.name, status=s.status) for s in stages],
+        instance_groups=group_counts(record),
     )

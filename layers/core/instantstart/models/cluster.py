@@ -134,6 +134,9 @@ from instantstart.models.cluster_views import (
     ImportedView as ImportedView,
 )
 from instantstart.models.cluster_views import (
+    InstanceGroupCounts as InstanceGroupCounts,
+)
+from instantstart.models.cluster_views import (
     InstanceGroupView as InstanceGroupView,
 )
 from instantstart.models.cluster_views import (
@@ -150,6 +153,9 @@ from instantstart.models.cluster_views import (
 )
 from instantstart.models.cluster_views import (
     StageList as StageList,
+)
+from instantstart.models.cluster_views import (
+    StageStatusView as StageStatusView,
 )
 from instantstart.models.cluster_views import (
     StageView as StageView,

@@ -303,7 +303,8 @@ class ClusterView(ApiModel):
     updated_at: str = _timestamp("When the cluster record last changed")
     current_operation_id: str | None = Field(
         default=None,
-        description="Operation running on the cluster (create, retry or delete); null when none.",
+        description="The cluster's most recent operation (create, day-2 change, retry or delete), running or ended "
+        "(GET /operations/{operationId} has its status); null before the first.",
         examples=["op-0123456789abcdef0123456789abcdef"],
     )
     stages: list[StageView] = Field(description="The stages, in order.")
@@ -317,8 +318,38 @@ class ClusterView(ApiModel):
     )
 
 
+class StageStatusView(ApiModel):
+    """A stage's name and status, as ``GET /clusters`` lists them (``GET /clusters/{clusterTag}/stages`` has the
+    rest)."""
+
+    name: StageName = Field(description="Stage name.", examples=["hyperpod"])
+    status: StageStatus = Field(description="Status of the stage.", examples=["SUCCEEDED"])
+
+
+class InstanceGroupCounts(ApiModel):
+    """An instance group's node counts, as ``GET /clusters`` lists them."""
+
+    instance_group_name: str = Field(description="Instance group name.", examples=["accel"])
+    instance_type: str | None = Field(default=None, description="HyperPod instance type.", examples=["ml.g6.4xlarge"])
+    target_count: int = Field(
+        description="Instances the group is provisioning toward: HyperPod's TargetCount once observed, else the "
+        "requested instanceCount.",
+        examples=[2],
+    )
+    current_count: int | None = Field(
+        default=None,
+        description="HyperPod's CurrentCount (instances running); null before it is observed.",
+        examples=[2],
+    )
+    ready_nodes: int = Field(
+        description="Kubernetes nodes of the group last seen Ready and schedulable.", examples=[2], ge=0
+    )
+    status: str | None = Field(default=None, description="HyperPod's status of the group.", examples=["InService"])
+
+
 class ClusterSummary(ApiModel):
-    """One entry of ``GET /clusters``."""
+    """One entry of ``GET /clusters``: enough for a list page (stages and node counts), without a ``GET`` per
+    cluster."""
 
     cluster_tag: str = Field(description="Cluster tag.", examples=["demo"])
     status: ClusterStatus = Field(description="Status of the cluster.", examples=["READY"])
@@ -329,6 +360,18 @@ class ClusterSummary(ApiModel):
     updated_at: str = _timestamp("When the cluster record last changed")
     eks_cluster_name: str = Field(description="EKS cluster name.", examples=["eks-cluster-demo"])
     hyper_pod_cluster_name: str = Field(description="HyperPod cluster name.", examples=["hp-cluster-demo"])
+    current_operation_id: str | None = Field(
+        default=None,
+        description="The cluster's most recent operation, running or ended (GET /operations/{operationId} has its "
+        "status); null before the first.",
+        examples=["op-0123456789abcdef0123456789abcdef"],
+    )
+    stages: list[StageStatusView] = Field(
+        default_factory=list, description="The current generation's stages, in order, with their status."
+    )
+    instance_groups: list[InstanceGroupCounts] = Field(
+        default_factory=list, description="Node counts per instance group, as last observed."
+    )
 
 
 class ClusterList(ApiModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
@@ -36,6 +36,12 @@ def _stage_item(record: StageRecord) -> Item:
     }
 
 
+BATCH_GET_KEYS = 100
+"""DynamoDB ``BatchGetItem``'s limit of keys per call."""
+BATCH_GET_ROUNDS = 4
+"""How many times one batch's ``UnprocessedKeys`` (throttled or over 16 MB) are asked for before giving up."""
+
+
 class StageStore(StoreBase):
     """The stage records' methods of :class:`~instantstart.store.table.Store`."""
 
@@ -55,6 +61,50 @@ class StageStore(StoreBase):
             ConsistentRead=True,
         )
         return [StageRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
+
+    def get_stages_of(self, clusters: Sequence[tuple[str, int]]) -> dict[str, list[StageRecord]]:
+        """The stage records of several clusters' current generations (``(tag, generation)`` pairs), by tag, each
+        in stage order: one DynamoDB ``BatchGetItem`` per :data:`BATCH_GET_KEYS` keys (a stage missing from a
+        generation is simply absent), its ``UnprocessedKeys`` asked again up to :data:`BATCH_GET_ROUNDS` times.
+
+        Raises:
+            botocore.exceptions.ClientError: DynamoDB refused a call, or keys were still unprocessed after the last
+                round (code ``ProvisionedThroughputExceededException``: the API answers 503 with ``Retry-After``).
+        """
+        wanted = [
+            {"PK": keys.cluster_pk(tag), "SK": keys.stage_sk(generation, stage)}
+            for tag, generation in clusters
+            for stage in StageName
+        ]
+        found: list[Item] = []
+        for start in range(0, len(wanted), BATCH_GET_KEYS):
+            pending: list[dict[str, Any]] = [serialize(k) for k in wanted[start : start + BATCH_GET_KEYS]]
+            for _ in range(BATCH_GET_ROUNDS):
+                out: dict[str, Any] = cast(
+                    Any,
+                    self._db.batch_get_item(
+                        RequestItems={self.table_name: {"Keys": cast(Any, pending), "ConsistentRead": True}}
+                    ),
+                )
+                found += [deserialize(i) for i in out.get("Responses", {}).get(self.table_name, [])]
+                pending = list(out.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+                if not pending:
+                    break
+            else:
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "ProvisionedThroughputExceededException",
+                            "Message": f"{len(pending)} stage records were still unprocessed after "
+                            f"{BATCH_GET_ROUNDS} BatchGetItem rounds",
+                        }
+                    },
+                    "BatchGetItem",
+                )
+        by_tag: dict[str, list[StageRecord]] = {tag: [] for tag, _ in clusters}
+        for record in sorted((StageRecord.model_validate(i) for i in found), key=lambda r: r.order):
+            by_tag.setdefault(record.cluster_tag, []).append(record)
+        return by_tag
 
     # -- lifecycle ---------------------------------------------------------------------------
     def begin_stage(self, tag: str, generation: int, stage: StageName, *, operation_id: str, now: str) -> StageRecord:
