@@ -265,6 +265,8 @@ class ClusterEvent(TypedDict):
     instanceId: str | None
     resourceType: str
     operationId: str | None
+    failureMessage: str | None
+    failureMessageNote: str | None
 
 
 class ClusterEventPage(TypedDict):
