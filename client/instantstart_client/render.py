@@ -306,7 +306,8 @@ EVENT_LEVEL_STYLES = {"Info": "", "Warn": "yellow", "Error": "bold red"}
 
 
 def events_table(events: Sequence[ClusterEvent], cluster_name: str) -> Table:
-    """``GET /clusters/{clusterTag}/events`` as a table, newest first; descriptions verbatim."""
+    """``GET /clusters/{clusterTag}/events`` as a table, newest first; descriptions verbatim, an Error event's
+    ``failureMessage`` (or ``failureMessageNote``) on the line below its description."""
     table = Table(title=f"HyperPod events of {cluster_name} ({len(events)}, newest first)")
     for column in ("Time", "Level", "Resource", "Group", "Instance"):
         table.add_column(column, no_wrap=True)
@@ -320,7 +321,14 @@ def events_table(events: Sequence[ClusterEvent], cluster_name: str) -> Table:
             e.get("resourceType") or MISSING,
             e.get("instanceGroupName") or MISSING,
             e.get("instanceId") or MISSING,
-            e.get("description") or MISSING,
+            "\n".join(
+                part
+                for part in (
+                    e.get("description") or MISSING,
+                    f"Reason: {e['failureMessage']}" if e.get("failureMessage") else e.get("failureMessageNote"),
+                )
+                if part
+            ),
         )
     return table
 

@@ -286,6 +286,8 @@ class ClusterEvent(TypedDict):
     instanceId: str | None
     resourceType: str
     operationId: str | None
+    failureMessage: str | None
+    failureMessageNote: str | None
 
 
 class ClusterEventPage(TypedDict):

@@ -81,6 +81,50 @@ def test_given_no_capacity_under_continuous_provisioning_then_degraded_with_the_
     assert group["currentCount"] == group["targetCount"] == 1
 
 
+def test_given_no_capacity_then_each_error_event_of_the_events_page_carries_ec2s_reason_even_when_describe_throttles(
+    no_capacity: Any, api: InstantStartClient, sandbox: Sandbox, wait_for: Callable[..., dict[str, Any]]
+) -> None:
+    """HyperPod's Error events only say "Instance creation ... failed"; GET /clusters/{tag}/events shows the
+    reason behind each (DescribeClusterEvent's FailureMessage: EC2's capacity message). A throttled
+    DescribeClusterEvent never fails the page: the events are listed with a note instead of the reason."""
+    api.create_cluster("evwhy", "us-west-2c", [GROUP])
+    degraded = wait_for(api, "evwhy", _settled)
+    assert degraded["status"] == "DEGRADED", degraded["stages"]
+
+    errors = api.list_cluster_events("evwhy", level="Error")["events"]
+    assert errors and {e["resourceType"] for e in errors} >= {"Instance", "InstanceGroup"}, errors
+    for event in errors:
+        assert "sufficient" not in event["description"], "HyperPod's summary does not give the reason"
+        reason = event["failureMessage"]
+        assert reason and "sufficient ml.g6.4xlarge capacity" in reason and "us-west-2c" in reason, event
+        assert event["failureMessageNote"] is None
+    others = api.list_cluster_events("evwhy", level="Info")["events"]
+    assert others and all(e["failureMessage"] is None and e["failureMessageNote"] is None for e in others)
+
+    # Every attempt of the API function's next DescribeClusterEvent is throttled (the first and botocore's 5
+    # retries, max_attempts=5); the workflow's own calls (verify rechecking the DEGRADED cluster) are not.
+    api_function = sandbox.function_name("ApiFunction")
+    sandbox.aws.extension.faults.inject(
+        "sagemaker",
+        "DescribeClusterEvent",
+        "ThrottlingException",
+        "Rate exceeded",
+        times=6,
+        when=lambda call: call.caller == api_function,
+    )
+    throttled = api.list_cluster_events("evwhy", level="Error")["events"]
+    assert len(throttled) >= len(errors) and {e["eventLevel"] for e in throttled} == {"Error"}, "still listed"
+    assert all(e["failureMessage"] is None for e in throttled), throttled
+    assert (
+        throttled[0]["failureMessageNote"]
+        == "not read: DescribeClusterEvent failed (ThrottlingException: Rate exceeded)"
+    )
+    assert all("throttled (ThrottlingException) earlier on this page" in e["failureMessageNote"] for e in throttled[1:])
+
+    again = api.list_cluster_events("evwhy", level="Error")["events"]
+    assert all(e["failureMessage"] and "sufficient ml.g6.4xlarge capacity" in e["failureMessage"] for e in again)
+
+
 def test_given_a_degraded_cluster_when_verify_is_retried_then_it_checks_again_and_is_ready_once_capacity_is_back(
     no_capacity: Any, api: InstantStartClient, wait_for: Callable[..., dict[str, Any]]
 ) -> None:

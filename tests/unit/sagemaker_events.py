@@ -76,6 +76,37 @@ class HyperPodEvents:
         """Queue one call answered with an AWS error."""
         self.stub.add_client_error("list_cluster_events", code, message, http_status_code=status)
 
+    @staticmethod
+    def failure_message(event: dict[str, Any]) -> str:
+        """The EC2 reason :meth:`expect_reasons` gives an event (names its instance id)."""
+        return f"InsufficientInstanceCapacity: no ml.g6.4xlarge capacity for {event['InstanceId']} in us-west-2c"
+
+    def expect_reasons(self, events: list[dict[str, Any]]) -> None:
+        """Queue one ``DescribeClusterEvent`` call per event, in order: its record with
+        ``EventMetadata.Instance.FailureMessage`` (:meth:`failure_message`)."""
+        for event in events:
+            detail = {
+                k: event[k]
+                for k in ("EventId", "ClusterArn", "ClusterName", "InstanceGroupName", "InstanceId", "ResourceType")
+            }
+            detail |= {"EventTime": event["EventTime"], "Description": event["Description"]}
+            detail["EventDetails"] = {"EventMetadata": {"Instance": {"FailureMessage": self.failure_message(event)}}}
+            self.stub.add_response(
+                "describe_cluster_event",
+                {"EventDetails": detail},
+                {"ClusterName": self.cluster_name, "EventId": event["EventId"]},
+            )
+
+    def expect_reason_error(self, code: str, message: str, status: int = 400) -> None:
+        """Queue one ``DescribeClusterEvent`` call answered with an AWS error."""
+        self.stub.add_client_error("describe_cluster_event", code, message, http_status_code=status)
+
+    def errors(self, *indexes: int) -> list[dict[str, Any]]:
+        """The events of these indexes (0 is the oldest) that are Error-level, in the order given."""
+        by_id = {e["EventId"]: e for e in self.events}
+        found = [by_id.get(make_event(i)["EventId"]) for i in indexes]
+        return [e for e in found if e is not None and e["EventLevel"] == "Error"]
+
 
 @contextmanager
 def stubbed_sagemaker(runtime: Any) -> Iterator[Stubber]:

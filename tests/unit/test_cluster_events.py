@@ -63,8 +63,10 @@ def test_given_five_events_when_listing_two_per_page_then_newest_first_in_camel_
 ) -> None:
     inprocess_api.create_cluster("demo")
     feed = hyperpod_events(sagemaker, 5)
-    for offset in (0, 2, 4):
-        feed.expect_page(offset, 2)
+    feed.expect_page(0, 2)
+    feed.expect_reasons(feed.errors(4))  # the first page's Error event: the reason behind it
+    feed.expect_page(2, 2)
+    feed.expect_page(4, 2)
 
     pages, token = [], None
     for _ in range(3):
@@ -89,7 +91,11 @@ def test_given_five_events_when_listing_two_per_page_then_newest_first_in_camel_
         "instanceId": "i-00000000000000004",
         "resourceType": "Instance",
         "operationId": None,
+        "failureMessage": "InsufficientInstanceCapacity: no ml.g6.4xlarge capacity for i-00000000000000004 in "
+        "us-west-2c",
+        "failureMessageNote": None,
     }
+    assert all(e["failureMessage"] is None and e["failureMessageNote"] is None for e in events[1:]), "not Errors"
 
 
 def test_given_a_level_filter_then_pages_hold_only_that_level_with_none_skipped_or_repeated(
@@ -98,11 +104,17 @@ def test_given_a_level_filter_then_pages_hold_only_that_level_with_none_skipped_
     """250 events, one in five an Error (50): pages of 30 read SageMaker 100 at a time, resuming mid-page."""
     inprocess_api.create_cluster("demo")
     feed = hyperpod_events(sagemaker, 250)
-    errors = [e["EventId"] for e in feed.events if e["EventLevel"] == "Error"]
-    # page 1: 30 errors are found in the first 150 events (SageMaker pages at 0 and 100);
-    # page 2: re-reads the page at 100 from where page 1 stopped, then the page at 200 (the last).
-    for offset in (0, 100, 100, 200):
-        feed.expect_page(offset, 100)
+    error_events = [e for e in feed.events if e["EventLevel"] == "Error"]
+    errors = [e["EventId"] for e in error_events]
+    # page 1: 30 errors are found in the first 150 events (SageMaker pages at 0 and 100), the reasons of the
+    # first 20 are read (MAX_DESCRIBE_CALLS); page 2: re-reads the page at 100 from where page 1 stopped, then
+    # the page at 200 (the last), and the reasons of its 20.
+    feed.expect_page(0, 100)
+    feed.expect_page(100, 100)
+    feed.expect_reasons(error_events[:20])
+    feed.expect_page(100, 100)
+    feed.expect_page(200, 100)
+    feed.expect_reasons(error_events[30:50])
 
     first_status, first = get_events(inprocess_api, maxResults=30, level="Error")
     second_status, second = get_events(inprocess_api, maxResults=30, level="Error", nextToken=first["nextToken"])
@@ -111,6 +123,17 @@ def test_given_a_level_filter_then_pages_hold_only_that_level_with_none_skipped_
     assert {e["eventLevel"] for e in first["events"] + second["events"]} == {"Error"}
     assert [e["eventId"] for e in first["events"] + second["events"]] == errors
     assert (len(first["events"]), len(second["events"]), second["nextToken"]) == (30, 20, None)
+    read = first["events"][:20] + second["events"]
+    assert [e["failureMessage"] for e in read] == [
+        feed.failure_message(e) for e in error_events[:20] + error_events[30:50]
+    ]
+    assert all(e["failureMessageNote"] is None for e in read)
+    beyond = first["events"][20:]
+    assert all(e["failureMessage"] is None for e in beyond)
+    assert {e["failureMessageNote"] for e in beyond} == {
+        "not read: a page reads the reasons of at most 20 Error events (DescribeClusterEvent); ask for fewer "
+        "events (maxResults) to see it"
+    }
 
 
 def test_given_new_events_between_pages_then_the_next_page_continues_after_the_last_event_shown(
@@ -120,9 +143,11 @@ def test_given_new_events_between_pages_then_the_next_page_continues_after_the_l
     inprocess_api.create_cluster("demo")
     feed = hyperpod_events(sagemaker, 10, level="Error")
     feed.expect_page(0, 100)
+    feed.expect_reasons(feed.errors(9, 8, 7, 6))
     status, first = get_events(inprocess_api, maxResults=4, level="Error")
     feed.events[:0] = [make_event(i, level="Error") for i in (11, 10)]
     feed.expect_page(0, 100)
+    feed.expect_reasons(feed.errors(5, 4, 3, 2))
 
     status, second = get_events(inprocess_api, maxResults=4, level="Error", nextToken=first["nextToken"])
 
@@ -157,7 +182,9 @@ def test_given_a_next_token_this_api_did_not_issue_then_400_naming_next_token(
     inprocess_api: InProcessApi, sagemaker: Any, make_token: Any
 ) -> None:
     inprocess_api.create_cluster("demo")
-    hyperpod_events(sagemaker, 5).expect_page(0, 2)
+    feed = hyperpod_events(sagemaker, 5)
+    feed.expect_page(0, 2)
+    feed.expect_reasons(feed.errors(4))
     _, first = get_events(inprocess_api, maxResults=2)
 
     status, body = get_events(inprocess_api, maxResults=2, nextToken=make_token(first["nextToken"]))
@@ -171,7 +198,9 @@ def test_given_a_token_of_another_listing_then_400_naming_next_token(
     inprocess_api: InProcessApi, sagemaker: Any
 ) -> None:
     inprocess_api.create_cluster("demo")
-    hyperpod_events(sagemaker, 5).expect_page(0, 2)
+    feed = hyperpod_events(sagemaker, 5)
+    feed.expect_page(0, 2)
+    feed.expect_reasons(feed.errors(4))
     _, first = get_events(inprocess_api, maxResults=2)
 
     status, body = get_events(inprocess_api, maxResults=2, level="Error", nextToken=first["nextToken"])
@@ -207,3 +236,50 @@ def test_given_sagemaker_throttling_then_503_with_its_code(inprocess_api: InProc
 
     assert status == 503
     assert "ThrottlingException" in body["error"]["message"] and "Rate exceeded" in body["error"]["message"]
+
+
+def test_given_describe_cluster_event_fails_then_the_event_is_listed_with_a_note_and_the_next_reason_is_read(
+    inprocess_api: InProcessApi, sagemaker: Any
+) -> None:
+    """An event gone from DescribeClusterEvent (ResourceNotFound) loses only its own reason, never the page."""
+    inprocess_api.create_cluster("demo")
+    feed = hyperpod_events(sagemaker, 3, level="Error")
+    feed.expect_page(0, 20)
+    feed.expect_reason_error("ResourceNotFound", "Event 00000002 not found.")
+    feed.expect_reasons(feed.errors(1, 0))
+
+    status, body = get_events(inprocess_api)
+
+    assert status == 200, body
+    gone, *read = body["events"]
+    assert gone["eventId"] == make_event(2)["EventId"] and gone["failureMessage"] is None
+    assert (
+        gone["failureMessageNote"]
+        == "not read: DescribeClusterEvent failed (ResourceNotFound: Event 00000002 not found.)"
+    )
+    assert [e["failureMessage"] for e in read] == [feed.failure_message(e) for e in feed.errors(1, 0)]
+
+
+def test_given_describe_cluster_event_throttles_then_the_page_is_listed_with_notes_and_no_more_describes(
+    inprocess_api: InProcessApi, sagemaker: Any
+) -> None:
+    """After a throttled DescribeClusterEvent (botocore already retried it) the page makes no more such calls:
+    every Error event is still listed, with a note instead of its reason; the stub has no further answer queued."""
+    inprocess_api.create_cluster("demo")
+    feed = hyperpod_events(sagemaker, 3, level="Error")
+    feed.expect_page(0, 20)
+    feed.expect_reasons(feed.errors(2))
+    feed.expect_reason_error("ThrottlingException", "Rate exceeded")  # a Stubber answer is not retried
+
+    status, body = get_events(inprocess_api)
+
+    assert status == 200, body
+    first, throttled, skipped = body["events"]
+    assert first["failureMessage"] == feed.failure_message(feed.errors(2)[0])
+    assert throttled["failureMessage"] is None and skipped["failureMessage"] is None
+    assert (
+        throttled["failureMessageNote"] == "not read: DescribeClusterEvent failed (ThrottlingException: Rate exceeded)"
+    )
+    assert skipped["failureMessageNote"] == (
+        "not read: DescribeClusterEvent was throttled (ThrottlingException) earlier on this page; list again later"
+    )

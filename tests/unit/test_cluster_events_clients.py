@@ -43,6 +43,7 @@ def test_the_client_sends_the_filters_as_query_parameters_and_returns_the_page(
     inprocess_api: InProcessApi, feed: HyperPodEvents
 ) -> None:
     feed.expect_page(0, 100)
+    feed.expect_reasons(feed.errors(4))
     client = inprocess_api.client()
 
     page = client.list_cluster_events("demo", max_results=1, level="Error", instance_group_name=None)
@@ -60,18 +61,21 @@ def test_cli_clusters_events_prints_a_table_and_how_to_get_the_next_page(
     """Given 7 events, 2 of them Errors, when `clusters events demo --level Error --max-results 1` runs,
     then the newest Error is shown with its description verbatim and the command for the next page."""
     feed.expect_page(0, 100)
+    feed.expect_reasons(feed.errors(4))
 
     result = run("clusters", "events", "demo", "--level", "Error", "--max-results", "1")
 
     assert result.exit_code == 0, result.output
     assert "HyperPod events of hp-cluster-demo" in result.stdout
     assert make_event(4)["Description"] in result.stdout and "Error" in result.stdout
+    assert "Reason: InsufficientInstanceCapacity: no ml.g6.4xlarge capacity" in result.stdout, "the reason below it"
     assert make_event(6)["Description"] not in result.stdout  # an Info event
     assert "More events: instantstart clusters events demo --level Error --next-token " in result.stdout
 
 
 def test_cli_clusters_events_json_is_the_raw_answer(feed: HyperPodEvents, run: Run) -> None:
     feed.expect_page(0, 20)
+    feed.expect_reasons(feed.errors(4))
 
     result = run("clusters", "events", "demo", "--json")
 
@@ -103,6 +107,7 @@ def test_mcp_cluster_list_events_returns_the_api_page_and_follows_next_token(
     inprocess_api: InProcessApi, feed: HyperPodEvents
 ) -> None:
     feed.expect_page(0, 4)
+    feed.expect_reasons(feed.errors(4))
     feed.expect_page(4, 4)
 
     first = _call_tool(inprocess_api, "cluster_list_events", {"clusterTag": "demo", "maxResults": 4})

@@ -174,8 +174,10 @@ class ClustersApi(OperationsApi):
         Returns:
             ``{"clusterTag", "hyperPodClusterName", "events": [ClusterEvent], "nextToken"}``; ClusterEvent is
             ``{eventId, eventTime, eventLevel, description, instanceGroupName, instanceId, resourceType,
-            operationId}``. Empty while the HyperPod cluster does not exist yet. With ``level`` a page may be
-            short (even empty) while ``nextToken`` is set.
+            operationId, failureMessage, failureMessageNote}`` (an Error event's ``failureMessage``: the reason
+            behind it, e.g. EC2's capacity message; ``failureMessageNote``: why it was not read). Empty while
+            the HyperPod cluster does not exist yet. With ``level`` a page may be short (even empty) while
+            ``nextToken`` is set.
 
         Raises:
             ApiError: 404 ``ClusterNotFound``; 400 for a ``nextToken`` the API did not issue for this listing;

@@ -10,11 +10,19 @@ event is skipped or repeated between pages. SageMaker's token is never handed ou
 wrapped in the API's own token, which is bound to the listing (cluster tag, generation, filters) and
 carries a checksum, so an edited or foreign token is refused with a 400 naming ``nextToken``.
 
+An Error-level event's summary ("Instance creation ... failed") is HyperPod's; the reason (EC2's words, e.g.
+``InsufficientInstanceCapacity``) is only in SageMaker ``DescribeClusterEvent``. :func:`event_failure_message`
+is the one reader of it (this listing, the ``verify`` stage, the instance-group and health-check steps). A page
+reads it for at most :data:`MAX_DESCRIBE_CALLS` of its Error events within :data:`DESCRIBE_BUDGET_SECONDS`;
+an event whose reason was not read is still listed, with ``failureMessage`` null and ``failureMessageNote``
+saying why (a failed or throttled call never fails the page).
+
 This is not :mod:`instantstart.clusters.events`, which publishes the control plane's own events.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +45,18 @@ MAX_SAGEMAKER_CALLS = 5
 """``ListClusterEvents`` calls one API request may make while filling a filtered page (at most 500 events
 scanned); past that the page is returned short, with a ``nextToken`` that continues the scan."""
 
+MAX_DESCRIBE_CALLS = 20
+"""``DescribeClusterEvent`` calls one page may make for the reasons of its Error-level events (the default page
+size): the later Error events of a bigger page are listed with ``failureMessageNote`` instead."""
+
+DESCRIBE_BUDGET_SECONDS = 8.0
+"""Seconds one page may spend on ``DescribeClusterEvent`` calls (the API function has 30 s in all, and
+``ListClusterEvents`` comes first); a call is not started once they are spent. A call already started keeps
+botocore's retries (standard mode, up to 5 with backoff); after a throttled one the page makes no more."""
+
+_THROTTLING = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"})
+"""Error codes after which a page makes no more ``DescribeClusterEvent`` calls (botocore has already retried)."""
+
 TOKEN_PURPOSE = "cluster-events"
 """Kind of the API's ``nextToken`` of this listing (:mod:`instantstart.clusters.page_tokens`)."""
 
@@ -54,6 +74,75 @@ def event_view(event: dict[str, Any]) -> ClusterEventView:
         resource_type=str(event["ResourceType"]),
         operation_id=event.get("OperationId"),
     )
+
+
+def event_failure_message(sm: Any, cluster_name: str, event_id: str) -> str | None:
+    """The AWS failure message behind a cluster event (e.g. EC2's capacity message), verbatim, or None.
+
+    ``ListClusterEvents`` gives HyperPod's summary; the reason is in ``DescribeClusterEvent``'s
+    ``EventDetails.EventDetails.EventMetadata.<kind>.FailureMessage`` (kinds tried in order: Instance,
+    InstanceGroupScaling, InstanceGroup, Cluster).
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeClusterEvent.html
+
+    Args:
+        sm: a boto3 SageMaker client.
+        cluster_name: the HyperPod cluster's name (``hp-cluster-<tag>``).
+        event_id: the event's ``EventId``.
+
+    Raises:
+        botocore.exceptions.ClientError: SageMaker refused the call (``ResourceNotFound``, throttling, ...).
+        botocore.exceptions.BotoCoreError: the call did not reach SageMaker.
+    """
+    details = sm.describe_cluster_event(ClusterName=cluster_name, EventId=event_id).get("EventDetails", {})
+    metadata = (details.get("EventDetails") or {}).get("EventMetadata") or {}
+    for kind in ("Instance", "InstanceGroupScaling", "InstanceGroup", "Cluster"):
+        message = (metadata.get(kind) or {}).get("FailureMessage")
+        if message:
+            return str(message)
+    return None
+
+
+def with_failure_messages(sm: Any, cluster_name: str, events: list[dict[str, Any]]) -> list[ClusterEventView]:
+    """The views of ``events`` (``ClusterEventSummary`` dicts), each Error-level one with its ``failureMessage``.
+
+    Calls ``DescribeClusterEvent`` (:func:`event_failure_message`) once per Error event, in page order, for at
+    most :data:`MAX_DESCRIBE_CALLS` events and while :data:`DESCRIBE_BUDGET_SECONDS` are not spent; after a
+    throttling error it makes no more calls. An Error event whose reason was not read has ``failureMessage``
+    null and ``failureMessageNote`` saying why; an event AWS gives no reason for has both null. Raises nothing.
+    """
+    views: list[ClusterEventView] = []
+    calls = 0
+    started = time.monotonic()
+    stopped: str | None = None
+    for event in events:
+        view = event_view(event)
+        views.append(view)
+        if view.event_level != "Error":
+            continue
+        if stopped is None and calls >= MAX_DESCRIBE_CALLS:
+            stopped = (
+                f"not read: a page reads the reasons of at most {MAX_DESCRIBE_CALLS} Error events "
+                f"(DescribeClusterEvent); ask for fewer events (maxResults) to see it"
+            )
+        elif stopped is None and time.monotonic() - started >= DESCRIBE_BUDGET_SECONDS:
+            stopped = (
+                f"not read: this page's {DESCRIBE_BUDGET_SECONDS:g} s for DescribeClusterEvent were spent; "
+                "ask for fewer events (maxResults) to see it"
+            )
+        if stopped is not None:
+            view.failure_message_note = stopped
+            continue
+        calls += 1
+        try:
+            view.failure_message = event_failure_message(sm, cluster_name, view.event_id)
+        except (ClientError, BotoCoreError) as exc:
+            code = error_code(exc) or type(exc).__name__
+            view.failure_message_note = f"not read: DescribeClusterEvent failed ({code}: {error_message(exc)})"
+            if code in _THROTTLING:
+                stopped = (
+                    f"not read: DescribeClusterEvent was throttled ({code}) earlier on this page; list again later"
+                )
+    return views
 
 
 class _NoHyperPodCluster(Exception):
@@ -119,7 +208,8 @@ def list_cluster_events(
     Returns:
         The page; empty with no ``nextToken`` while the HyperPod cluster does not exist. With ``level``
         set a page may be short (even empty) with a ``nextToken`` when :data:`MAX_SAGEMAKER_CALLS` calls
-        did not find ``max_results`` matching events.
+        did not find ``max_results`` matching events. Its Error events carry the reason behind them
+        (``DescribeClusterEvent``, bounded: :func:`with_failure_messages`).
 
     Raises:
         NotFound: ``ClusterNotFound``, no live cluster with this tag.
@@ -150,6 +240,6 @@ def list_cluster_events(
     return ClusterEventList(
         cluster_tag=tag,
         hyper_pod_cluster_name=name,
-        events=[event_view(e) for e in raw],
+        events=with_failure_messages(rt.client("sagemaker"), name, raw),
         next_token=page_tokens.seal(TOKEN_PURPOSE, listing, following) if following else None,
     )

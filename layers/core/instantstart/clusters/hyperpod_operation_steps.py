@@ -16,6 +16,7 @@ from typing import Any
 
 from instantstart.capacity import groups as group_rules
 from instantstart.clusters import changes, records
+from instantstart.clusters.events_feed import event_failure_message
 from instantstart.clusters.node_action_steps import record_result
 from instantstart.errors import StageFailed
 from instantstart.models.common import OperationType
@@ -231,8 +232,6 @@ def _health_check_failures(sm: Any, name: str, operation_id: str) -> list[NodeFa
     """Nodes whose checks failed in HyperPod operation ``operation_id``: its Error-level cluster events
     (``ListClusterEvents`` with ``OperationId``, oldest first), each with the event's FailureMessage
     (``DescribeClusterEvent``) or, without one, its description, verbatim."""
-    from instantstart.clusters.stages.verify import event_failure_message
-
     failures: list[NodeFailure] = []
     params: dict[str, Any] = {
         "ClusterName": name,

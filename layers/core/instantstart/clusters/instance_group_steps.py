@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.capacity import groups as rules
 from instantstart.capacity.subnets import ensure_group_subnet
-from instantstart.clusters import changes, records, waits
+from instantstart.clusters import changes, events_feed, records, waits
 from instantstart.clusters.stages import hyperpod, verify
 from instantstart.errors import StageFailed
 from instantstart.models.cluster import InstanceGroupRequest
@@ -240,7 +240,7 @@ def launch_failure(sm: Any, cluster_name: str, group: str, since: str) -> Launch
     newest = events[0]
     detail: str | None = None
     with suppress(ClientError):  # the summary alone is still HyperPod's own error
-        detail = verify.event_failure_message(sm, cluster_name, str(newest["EventId"]))
+        detail = events_feed.event_failure_message(sm, cluster_name, str(newest["EventId"]))
     return classify_launch_failure(str(newest.get("Description") or ""), detail)
 
 

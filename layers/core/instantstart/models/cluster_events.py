@@ -63,6 +63,25 @@ class ClusterEventView(ApiModel):
         "null when none. Not an InstantStart operationId.",
         examples=["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
     )
+    failure_message: str | None = Field(
+        default=None,
+        description="On GET /clusters/{clusterTag}/events, for an Error event: the reason behind HyperPod's "
+        "description, verbatim, as AWS gives it in "
+        "DescribeClusterEvent (EventMetadata.<Instance|InstanceGroupScaling|InstanceGroup|Cluster>.FailureMessage, "
+        "e.g. EC2's capacity message). Null for other levels, when AWS gives none, or when it was not read "
+        "(failureMessageNote says why). Not read for hyperPod.latestErrors and a HyperPod operation's events.",
+        examples=[
+            "InsufficientInstanceCapacity: We currently do not have sufficient ml.g6.4xlarge capacity in the "
+            "Availability Zone you requested (us-west-2c)."
+        ],
+    )
+    failure_message_note: str | None = Field(
+        default=None,
+        description="Why failureMessage of this Error event was not read (DescribeClusterEvent failed or was "
+        "throttled, or the page's bound of DescribeClusterEvent calls or time was reached: ask for fewer events); "
+        "null when it was read or the event is not an Error.",
+        examples=["not read: DescribeClusterEvent failed (ThrottlingException: Rate exceeded)"],
+    )
 
 
 class ClusterEventList(ApiModel):

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.clusters import records
 from instantstart.clusters.addons import ADDONS, AddonHealth, addon_state
-from instantstart.clusters.events_feed import event_view
+from instantstart.clusters.events_feed import event_failure_message, event_view
 from instantstart.clusters.records import INSUFFICIENT_CAPACITY
 from instantstart.clusters.stages import hyperpod
 from instantstart.clusters.stages.common import Step
@@ -60,22 +60,6 @@ def latest_error_events(sm: Any, cluster_name: str, limit: int = LATEST_ERRORS) 
     """
     out = sm.list_cluster_events(ClusterName=cluster_name, SortBy="EventTime", SortOrder="Descending", MaxResults=50)
     return [event_view(e) for e in out.get("Events", []) if e.get("EventLevel") == "Error"][:limit]
-
-
-def event_failure_message(sm: Any, cluster_name: str, event_id: str) -> str | None:
-    """The AWS failure message behind a cluster event (e.g. EC2's capacity message), verbatim, or None.
-
-    ``ListClusterEvents`` gives HyperPod's summary; the reason is in ``DescribeClusterEvent``'s
-    ``EventDetails.EventMetadata.<kind>.FailureMessage``.
-    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeClusterEvent.html
-    """
-    details = sm.describe_cluster_event(ClusterName=cluster_name, EventId=event_id).get("EventDetails", {})
-    metadata = (details.get("EventDetails") or {}).get("EventMetadata") or {}
-    for kind in ("Instance", "InstanceGroupScaling", "InstanceGroup", "Cluster"):
-        message = (metadata.get(kind) or {}).get("FailureMessage")
-        if message:
-            return str(message)
-    return None
 
 
 @dataclass
