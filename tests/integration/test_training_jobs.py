@@ -304,3 +304,27 @@ def test_given_kuberay_on_then_a_verl_rayjob_runs_its_head_and_worker_then_succe
     logs = api.get_training_job_logs(TAG, "verl-grpo-1")
     assert logs["pod"] == job["pods"][0]["name"]
     assert "verl.trainer.main_ppo" in logs["text"] and "job verl-grpo-1 succeeded" in logs["text"]
+
+
+def test_given_a_script_job_of_about_1_mb_then_413_names_the_limit_and_the_size_and_nothing_is_written(
+    operator: Any, api: InstantStartClient
+) -> None:
+    # within every field's own bound (128 arguments of 4096 characters each, for command and for args), 1 MiB in all
+    job = {
+        "recipe": "script",
+        "name": "huge-argv",
+        "instanceType": "ml.g6.4xlarge",
+        "image": IMAGE,
+        "command": ["python"] + ["c" * 4096] * 127,
+        "args": ["a" * 4096] * 128,
+    }
+    before = api.list_cluster_operations(TAG)["operations"]
+
+    refused = refusal(lambda: api.create_training_job(TAG, job))
+
+    assert refused.status == 413 and refused.code == "RequestTooLarge", refused
+    detail = refused.details[0]
+    assert detail["field"] == "body" and detail["size"] > 1_000_000 > detail["limit"] > 0
+    assert str(detail["limit"]) in refused.message and str(detail["size"]) in refused.message
+    assert api.list_cluster_operations(TAG)["operations"] == before
+    assert "huge-argv" not in [j["name"] for j in api.list_training_jobs(TAG)["trainingJobs"]]
