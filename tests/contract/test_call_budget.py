@@ -44,5 +44,5 @@ def test_clients_take_the_budget_of_their_context() -> None:
     assert api is not workflow
     assert (api.meta.config.read_timeout, api.meta.config.connect_timeout) == (5, 2)
     assert api.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
-    assert workflow.meta.config.read_timeout == 30 and workflow.meta.config.retries["total_max_attempts"] == 5
+    assert workflow.meta.config.read_timeout == 30 and workflow.meta.config.retries["total_max_attempts"] == 6
     assert _retry_config(API_BUDGET) is _retry_config(API_BUDGET)

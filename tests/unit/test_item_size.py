@@ -3,6 +3,8 @@ before anything is written, naming its size and the limit; the size is counted a
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,3 +90,25 @@ def test_given_a_change_of_about_1_mb_when_starting_the_operation_then_it_is_ref
     # the same start with a small change is written: the refusal was the size, not the cluster's state
     store.start_operation(op.model_copy(update={"change": {"request": {"command": ["x"]}}}), **start)  # type: ignore[arg-type]
     assert store.get_cluster("big").current_operation_id == "op-huge"  # type: ignore[union-attr]
+
+
+def test_a_refused_record_is_answered_413_request_too_large_naming_the_limit_and_the_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "functions" / "api"))
+    from api_errors import from_domain_error
+
+    from instantstart.clusters.executions import request_too_large
+
+    answer = from_domain_error(request_too_large(ItemTooLarge("OP#op-1", size=1_050_000, limit=307_200)))
+
+    assert answer.status_code == 413
+    error = json.loads(str(answer.body))["error"]
+    assert error["code"] == "RequestTooLarge"
+    assert error["details"][0] | {"message": ""} == {
+        "field": "body",
+        "limit": 307_200,
+        "size": 1_050_000,
+        "message": "",
+    }
+    assert "307200" in error["message"] and "1050000" in error["message"]
