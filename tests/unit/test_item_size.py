@@ -112,3 +112,25 @@ def test_a_refused_record_is_answered_413_request_too_large_naming_the_limit_and
         "message": "",
     }
     assert "307200" in error["message"] and "1050000" in error["message"]
+
+
+def test_given_a_create_request_too_large_for_its_record_then_post_clusters_is_413_and_nothing_is_written(
+    inprocess_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instantstart.store import codec
+    from instantstart_client.api import ApiError
+
+    inprocess_api.advance_on_poll = False
+    # the same rule with a smaller item: a valid create request whose cluster record cannot keep RECORD_GROWTH_BYTES
+    monkeypatch.setattr(codec, "MAX_ITEM_BYTES", RECORD_GROWTH_BYTES + 200)
+    client = inprocess_api.client(max_attempts=1)
+    group = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1}
+
+    with pytest.raises(ApiError) as refused:
+        client.create_cluster("toolarge", "us-west-2c", [group])
+
+    assert refused.value.status == 413 and refused.value.code == "RequestTooLarge"
+    detail = refused.value.details[0]
+    assert detail["field"] == "body" and detail["limit"] == 200 < detail["size"]
+    assert client.list_clusters()["clusters"] == []
+    assert inprocess_api.driver.runtime.store.get_cluster("toolarge") is None
