@@ -26,6 +26,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from instantstart.aws.clients import API_BUDGET, using_budget
 from instantstart.config import API_SETTINGS
 from instantstart.errors import InstantStartError
 from instantstart.runtime import Runtime
@@ -131,5 +132,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     IDEMPOTENCY.bind(context)
     # The routes read this handler's runtime and idempotency records for this request (api_routes.common.serving).
     # A record read twice in one request (the cluster by the route, then by the name lookup) is read once.
-    with api_routes.common.serving(RUNTIME, IDEMPOTENCY), RUNTIME.store.reusing_reads():
+    # Every AWS client of the request fits API Gateway's 30 s (instantstart.aws.clients.API_BUDGET).
+    with using_budget(API_BUDGET), api_routes.common.serving(RUNTIME, IDEMPOTENCY), RUNTIME.store.reusing_reads():
         return app.resolve(event, context)

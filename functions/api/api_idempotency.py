@@ -50,10 +50,15 @@ class Idempotency:
 
     @cached_property
     def persistence(self) -> DynamoDBPersistenceLayer:
-        """The records' store: the single table (``PK``/``SK``)."""
+        """The records' store: the single table (``PK``/``SK``), through the process's DynamoDB client of the current
+        call budget (the API's: :data:`instantstart.aws.clients.API_BUDGET`)."""
         from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-        return DynamoDBPersistenceLayer(table_name=self.table_name, key_attr="PK", sort_key_attr="SK")
+        from instantstart.aws.clients import client
+
+        return DynamoDBPersistenceLayer(
+            table_name=self.table_name, key_attr="PK", sort_key_attr="SK", boto3_client=client("dynamodb")
+        )
 
     def bind(self, context: LambdaContext | None) -> None:
         """Register the invocation's Lambda context (Powertools uses its remaining time for in-progress records)."""

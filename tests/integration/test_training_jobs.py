@@ -304,3 +304,40 @@ def test_given_kuberay_on_then_a_verl_rayjob_runs_its_head_and_worker_then_succe
     logs = api.get_training_job_logs(TAG, "verl-grpo-1")
     assert logs["pod"] == job["pods"][0]["name"]
     assert "verl.trainer.main_ppo" in logs["text"] and "job verl-grpo-1 succeeded" in logs["text"]
+
+
+def test_given_a_script_job_of_about_1_mb_then_422_names_command_and_its_byte_bound_and_nothing_is_written(
+    operator: Any, api: InstantStartClient
+) -> None:
+    # within each argument's own bounds (128 arguments of 4096 characters, for command and for args): 1 MiB in all,
+    # more than DynamoDB's 400 KB item that the operation record carrying it is
+    job = {
+        "recipe": "script",
+        "name": "huge-argv",
+        "instanceType": "ml.g6.4xlarge",
+        "image": IMAGE,
+        "command": ["python"] + ["c" * 4096] * 127,
+        "args": ["a" * 4096] * 128,
+    }
+    before = api.list_cluster_operations(TAG)["operations"]
+
+    refused = refusal(lambda: api.create_training_job(TAG, job))
+
+    assert refused.status == 422, refused
+    fields = {d["field"]: d["message"] for d in refused.details}
+    assert set(fields) == {"command", "args"}
+    assert "at most 65536 bytes" in fields["command"] and str(6 + 127 * 4096) in fields["command"]
+    assert "at most 65536 bytes" in fields["args"] and str(128 * 4096) in fields["args"]
+    assert api.list_cluster_operations(TAG)["operations"] == before
+
+    # at the bound of each list the job is accepted: the bounds leave the whole request room in its record
+    fitting = {
+        **job,
+        "command": ["c" * 4096] * 16,
+        "args": ["a" * 4096] * 16,
+        "env": {f"E{i}": "v" * 4000 for i in range(16)},
+    }
+    accepted = api.create_training_job(TAG, fitting)
+    assert accepted["name"] == "huge-argv"
+    assert finished(api, accepted["operation"])["status"] == "SUCCEEDED"
+    assert finished(api, api.delete_training_job(TAG, "huge-argv")["operation"])["status"] == "SUCCEEDED"

@@ -14,6 +14,7 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from inprocess_api import InProcessApi
 
+from instantstart.aws.clients import API_BUDGET, using_budget
 from instantstart.store.table import ConditionFailed
 from instantstart_client.api import ApiError
 
@@ -26,6 +27,12 @@ def api(inprocess_api: InProcessApi) -> InProcessApi:
     return inprocess_api
 
 
+def api_sfn(api: InProcessApi) -> Any:
+    """The Step Functions client the API function's requests use (its call budget's: clients.API_BUDGET)."""
+    with using_budget(API_BUDGET):
+        return api.driver.runtime.client("stepfunctions")
+
+
 def executions(api: InProcessApi) -> list[dict[str, Any]]:
     sfn = api.driver.runtime.client("stepfunctions")
     machine = api.driver.runtime.settings.CREATE_CLUSTER_STATE_MACHINE_ARN
@@ -35,7 +42,7 @@ def executions(api: InProcessApi) -> list[dict[str, Any]]:
 def test_given_a_start_execution_answer_lost_then_the_create_is_accepted_and_its_retry_replays_it(
     api: InProcessApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sfn = api.driver.runtime.client("stepfunctions")
+    sfn = api_sfn(api)
     real_start = sfn.start_execution
 
     def started_then_lost(**kwargs: Any) -> Any:
@@ -75,7 +82,7 @@ def test_given_the_execution_arn_not_recorded_then_the_create_is_still_accepted(
 def test_given_start_execution_refused_then_503_and_the_tag_is_free_again(
     api: InProcessApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sfn = api.driver.runtime.client("stepfunctions")
+    sfn = api_sfn(api)
     real_start = sfn.start_execution
     throttling = [True]
 

@@ -95,7 +95,8 @@ _ERROR_MEANINGS = {
     400: "Malformed request (body not JSON, bad nextToken)",
     404: "Unknown cluster or operation",
     409: "Conflict with the current state (names it)",
-    413: "The body is above the route's bound (names the field and the bound)",
+    413: "The body is above the route's bound (names the field and the bound), or too large to store "
+    "(RequestTooLarge: names the limit and the measured size in bytes); nothing was changed",
     415: "Body is not application/json",
     422: "A field failed validation: each detail names the field and states its rule (range, allowed values, "
     "length, format in words)",
@@ -118,8 +119,12 @@ def _ok(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
 
 
 def accepted_response(model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
-    """The 202 response of a route that starts an operation and answers ``model``."""
-    return {202: {"description": "Operation accepted", "content": {"application/json": {"model": model}}}}
+    """The 202 response of a route that starts an operation and answers ``model``, and its 413 ``RequestTooLarge``
+    (the operation's record, which carries the request, would not fit DynamoDB's item size)."""
+    return {
+        202: {"description": "Operation accepted", "content": {"application/json": {"model": model}}},
+        **_errors(413),
+    }
 
 
 _ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(OperationView)

@@ -79,6 +79,8 @@ def start_change(
 
     Raises:
         Conflict: another operation runs on the cluster.
+        PayloadTooLarge: ``RequestTooLarge`` when the operation record carrying ``change`` would not fit DynamoDB's
+            item size (:func:`instantstart.store.codec.check_item_fits`); nothing was written.
     """
     from instantstart.clusters import service  # the API's side only: the steps and reconcilers never import it
 

@@ -21,14 +21,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code, error_message
 from instantstart.clusters import records, views
-from instantstart.errors import Conflict, UpstreamUnavailable
+from instantstart.errors import Conflict, PayloadTooLarge, UpstreamUnavailable
 from instantstart.models.cluster import RevokedGrant, StageError
 from instantstart.models.common import ClusterStatus, OperationType, StageName
 from instantstart.models.operation import OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.naming import TAG_KEY
 from instantstart.runtime import Runtime
-from instantstart.store.table import ConditionFailed, StoreError
+from instantstart.store.table import ConditionFailed, ItemTooLarge, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -206,6 +206,22 @@ def lost_start(rt: Runtime, cluster: ClusterRecord) -> Conflict:
     )
 
 
+def request_too_large(exc: ItemTooLarge) -> PayloadTooLarge:
+    """The 413 ``RequestTooLarge`` of a request whose record the store refused (:class:`ItemTooLarge`: it would not
+    fit DynamoDB's 400 KB item size with the room the workflow's later updates need); names the limit and the
+    measured size, in bytes, on ``body``. Nothing was written."""
+    message = (
+        f"the request is too large to store: its record measures {exc.size} bytes, above the limit of {exc.limit} "
+        "bytes (DynamoDB's 400 KB item size less the room the operation's later updates need); shorten the "
+        "request's longest fields (e.g. command, args, env)"
+    )
+    return PayloadTooLarge(
+        message,
+        code="RequestTooLarge",
+        details=[{"field": "body", "limit": exc.limit, "size": exc.size, "message": message}],
+    )
+
+
 def start_operation_on(
     rt: Runtime,
     cluster: ClusterRecord,
@@ -222,6 +238,8 @@ def start_operation_on(
     Raises:
         Conflict: ``OperationInProgress`` when a concurrent start won (names its operation and cancel route),
             else ``Conflict`` when the cluster changed first.
+        PayloadTooLarge: ``RequestTooLarge`` when the operation record (the request it carries) is too large to
+            store (:func:`request_too_large`); nothing was written.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     try:
@@ -233,6 +251,8 @@ def start_operation_on(
         )
     except ConditionFailed as exc:
         raise lost_start(rt, cluster) from exc
+    except ItemTooLarge as exc:
+        raise request_too_large(exc) from exc
     return launch(
         rt,
         operation,
@@ -299,6 +319,8 @@ def start_on_live_cluster(
         )
     except ConditionFailed as exc:
         raise lost_start(rt, cluster) from exc
+    except ItemTooLarge as exc:
+        raise request_too_large(exc) from exc
     return launch(
         rt,
         operation,

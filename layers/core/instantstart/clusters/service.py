@@ -24,6 +24,7 @@ from instantstart.clusters.executions import (
     operation_execution_arn,
     operation_in_progress,
     refuse_while_running,
+    request_too_large,
     running_operation,
     start_on_live_cluster,
     start_operation_on,
@@ -43,7 +44,7 @@ from instantstart.models.common import ClusterStatus, OperationStatus, Operation
 from instantstart.models.operation import OperationList, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.runtime import Runtime
-from instantstart.store.table import RETRYABLE_STAGE, ConditionFailed, InvalidPageToken
+from instantstart.store.table import RETRYABLE_STAGE, ConditionFailed, InvalidPageToken, ItemTooLarge
 
 __all__ = [
     "CANCELLED_CODE",
@@ -122,6 +123,8 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             does not fit; a preflight check failed.
         Conflict: the tag already has a live (not DELETED) cluster, or a concurrent create won; training plans
             and a pinned subnet are in different zones.
+        PayloadTooLarge: ``RequestTooLarge`` when the request is too large to store on the cluster record (limit
+            and size in bytes); nothing was written.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     tag = request.cluster_tag
@@ -158,6 +161,8 @@ def create_cluster(rt: Runtime, request: CreateClusterRequest) -> OperationView:
             code="ClusterAlreadyExists",
             details=[{"field": "clusterTag", "status": status}],
         ) from exc
+    except ItemTooLarge as exc:
+        raise request_too_large(exc) from exc
     view = launch(
         rt,
         operation,
@@ -199,6 +204,8 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
             another EKS cluster, missing ``instanceGroups``, a failed preflight check.
         Conflict: a live cluster has the tag, the EKS cluster is already managed or not ACTIVE, a HyperPod cluster
             is attached but not named.
+        PayloadTooLarge: ``RequestTooLarge`` when the request is too large to store on the cluster record (limit
+            and size in bytes); nothing was written.
         UpstreamUnavailable: Step Functions refused to start (the records are rolled back).
     """
     tag = request.cluster_tag
@@ -245,6 +252,8 @@ def import_cluster(rt: Runtime, request: ImportClusterRequest) -> OperationView:
             code="ClusterAlreadyExists",
             details=[{"field": "clusterTag"}],
         ) from exc
+    except ItemTooLarge as exc:
+        raise request_too_large(exc) from exc
     return launch(
         rt,
         operation,

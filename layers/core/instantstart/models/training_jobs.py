@@ -118,6 +118,18 @@ LOG_MAX_SINCE_SECONDS = 2592000
 MAX_NODES = 256
 MAX_ARGS = 128
 MAX_ARG_LENGTH = 4096
+LIST_MAX_BYTES = 64 * 1024
+"""Most UTF-8 bytes of ``command``, of ``args`` and of ``env`` (names and values), each in all (65,536): with every
+list full a job still fits its operation record (``store.codec``: 307,200 bytes), where 128 arguments of 4096
+characters alone would not."""
+
+
+def _within_bytes(values: list[str] | dict[str, str]) -> list[str] | dict[str, str]:
+    items = [*values.keys(), *values.values()] if isinstance(values, dict) else values
+    size = sum(len(v.encode("utf-8")) for v in items)
+    if size > LIST_MAX_BYTES:
+        raise ValueError(f"at most {LIST_MAX_BYTES} bytes in all (UTF-8) so that the job fits its record; got {size}")
+    return values
 
 
 class RecipeName(StrEnum):
@@ -264,7 +276,10 @@ class _JobBase(ApiModel):
     nodes: int = Field(strict=True, default=1, ge=1, le=MAX_NODES, description="Nodes (one pod per node).")
     image: Image
     env: dict[Annotated[str, Field(pattern=ENV_NAME_PATTERN, max_length=128)], Arg] = Field(
-        default_factory=dict, max_length=64, description="Environment variables of the training container."
+        default_factory=dict,
+        max_length=64,
+        description=f"Environment variables of the training container (names and values: at most {LIST_MAX_BYTES} "
+        "bytes in all).",
     )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Recovery budget (defaults apply).")
     team: str | None = Field(
@@ -287,6 +302,11 @@ class _JobBase(ApiModel):
     @classmethod
     def _pinned(cls, image: str) -> str:
         return refuse_unpinned(image)
+
+    @field_validator("env")
+    @classmethod
+    def _env_within_bytes(cls, env: dict[str, str]) -> dict[str, str]:
+        return _within_bytes(env)  # type: ignore[return-value]
 
     @model_validator(mode="after")
     def _priority_needs_team(self) -> _JobBase:
@@ -324,15 +344,37 @@ class PyTorchJobRequest(_TorchJob):
         examples=["/s3/code/train.py"],
         json_schema_extra=pattern_rule(FILE_PATH_RULE),
     )
-    args: list[Arg] = Field(default_factory=list, max_length=MAX_ARGS, description="Arguments of the script (argv).")
+    args: list[Arg] = Field(
+        default_factory=list,
+        max_length=MAX_ARGS,
+        description=f"Arguments of the script (argv; at most {LIST_MAX_BYTES} bytes in all).",
+    )
+
+    @field_validator("args")
+    @classmethod
+    def _args_within_bytes(cls, args: list[str]) -> list[str]:
+        return _within_bytes(args)  # type: ignore[return-value]
 
 
 class ScriptJobRequest(_TorchJob):
     """``script``: a generic HyperPodPyTorchJob running the user's own command (argv, no shell)."""
 
     recipe: Literal["script"] = Field(description="Recipe.")
-    command: list[Arg] = Field(min_length=1, max_length=MAX_ARGS, description="argv of the container, no shell.")
-    args: list[Arg] = Field(default_factory=list, max_length=MAX_ARGS, description="Further arguments (argv).")
+    command: list[Arg] = Field(
+        min_length=1,
+        max_length=MAX_ARGS,
+        description=f"argv of the container, no shell (at most {LIST_MAX_BYTES} bytes in all).",
+    )
+    args: list[Arg] = Field(
+        default_factory=list,
+        max_length=MAX_ARGS,
+        description=f"Further arguments (argv; at most {LIST_MAX_BYTES} bytes in all).",
+    )
+
+    @field_validator("command", "args")
+    @classmethod
+    def _argv_within_bytes(cls, argv: list[str]) -> list[str]:
+        return _within_bytes(argv)  # type: ignore[return-value]
 
 
 class _FineTuneJob(_TorchJob):

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.models.common import ClusterStatus, OperationStatus, StageStatus
 from instantstart.store import keys
-from instantstart.store.codec import Item, _dynamo, _serializer, deserialize, serialize
+from instantstart.store.codec import Item, _dynamo, _serializer, check_item_fits, deserialize, serialize
 from instantstart.store.errors import ConditionFailed, condition_failed
 
 if TYPE_CHECKING:
@@ -78,12 +78,15 @@ class _Write:
 
 @dataclass
 class _Put:
-    """One conditional put of a whole item (by default: only if no item has its key)."""
+    """One conditional put of a whole item (by default: only if no item has its key); ``reserve``: bytes of
+    DynamoDB's item size kept free for later updates (``codec.RECORD_GROWTH_BYTES`` for a record carrying a
+    request), checked by :meth:`StoreBase._transact` before anything is written."""
 
     item: Item
     condition: str = "attribute_not_exists(PK)"
     names: Mapping[str, str] = field(default_factory=dict)
     values: Mapping[str, Any] = field(default_factory=dict)
+    reserve: int = 0
 
     def request(self, table: str) -> dict[str, Any]:
         out: dict[str, Any] = {"TableName": table, "Item": serialize(self.item), "ConditionExpression": self.condition}
@@ -232,6 +235,15 @@ class StoreBase:
         return self._remember(write.pk, write.sk, deserialize(out["Attributes"]))
 
     def _transact(self, puts: Sequence[_Put], updates: Sequence[_Write] = (), checks: Sequence[_Check] = ()) -> None:
+        """One ``TransactWriteItems`` of ``puts``, ``updates`` and ``checks``, all or nothing.
+
+        Raises:
+            ItemTooLarge: a put's item does not fit DynamoDB's item size less its ``reserve``; checked before the
+                call, so nothing was written.
+            ConditionFailed: a condition failed; nothing was written.
+        """
+        for put in puts:
+            check_item_fits(put.item, reserve=put.reserve)
         items: list[dict[str, Any]] = [{"Put": p.request(self.table_name)} for p in puts]
         items += [{"Update": w.request(self.table_name)} for w in updates]
         items += [{"ConditionCheck": c.request(self.table_name)} for c in checks]

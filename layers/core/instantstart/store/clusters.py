@@ -17,7 +17,7 @@ from instantstart.models.mlflow import MlflowConnection
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.store import keys
 from instantstart.store.base import StoreBase, _Put, _Write
-from instantstart.store.codec import Item, decode_token, deserialize, encode_token, serialize
+from instantstart.store.codec import RECORD_GROWTH_BYTES, Item, decode_token, deserialize, encode_token, serialize
 from instantstart.store.errors import ConditionFailed, InvalidPageToken
 from instantstart.store.operations import _operation_item
 from instantstart.store.stages import _stage_item
@@ -82,8 +82,10 @@ class ClusterStore(StoreBase):
 
         Raises:
             ConditionFailed: the tag has a live record (or a concurrent create won); nothing was written.
+            ItemTooLarge: the cluster or operation record would not fit DynamoDB's item size with
+                ``RECORD_GROWTH_BYTES`` kept free (a create request too large to store); nothing was written.
         """
-        put = _Put(_cluster_item(cluster))
+        put = _Put(_cluster_item(cluster), reserve=RECORD_GROWTH_BYTES)
         if replaces_generation is not None:
             # Overwrite the DELETED record of the previous generation, only if it is still that record.
             put = _Put(
@@ -91,8 +93,10 @@ class ClusterStore(StoreBase):
                 "#s = :deleted AND #gen = :gen",
                 {"#s": "status", "#gen": "generation"},
                 {":deleted": ClusterStatus.DELETED.value, ":gen": replaces_generation},
+                reserve=RECORD_GROWTH_BYTES,
             )
-        self._transact([put, _Put(_operation_item(operation)), *(_Put(_stage_item(s)) for s in stages)])
+        op_put = _Put(_operation_item(operation), reserve=RECORD_GROWTH_BYTES)
+        self._transact([put, op_put, *(_Put(_stage_item(s)) for s in stages)])
 
     def record_desired_features(self, tag: str, desired: UpdateFeaturesRequest, now: str) -> ClusterRecord:
         """Store what PATCH /features applied, by feature key (``desiredFeatures``, the whole map; written by the

@@ -30,3 +30,20 @@ def condition_failed(exc: ClientError) -> bool:
 
 class InvalidPageToken(StoreError):
     """A pagination token that this store did not issue (edited, truncated or from another listing)."""
+
+
+class ItemTooLarge(StoreError):
+    """A record refused before it was written: it would not fit DynamoDB's 400 KB item size with the room its later
+    updates need (:func:`instantstart.store.codec.check_item_fits`); nothing was written.
+
+    Attributes:
+        pk: the record's partition key.
+        size: the record's size, in bytes, as DynamoDB counts it.
+        limit: the largest size it may have, in bytes.
+    """
+
+    def __init__(self, pk: str, *, size: int, limit: int) -> None:
+        super().__init__(f"{pk}: the record measures {size} bytes, above the limit of {limit} bytes")
+        self.pk = pk
+        self.size = size
+        self.limit = limit

@@ -17,7 +17,7 @@ from instantstart.models.operation import OperationProgress
 from instantstart.models.records import OperationRecord
 from instantstart.store import keys
 from instantstart.store.base import ENDED_OPERATION, OPERATING_CLUSTER, RETRYABLE_STAGE, StoreBase, _Check, _Put, _Write
-from instantstart.store.codec import Item, decode_token, deserialize, encode_token, serialize
+from instantstart.store.codec import RECORD_GROWTH_BYTES, Item, decode_token, deserialize, encode_token, serialize
 from instantstart.store.errors import ConditionFailed, InvalidPageToken
 
 
@@ -93,6 +93,8 @@ class OperationStore(StoreBase):
             ConditionFailed: the cluster, its current operation or the stage changed since it was read, or a
                 concurrent transaction held the cluster record (``TransactionConflict``: another start was being
                 written); nothing was written.
+            ItemTooLarge: the operation record (its ``change``: the request it carries) would not fit DynamoDB's
+                item size with ``RECORD_GROWTH_BYTES`` kept free; nothing was written.
         """
         tag, generation, now = operation.cluster_tag, operation.generation, operation.created_at
         current = {"currentOperationId": expected_operation_id} if expected_operation_id else {}
@@ -121,7 +123,7 @@ class OperationStore(StoreBase):
             else []
         )
         try:
-            self._transact([_Put(_operation_item(operation))], updates, checks)
+            self._transact([_Put(_operation_item(operation), reserve=RECORD_GROWTH_BYTES)], updates, checks)
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
             if any(isinstance(r, dict) and r.get("Code") == "TransactionConflict" for r in reasons):

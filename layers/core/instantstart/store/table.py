@@ -19,7 +19,7 @@ from __future__ import annotations
 from instantstart.store.base import LIVE_OPERATION, OPERATING_CLUSTER, RETRYABLE_STAGE, RUNNING
 from instantstart.store.clusters import ClusterStore
 from instantstart.store.codec import Item, decode_token, deserialize, encode_token, serialize
-from instantstart.store.errors import ConditionFailed, InvalidPageToken, StoreError, condition_failed
+from instantstart.store.errors import ConditionFailed, InvalidPageToken, ItemTooLarge, StoreError, condition_failed
 from instantstart.store.events import EventStore
 from instantstart.store.locks import LockStore
 from instantstart.store.operations import OperationStore
@@ -34,6 +34,7 @@ __all__ = [
     "ConditionFailed",
     "InvalidPageToken",
     "Item",
+    "ItemTooLarge",
     "Store",
     "StoreError",
     "WaitHolder",
