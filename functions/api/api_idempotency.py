@@ -14,7 +14,9 @@ the operation it may start (:func:`instantstart.clusters.executions.reserving_op
 * once that time passed without an answer (the invocation timed out or crashed): the first request's operation when
   it was written (202 with it, found by the reserved id), else the request runs anew under the same reserved id.
 
-A request that fails (an error answer) drops its record: a retry runs anew.
+A request that fails (an error answer) drops its record: a retry runs anew. A run refused with 409 (the cluster
+exists, an operation runs) whose reserved operation exists was beaten by a twin run of the same keyed request (one
+that took the claim over after its time passed): it answers that operation, never the 409.
 """
 
 from __future__ import annotations
@@ -152,6 +154,14 @@ def run_idempotent(
     try:
         with reserving_operation_id(operation_id):
             answer = call()
+    except Conflict:
+        # A twin run of this keyed request (one that took over a claim whose time passed while its first run went
+        # on, e.g. a scaled-out retry) wrote the reserved operation first: this run's refusal is that operation.
+        twin = recover(operation_id) if recover is not None else None
+        if twin is None:
+            store.release_idempotency(key_hash, operation_id)
+            raise
+        answer = twin
     except BaseException:
         store.release_idempotency(key_hash, operation_id)
         raise

@@ -9,7 +9,8 @@ own error, which callers map to what it means for them. Calls the DynamoDB ``Get
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Operations_Amazon_DynamoDB.html).
 
 One class, :class:`Store`, composed of one part per record kind, each in its own module: :mod:`.clusters`,
-:mod:`.operations`, :mod:`.stages`, :mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`, :mod:`.idempotency`, all on
+:mod:`.operations`, :mod:`.stages`, :mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`,
+:mod:`.idempotency` (``Idempotency-Key`` records), all on
 :mod:`.base` (typed conditional writes, :meth:`Store.reusing_reads`, the low-level reads and writes), with
 :mod:`.codec` (serialization, page tokens) and :mod:`.errors`. Every name is importable from here.
 """
