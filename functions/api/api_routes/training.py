@@ -72,6 +72,12 @@ TrainingJobName = Annotated[
 _JOB_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(TrainingJobAccepted)
 
 
+def _accepted_job(request: TrainingJobRequest, operation_id: str) -> dict[str, Any] | None:
+    # The answer of a create whose invocation died after it started operation ``operation_id`` (None: it did not).
+    accepted = training.accepted_training_job(runtime(), request, operation_id)
+    return accepted.to_api() if accepted is not None else None
+
+
 @router.post(
     "/clusters/<clusterTag>/training-jobs",
     operation_id="CreateTrainingJob",
@@ -99,12 +105,6 @@ _JOB_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(TrainingJobAccepte
         body="job",
     ),
 )
-def _accepted_job(request: TrainingJobRequest, operation_id: str) -> dict[str, Any] | None:
-    # The answer of a create whose invocation died after it started operation ``operation_id`` (None: it did not).
-    accepted = training.accepted_training_job(runtime(), request, operation_id)
-    return accepted.to_api() if accepted is not None else None
-
-
 def create_training_job(
     cluster_tag: ClusterTagPath,
     request: Annotated[CreateTrainingJobRequest, Body()],
