@@ -155,3 +155,23 @@ def test_given_a_failed_request_when_retried_then_it_runs_anew_and_another_body_
     with pytest.raises(Conflict) as reused:
         _run(idem, lambda: {}, body={"clusterTag": "b"})
     assert reused.value.code == "IdempotencyKeyReused"
+
+
+def test_given_the_in_progress_refusal_when_answered_then_409_in_our_shape_with_retry_after(
+    idem: Any, clock: list[float]
+) -> None:
+    import api_errors
+
+    answers: list[Any] = []
+
+    def first() -> dict[str, Any]:
+        clock[0] += 5
+        with pytest.raises(Conflict) as retry:
+            _run(idem, lambda: {})
+        answers.append(api_errors.from_domain_error(retry.value))
+        return {"operationId": new_operation_id()}
+
+    _run(idem, first)
+    answer = answers[0]
+    assert (answer.status_code, answer.headers["Retry-After"]) == (409, "25")
+    assert '"code": "IdempotencyKeyInProgress"' in answer.body
