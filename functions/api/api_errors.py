@@ -127,9 +127,13 @@ _PHRASES = {status.value for status in HTTPStatus}
 
 
 def from_domain_error(exc: InstantStartError) -> Response[Any]:
-    """The answer of a domain error (status by its class; 500 only for unexpected errors)."""
+    """The answer of a domain error (status by its class; 500 only for unexpected errors), with ``Retry-After`` when
+    the error names when to retry (``retry_after_seconds``, e.g. 409 ``IdempotencyKeyInProgress``)."""
     status = next((s for cls, s in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
-    return error_response(status, exc.code, exc.message, exc.details)
+    answer = error_response(status, exc.code, exc.message, exc.details)
+    if exc.retry_after_seconds is not None:
+        answer.headers["Retry-After"] = str(exc.retry_after_seconds)
+    return answer
 
 
 @dataclass(frozen=True)

@@ -76,18 +76,35 @@ def _accepted(op: OperationView) -> Response[Any]:
     return _json(op, 202, {"Location": op.status_url})
 
 
+def written_operation(operation_id: str) -> dict[str, Any] | None:
+    """The view of operation ``operation_id`` as the API answers it, or None when it was never written: what a
+    request whose invocation died answered, found by the operation id it reserved (``api_idempotency``)."""
+    from instantstart.clusters import service
+    from instantstart.errors import NotFound
+
+    try:
+        return service.get_operation(runtime(), operation_id).to_api()
+    except NotFound:
+        return None
+
+
 def _idempotent(route: str, key: str | None, body: Any, call: Any) -> Response[Any]:
+    """202 with the operation ``call`` starts, once per ``Idempotency-Key`` (a repeat replays the stored answer, or
+    after the first invocation died, the operation it wrote)."""
     from api_idempotency import run_idempotent
 
-    op = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
+    op = run_idempotent(idempotency(), route=route, key=key, body=body, call=call, recover=written_operation)
     return _accepted(OperationView.model_validate(op))
 
 
-def _idempotent_202(route: str, key: str | None, body: Any, model: type[BaseModel], call: Any) -> Response[Any]:
-    """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer)."""
+def _idempotent_202(
+    route: str, key: str | None, body: Any, model: type[BaseModel], call: Any, recover: Any = None
+) -> Response[Any]:
+    """202 with ``call``'s answer, run once per ``Idempotency-Key`` (a repeat replays the stored answer, or after the
+    first invocation died, ``recover(operation_id)``: its answer rebuilt from the operation it wrote)."""
     from api_idempotency import run_idempotent
 
-    answer = run_idempotent(idempotency(), route=route, key=key, body=body, call=call)
+    answer = run_idempotent(idempotency(), route=route, key=key, body=body, call=call, recover=recover)
     return _json(model.model_validate(answer), 202)
 
 

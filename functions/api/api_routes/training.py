@@ -6,7 +6,7 @@ Thin: parse, call one core function, map the result.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -72,6 +72,12 @@ TrainingJobName = Annotated[
 _JOB_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(TrainingJobAccepted)
 
 
+def _accepted_job(request: TrainingJobRequest, operation_id: str) -> dict[str, Any] | None:
+    # The answer of a create whose invocation died after it started operation ``operation_id`` (None: it did not).
+    accepted = training.accepted_training_job(runtime(), request, operation_id)
+    return accepted.to_api() if accepted is not None else None
+
+
 @router.post(
     "/clusters/<clusterTag>/training-jobs",
     operation_id="CreateTrainingJob",
@@ -112,6 +118,7 @@ def create_training_job(
         job_request.to_api(),
         TrainingJobAccepted,
         lambda: training.create_training_job(runtime(), cluster_tag, job_request).to_api(),
+        lambda operation_id: _accepted_job(job_request, operation_id),
     )
 
 

@@ -16,9 +16,12 @@ class InstantStartError(Exception):
         code: stable machine-readable code (e.g. ``ClusterNotFound``).
         message: human-readable message naming the field/resource and, where useful, allowed values.
         details: list of ``{"field": ..., "message": ...}`` dicts.
+        retry_after_seconds: when set, the seconds after which a retry may succeed (the answer's ``Retry-After``).
     """
 
     code = "InternalError"
+    retry_after_seconds: int | None = None
+    """When set, the answer carries ``Retry-After`` with it (seconds)."""
 
     def __init__(self, message: str, *, code: str | None = None, details: list[dict[str, Any]] | None = None):
         super().__init__(message)

@@ -114,8 +114,10 @@ class LambdaContext:
     _started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        """Milliseconds left before the function's timeout."""
-        return max(0, int((self.timeout_seconds - (time.monotonic() - self._started)) * 1000))
+        """Milliseconds left before the function's timeout, in simulated time when a clock is installed (the
+        ``Timeout`` a timed-out invocation waits out, :func:`_wait_out_timeout`)."""
+        scale = _clock.scale if _clock is not None else 1.0
+        return max(0, int((self.timeout_seconds - (time.monotonic() - self._started) * scale) * 1000))
 
 
 REGISTRY: dict[str, LambdaCode] = {}

@@ -16,6 +16,9 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -36,13 +39,34 @@ NOT_STARTED = StageError(code="ExecutionNotStarted", message="Step Functions did
 """The error recorded on an operation whose execution Step Functions did not start (its records rolled back)."""
 
 
+_RESERVED: ContextVar[list[str] | None] = ContextVar("reserved_operation_id", default=None)
+"""The operation id a request reserved before it wrote anything (:func:`reserving_operation_id`), taken by the first
+:func:`new_operation_id` of that request."""
+
+
+@contextmanager
+def reserving_operation_id(operation_id: str) -> Iterator[None]:
+    """Make the first :func:`new_operation_id` of the block answer ``operation_id`` (made by :func:`new_operation_id`
+    and recorded by the caller beforehand, e.g. in the request's ``Idempotency-Key`` record: a retry of a request whose
+    invocation died finds the operation it wrote under that id). Later calls make new ids."""
+    token = _RESERVED.set([operation_id])
+    try:
+        yield
+    finally:
+        _RESERVED.reset(token)
+
+
 def new_operation_id() -> str:
-    """A new operation id, also the Step Functions execution name (``op-`` + 32 hex, 35 chars).
+    """A new operation id, also the Step Functions execution name (``op-`` + 32 hex, 35 chars); inside
+    :func:`reserving_operation_id`, its reserved id the first time.
 
     The hex is a time-ordered UUID (version 7, RFC 9562: 48-bit Unix milliseconds, then random bits),
     so ids of one cluster sort in the order they were made; the per-cluster listing breaks ties
     between operations of the same second with it (:func:`instantstart.store.keys.operation_index_sk`).
     """
+    reserved = _RESERVED.get()
+    if reserved:
+        return reserved.pop()
     millis = time.time_ns() // 1_000_000 & (1 << 48) - 1
     rand = int.from_bytes(os.urandom(10), "big")
     value = millis << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64 | 0b10 << 62 | rand & (1 << 62) - 1

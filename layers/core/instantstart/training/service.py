@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import changes, records, service
+from instantstart.clusters import changes, records, service, views
 from instantstart.clusters.autoscaling import recorded_karpenter
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.clusters.task_governance import require_task_governance
@@ -187,6 +187,19 @@ def create_training_job(rt: Runtime, tag: str, request: TrainingJobRequest) -> T
     change = CreateTrainingJobChange(request=request, facts=facts, kueue=bool(request.team))
     op = changes.start_change(rt, cluster, OperationType.CREATE_TRAINING_JOB, change)
     return TrainingJobAccepted(name=request.name, namespace=request.job_namespace, kind=kind, operation=op)
+
+
+def accepted_training_job(rt: Runtime, request: TrainingJobRequest, operation_id: str) -> TrainingJobAccepted | None:
+    """The 202 answer :func:`create_training_job` gave for ``request`` if it started operation ``operation_id`` (None:
+    no such operation was written). What a retry with the same ``Idempotency-Key`` answers after the first request's
+    invocation died (timed out) having started the operation. Reads the operation record (DynamoDB ``GetItem``)."""
+    record = rt.store.get_operation(operation_id)
+    if record is None:
+        return None
+    _, kind = builders.job_kind(request.recipe)
+    return TrainingJobAccepted(
+        name=request.name, namespace=request.job_namespace, kind=kind, operation=views.operation_view(record)
+    )
 
 
 def delete_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> TrainingJobAccepted:
