@@ -41,7 +41,8 @@ KEEP_SECONDS = 24 * 3600
 """How long a key's record (and its answer) is kept: a repeat within a day replays it."""
 
 DEFAULT_TIMEOUT_SECONDS = 28
-"""The API function's ``Timeout`` (``template.yaml``, ``ApiFunction``), the in-progress time when no Lambda context is bound."""
+"""The API function's ``Timeout`` (``template.yaml``, ``ApiFunction``): the in-progress time without a Lambda
+context."""
 
 
 class Idempotency:
