@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from instantstart.aws.clients import API_BUDGET
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, assert_only_network_ran, terminal
@@ -101,15 +102,15 @@ def test_given_no_capacity_then_each_error_event_of_the_events_page_carries_ec2s
     others = api.list_cluster_events("evwhy", level="Info")["events"]
     assert others and all(e["failureMessage"] is None and e["failureMessageNote"] is None for e in others)
 
-    # Every attempt of the API function's next DescribeClusterEvent is throttled (the first and botocore's 5
-    # retries, max_attempts=5); the workflow's own calls (verify rechecking the DEGRADED cluster) are not.
+    # Every attempt of the API function's next DescribeClusterEvent is throttled (each attempt its call budget allows,
+    # clients.API_BUDGET); the workflow's own calls (verify rechecking the DEGRADED cluster) are not.
     api_function = sandbox.function_name("ApiFunction")
     sandbox.aws.extension.faults.inject(
         "sagemaker",
         "DescribeClusterEvent",
         "ThrottlingException",
         "Rate exceeded",
-        times=6,
+        times=API_BUDGET.max_attempts,
         when=lambda call: call.caller == api_function,
     )
     throttled = api.list_cluster_events("evwhy", level="Error")["events"]

@@ -110,7 +110,12 @@ class HyperPodEvents:
 
 @contextmanager
 def stubbed_sagemaker(runtime: Any) -> Iterator[Stubber]:
-    """An active ``Stubber`` on ``runtime``'s SageMaker client; every queued answer must be used."""
-    with Stubber(runtime.client("sagemaker")) as stub:
+    """An active ``Stubber`` on ``runtime``'s SageMaker client of the API function's call budget (the client its
+    requests use: ``clients.API_BUDGET``); every queued answer must be used."""
+    from instantstart.aws.clients import API_BUDGET, using_budget
+
+    with using_budget(API_BUDGET):
+        sagemaker = runtime.client("sagemaker")
+    with Stubber(sagemaker) as stub:
         yield stub
         stub.assert_no_pending_responses()

@@ -398,6 +398,9 @@ def test_list_clusters_returns_one_page_and_its_token(inprocess_api: InProcessAp
         "updatedAt",
         "eksClusterName",
         "hyperPodClusterName",
+        "currentOperationId",
+        "stages",
+        "instanceGroups",
     }
     last = client.list_clusters(max_results=2, next_token=page["nextToken"])
     assert [c["clusterTag"] for c in last["clusters"]] == ["charlie"] and last["nextToken"] is None

@@ -7,7 +7,9 @@ Python, so two threads of a threaded server can both pass the check; and a cance
 it backed up, which can undo a concurrent write. :func:`install` serializes moto's DynamoDB writes (``PutItem``,
 ``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``) with one lock, so a lock built on a
 conditional write (one operation per cluster) is tested against the isolation AWS gives, not a weaker one.
-Reads are not serialized (DynamoDB reads do not wait for writes either).
+Reads take the same lock: DynamoDB returns each item as it was before or after a write, but moto changes its item
+dicts in place, so a read beside a write could fail with ``RuntimeError: dictionary changed size during iteration``
+(seen under load in ``tests/unit/test_operation_lock.py``), an error AWS never gives.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 _WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
 """moto ``DynamoHandler`` actions that write (each one request of the DynamoDB API)."""
+_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_items")
+"""moto ``DynamoHandler`` actions that read items (serialized too: see the module's docstring)."""
 
 _write_lock = threading.RLock()
 _install_lock = threading.Lock()
@@ -35,12 +39,13 @@ def _serialized(action: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install() -> None:
-    """Serialize moto's DynamoDB write actions (idempotent; patches ``moto.dynamodb.responses.DynamoHandler``)."""
+    """Serialize moto's DynamoDB item actions, writes and reads (idempotent; patches
+    ``moto.dynamodb.responses.DynamoHandler``)."""
     from moto.dynamodb.responses import DynamoHandler
 
     handler: Any = DynamoHandler
     with _install_lock:
-        for name in _WRITES:
+        for name in _WRITES + _READS:
             action = getattr(handler, name)
             if not getattr(action, "_instantstart_serialized", False):
                 setattr(handler, name, _serialized(action))
