@@ -13,6 +13,7 @@ import instantstart_client.cli
 from instantstart_client.api import InstantStartClient
 from instantstart_client.cli import app
 from instantstart_client.cli.repeats import repeated_option
+from instantstart_client.operations import document
 
 CREATE = ["clusters", "create", "--tag", "demo", "--az", "us-west-2c"]
 
@@ -70,3 +71,22 @@ def test_a_repeatable_option_and_a_value_that_looks_like_an_option_are_not_repea
         assert repeated_option(command, ctx, ["features", "set", "demo", "--enable", "a", "--enable", "b"]) is None
         assert repeated_option(command, ctx, ["groups", "add", "demo", "--group-name", "--group-name"]) is None
         assert repeated_option(command, ctx, ["jobs", "logs", "demo", "x", "--", "--name", "--name"]) is None
+
+
+@pytest.mark.parametrize("command", [["groups", "add"], ["clusters", "create"], ["clusters", "import"]])
+def test_capacity_type_help_states_every_value_the_api_accepts(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the shipped OpenAPI document's CapacityType (OnDemand, Spot, TrainingPlan),
+    when `--help` of a command with --capacity-type is shown,
+    then its help names each of them (it once said OnDemand was all the API accepts)."""
+    monkeypatch.setenv("COLUMNS", "400")
+    allowed = document()["components"]["schemas"]["CapacityType"]["enum"]
+    assert {"OnDemand", "Spot"} <= set(allowed)
+
+    result = CliRunner().invoke(app, [*command, "--help"])
+
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if "--capacity-type" in line)
+    assert all(value in line for value in allowed), line
+    assert "what the API accepts" not in line
