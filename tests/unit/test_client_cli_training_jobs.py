@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -423,3 +424,27 @@ def test_mlflow_runs_of_a_job_not_in_the_namespace_exits_2_with_the_404_naming_i
     assert other_namespace.exit_code == 2, other_namespace.output
     assert "TrainingJobNotFound" in other_namespace.output and "ml/llama-sft-1" in other_namespace.output
     assert missing.exit_code == 2 and "default/ghost" in missing.output
+
+
+def test_jobs_list_and_get_age_is_measured_on_the_clock_of_the_cluster_timestamps(
+    ready: None, run: Run, kube_fake: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given a job created at 2026-12-01T05:00:00Z and the product's clock (an emulator's: the one the cluster's
+    timestamps come from) at 05:01:30 that day,
+    when `jobs list` and `jobs get` run,
+    then the age is 1m (measured on that clock, not the machine's, where it showed 0s or days)."""
+    from instantstart.models import common
+
+    created = datetime(2026, 12, 1, 5, 0, tzinfo=UTC).timestamp()
+    monkeypatch.setattr(common, "_clock", lambda: created + 90)
+    kube_fake.job("llama-sft-1", "Running")
+
+    listed = run("jobs", "list", "demo")
+    got = run("jobs", "get", "demo", "llama-sft-1")
+    raw = run("jobs", "get", "demo", "llama-sft-1", "--json")
+
+    assert listed.exit_code == 0, listed.output
+    row = next(line for line in listed.stdout.splitlines() if "llama-sft-1" in line)
+    assert row.split("│")[7].strip() == "1m", row
+    assert "age 1m" in got.stdout
+    assert json.loads(raw.stdout)["ageSeconds"] == 90

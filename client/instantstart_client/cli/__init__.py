@@ -11,7 +11,8 @@ reached; 4 ``--wait-timeout`` passed before the operation ended; 130 interrupted
 The commands live in one module per area, each with its Typer sub-app (``clusters``, ``operations``, ``catalog``,
 ``groups``, ``nodes`` (with the day-2 HyperPod operations of ``clusters``), ``governance``, ``autoscaling``,
 ``features``, ``jobs``, ``mlflow``, ``inference`` (``models`` and ``deployments``) and ``endpoints``); what they
-share is in ``common``. This module joins them under ``app`` with the global options and ``demo``.
+share is in ``common``; the root group's class (``repeats.RefuseRepeatsGroup``) refuses a single-value option given
+twice, in any command (exit 2, naming it). This module joins them under ``app`` with the global options and ``demo``.
 ``InstantStartClient``, ``_sleep`` and ``_monotonic`` are looked up here when a command runs, so replacing them on
 this package (tests do) reaches every command.
 """
@@ -49,6 +50,7 @@ from instantstart_client.cli.jobs import jobs_app
 from instantstart_client.cli.mlflow import mlflow_app
 from instantstart_client.cli.nodes import nodes_app
 from instantstart_client.cli.operations import operations_app
+from instantstart_client.cli.repeats import RefuseRepeatsGroup
 
 __all__ = [
     "EXIT_CLIENT_ERROR",
@@ -69,6 +71,7 @@ _monotonic: Callable[[], float] = time.monotonic
 
 app = typer.Typer(
     name="instantstart",
+    cls=RefuseRepeatsGroup,
     help="InstantStart Serverless: create and operate SageMaker HyperPod clusters on EKS through the "
     "InstantStart HTTP API (requests are SigV4-signed with your AWS credentials).",
     epilog="Exit codes: 0 ok, 1 operation failed or aborted, 2 API 4xx / configuration, "

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from instantstart_client.cli.common import (
+    CAPACITY_TYPE_HELP,
     EXIT_OPERATION_FAILED,
     DedicatedSubnetOption,
     IdempotencyOption,
@@ -79,7 +80,7 @@ def clusters_create(
     ] = 1,
     capacity_type: Annotated[
         str,
-        typer.Option("--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."),
+        typer.Option("--capacity-type", help=CAPACITY_TYPE_HELP),
     ] = "OnDemand",
     group_name: Annotated[str, typer.Option("--group-name", help="Instance group name.")] = "accel",
     kubernetes_version: Annotated[
@@ -130,7 +131,7 @@ def clusters_import(
     count: Annotated[int, typer.Option("--count", help="Number of instances.")] = 1,
     capacity_type: Annotated[
         str,
-        typer.Option("--capacity-type", help="OnDemand, Spot or TrainingPlan (the API says which it accepts)."),
+        typer.Option("--capacity-type", help=CAPACITY_TYPE_HELP),
     ] = "OnDemand",
     group_name: Annotated[str, typer.Option("--group-name", help="Instance group name.")] = "accel",
     idempotency_key: IdempotencyOption = None,

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
+from instantstart_client import operations
 from instantstart_client.api import ApiConnectionError, ApiError, ConfigurationError, InstantStartClient
 from instantstart_client.progress import WatchResult, watch_operation
 from instantstart_client.render import esc, print_summary
@@ -56,6 +57,24 @@ class CliState:
         if self._client is not None:
             self._client.close()
 
+
+def allowed_values(schema: str) -> tuple[str, ...]:
+    """The ``enum`` of the shipped OpenAPI document's component schema ``schema`` (e.g. ``CapacityType`` ->
+    ``("OnDemand", "Spot", "TrainingPlan")``), so help texts state what the API accepts.
+
+    Raises:
+        KeyError: no such schema, or it has no ``enum``.
+    """
+    return tuple(str(v) for v in operations.document()["components"]["schemas"][schema]["enum"])
+
+
+def one_of(schema: str) -> str:
+    """``"A, B or C"``: the allowed values of ``schema`` (:func:`allowed_values`) for a help text."""
+    values = allowed_values(schema)
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+CAPACITY_TYPE_HELP = f"How the capacity is paid for: {one_of('CapacityType')}."
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
 TagArgument = Annotated[str, typer.Argument(help="Cluster tag, e.g. demo.", show_default=False)]

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from instantstart_client.cli.common import (
+    CAPACITY_TYPE_HELP,
     EXIT_OPERATION_FAILED,
     DedicatedSubnetOption,
     IdempotencyOption,
@@ -65,9 +66,7 @@ def groups_add(
         int,
         typer.Option("--count", help="Number of instances (0: the group starts empty, e.g. for managed Karpenter)."),
     ] = 1,
-    capacity_type: Annotated[
-        str, typer.Option("--capacity-type", help="OnDemand (what the API accepts).")
-    ] = "OnDemand",
+    capacity_type: Annotated[str, typer.Option("--capacity-type", help=CAPACITY_TYPE_HELP)] = "OnDemand",
     dedicated_subnet: DedicatedSubnetOption = False,
     idempotency_key: IdempotencyOption = None,
     wait: WaitOption = False,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from instantstart.clusters import records
@@ -10,6 +10,7 @@ from instantstart.clusters.page_tokens import Position, open_token, seal
 from instantstart.errors import NotFound
 from instantstart.kube.pod_problems import pod_problem, pod_problems, summary
 from instantstart.kube.reads import KUBERNETES_READ_SECONDS
+from instantstart.models.common import utcnow
 from instantstart.models.training_jobs import (
     LIST_DEFAULT_PAGE_SIZE,
     LIST_MAX_PAGE_SIZE,
@@ -162,7 +163,7 @@ def list_training_jobs(
     jobs.sort(key=lambda j: (_created(j) or "", (j.get("metadata") or {}).get("name", "")), reverse=True)
     offset = start.consumed
     page = jobs[offset : offset + max_results]
-    now = datetime.now(UTC)
+    now = utcnow()  # the clock the cluster's timestamps come from (an emulator's, when one is installed)
     token = None
     if offset + max_results < len(jobs):
         last = (page[-1].get("metadata") or {}).get("name") if page else None
@@ -291,7 +292,7 @@ def get_training_job(rt: Runtime, tag: str, name: str, namespace: str) -> Traini
     job, pods, workload = read_kubernetes(rt, tag, read)
     if job is None:
         raise _not_found(tag, name, namespace)
-    summary = _summary(job, datetime.now(UTC))
+    summary = _summary(job, utcnow())
     conditions = [_condition(c) for c in (job.get("status") or {}).get("conditions") or []]
     history = sorted(
         (c for c in conditions if c.type in ("Restarting", "Failed") or "restart" in (c.reason or "").lower()),
