@@ -11,6 +11,9 @@ from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
 from tests.integration.conftest import GROUP, terminal
 
+STAGES = ["network", "access", "dependencies", "hyperpod", "storage", "verify"]
+"""The creation workflow's stages, in order."""
+
 
 @pytest.fixture(scope="module")
 def ready_cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
@@ -29,14 +32,7 @@ def ready_cluster(api: InstantStartClient, sandbox: Sandbox) -> dict[str, Any]:
 def test_when_created_then_every_stage_succeeds_and_the_cluster_is_ready(ready_cluster: dict[str, Any]) -> None:
     cluster = ready_cluster["cluster"]
     assert cluster["status"] == "READY", cluster["stages"]
-    assert [s["name"] for s in cluster["stages"]] == [
-        "network",
-        "access",
-        "dependencies",
-        "hyperpod",
-        "storage",
-        "verify",
-    ]
+    assert [s["name"] for s in cluster["stages"]] == STAGES
     assert all(s["status"] == "SUCCEEDED" and s["attempts"] == 1 for s in cluster["stages"])
     dependencies = next(s for s in cluster["stages"] if s["name"] == "dependencies")
     # Only what HyperPod needs before nodes join is waited for; Deployment add-ons are checked in verify.
@@ -157,14 +153,7 @@ def test_when_listing_then_each_entry_has_its_stages_and_node_counts_without_a_g
     entry = next(c for c in api.iter_clusters() if c["clusterTag"] == "itest")
     detail = ready_cluster["cluster"]
     assert entry["stages"] == [{"name": s["name"], "status": s["status"]} for s in detail["stages"]]
-    assert [s["name"] for s in entry["stages"]] == [
-        "network",
-        "access",
-        "dependencies",
-        "hyperpod",
-        "storage",
-        "verify",
-    ]
+    assert [s["name"] for s in entry["stages"]] == STAGES
     assert entry["instanceGroups"] == [
         {
             "instanceGroupName": GROUP["instanceGroupName"],
