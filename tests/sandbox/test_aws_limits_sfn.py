@@ -172,7 +172,37 @@ def test_given_an_execution_that_reaches_25000_history_events_then_it_fails_with
     ended = _ended(client, _machine(client, role, states, "Spin"), timeout=240)
     assert (ended["status"], ended["error"]) == ("FAILED", "States.Runtime")
     assert ended["cause"] == "The execution reached the maximum number of history events (25000)."
-    events = client("stepfunctions").get_execution_history(executionArn=ended["executionArn"])["events"]
-    assert len(events) == sfn_limits.MAX_HISTORY_EVENTS
-    assert (events[-1]["id"], events[-1]["type"]) == (sfn_limits.MAX_HISTORY_EVENTS, "ExecutionFailed")
+    sfn = client("stepfunctions")
+    # Event ids count from 1 without gaps: the newest event's id is the history's length.
+    [last] = sfn.get_execution_history(executionArn=ended["executionArn"], reverseOrder=True, maxResults=1)["events"]
+    assert (last["id"], last["type"]) == (sfn_limits.MAX_HISTORY_EVENTS, "ExecutionFailed")
+    [first] = sfn.get_execution_history(executionArn=ended["executionArn"], maxResults=1)["events"]
+    assert (first["id"], first["type"]) == (1, "ExecutionStarted")
     assert time.monotonic() - started < 240
+
+
+def test_given_a_long_history_when_read_then_it_comes_in_pages_of_100_by_default_and_at_most_1000(
+    client: Client, role: str
+) -> None:
+    states = {f"P{i}": {"Type": "Pass", "Next": f"P{i + 1}"} for i in range(59)}
+    states["P59"] = {"Type": "Succeed"}  # about 120 events: two pages of 100
+    ended = _ended(client, _machine(client, role, states, "P0"))
+    assert ended["status"] == "SUCCEEDED"
+    sfn = client("stepfunctions")
+    arn = ended["executionArn"]
+
+    first = sfn.get_execution_history(executionArn=arn)
+    assert len(first["events"]) == sfn_limits.HISTORY_PAGE_DEFAULT and first["nextToken"]
+    rest = sfn.get_execution_history(executionArn=arn, nextToken=first["nextToken"])
+    assert "nextToken" not in rest
+    ids = [e["id"] for e in first["events"] + rest["events"]]
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) > sfn_limits.HISTORY_PAGE_DEFAULT
+    newest = sfn.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=1000)
+    assert [e["id"] for e in newest["events"]] == ids[::-1] and "nextToken" not in newest
+
+    with pytest.raises(ClientError) as too_many:
+        sfn.get_execution_history(executionArn=arn, maxResults=1001)
+    assert too_many.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(ClientError) as reordered:  # a token of the oldest-first order, asked newest first
+        sfn.get_execution_history(executionArn=arn, reverseOrder=True, nextToken=first["nextToken"])
+    assert reordered.value.response["Error"]["Code"] == "InvalidToken"

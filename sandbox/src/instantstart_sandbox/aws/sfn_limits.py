@@ -12,11 +12,17 @@
   it can't be caught by ``States.ALL``; moto's catchers matched everything). Named explicitly, it still matches;
 * an execution whose history reaches 25,000 events fails with ``States.Runtime`` "The execution reached the maximum
   number of history events (25000)." as its last event: the state running then is not caught or retried, events
-  after the 24,999th are not recorded, a Lambda already invoked keeps running.
+  after the 24,999th are not recorded, a Lambda already invoked keeps running;
+* GetExecutionHistory answers pages as Step Functions does: ``maxResults`` 100 by default (0 too), at most 1,000
+  (more: ``ValidationException``), ``nextToken`` for the next page (one this API did not issue: ``InvalidToken``),
+  ``reverseOrder`` newest first; moto answered every event of the execution at once, so a reader that forgot to page
+  passed here and read 100 events on AWS.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from typing import Any
 
@@ -27,6 +33,10 @@ MAX_HISTORY_EVENTS = 25_000
 """Step Functions' hard quota on a Standard execution's history events."""
 
 MAX_NAME_CHARS = 80
+
+HISTORY_PAGE_DEFAULT = 100
+HISTORY_PAGE_MAX = 1000
+"""GetExecutionHistory's ``maxResults``: the default page (also for 0) and the largest allowed."""
 
 HISTORY_FULL_CAUSE = f"The execution reached the maximum number of history events ({MAX_HISTORY_EVENTS})."
 
@@ -115,6 +125,7 @@ def install() -> None:
     _data_limit_is_terminal()
     _task_input_is_limited()
     _history_is_limited()
+    _history_is_paginated()
 
 
 def _data_limit_is_terminal() -> None:
@@ -217,3 +228,59 @@ def _history_is_limited() -> None:
         return env
 
     ExecutionWorker._get_evaluation_environment = _get_evaluation_environment  # type: ignore[method-assign]
+
+
+def history_page(
+    events: list[Any], execution_arn: str, *, max_results: int | None, reverse: bool, next_token: str | None
+) -> dict[str, Any]:
+    """One GetExecutionHistory page of ``events`` (oldest first, as recorded): ``{"events": [...], "nextToken"?}``.
+
+    Raises:
+        ValidationException: ``maxResults`` outside 0-1,000.
+        InvalidToken: ``next_token`` not issued for this execution and order.
+    """
+    from moto.stepfunctions.exceptions import InvalidToken, ValidationException
+
+    size = HISTORY_PAGE_DEFAULT if not max_results else int(max_results)
+    if not 0 <= size <= HISTORY_PAGE_MAX:
+        raise ValidationException(
+            f"1 validation error detected: Value '{size}' at 'maxResults' failed to satisfy constraint: "
+            f"Member must have value less than or equal to {HISTORY_PAGE_MAX}"
+        )
+    start = 0
+    if next_token:
+        try:
+            token = json.loads(base64.urlsafe_b64decode(next_token.encode()))
+            start = int(token["offset"])
+            valid = token["executionArn"] == execution_arn and bool(token["reverse"]) == reverse and start > 0
+        except (ValueError, KeyError, TypeError):
+            valid = False
+        if not valid:
+            raise InvalidToken(f"'{next_token}'")
+    ordered = list(reversed(events)) if reverse else events
+    page: dict[str, Any] = {"events": ordered[start : start + size]}
+    if start + size < len(ordered):
+        token = {"executionArn": execution_arn, "offset": start + size, "reverse": reverse}
+        page["nextToken"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+    return page
+
+
+def _history_is_paginated() -> None:
+    """moto's GetExecutionHistory answers one page at a time (:func:`history_page`)."""
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def get_execution_history(self: Any) -> Any:
+        execution_arn = self._get_param("executionArn")
+        history = self.stepfunction_backend.get_execution_history(execution_arn)
+        return ActionResult(
+            history_page(
+                list(history["events"]),
+                execution_arn,
+                max_results=self._get_param("maxResults"),
+                reverse=bool(self._get_param("reverseOrder")),
+                next_token=self._get_param("nextToken"),
+            )
+        )
+
+    StepFunctionResponse.get_execution_history = get_execution_history  # type: ignore[method-assign]
