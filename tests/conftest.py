@@ -110,22 +110,27 @@ def wait_for() -> Callable[..., dict[str, Any]]:
 
 
 SLOWEST_FIRST = (
-    "tests/integration/test_failure_and_retry.py",
-    "tests/integration/test_instance_group_subnets.py",
-    "tests/integration/test_process_runtime.py",
-    "tests/integration/test_training_jobs.py",
     "tests/integration/test_sandbox_cli.py",
+    "tests/integration/test_failure_and_retry.py",
+    "tests/integration/test_process_runtime.py",
+    "tests/integration/test_instance_group_subnets.py",
     "tests/integration/test_real_account_faults.py",
+    "tests/integration/test_training_jobs.py",
     "tests/integration/test_load_races.py",
-    "tests/integration/test_mlflow.py",
-    "tests/integration/test_features_storage.py",
     "tests/integration/test_inference_deployments.py",
+    "tests/integration/test_mlflow.py",
     "tests/integration/test_inference_endpoints.py",
-    "tests/integration/test_nodes_and_hyperpod_operations.py",
+    "tests/integration/test_features_storage.py",
+    "tests/integration/test_api_inputs.py",
     "tests/mcp/test_mcp_tools.py",
+    "tests/integration/test_day2_lock_and_teardown.py",
+    "tests/integration/test_features.py",
+    "tests/integration/test_cancel_operation.py",
+    "tests/integration/test_nodes_and_hyperpod_operations.py",
 )
 """Modules with the longest wall time (several clusters, one after another), longest first, as measured in one run
-of the suite over three workers at 480x (64 s for the first, 18 s for the last; the others take 1-15 s). The run
+of the suite over three workers at 480x beside the other lanes of ``make test`` (205 s for the first, 32 s for the
+last; the others take 1-31 s). The run
 keeps this order only with pytest-xdist's ``--no-loadscope-reorder`` (``make test`` and ``make integration`` pass
 it): by default xdist reorders modules by their number of tests."""
 
