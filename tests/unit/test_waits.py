@@ -84,6 +84,27 @@ def test_given_rounds_that_time_out_when_the_budget_is_spent_then_the_task_fails
     assert "within 2 polls of 60 seconds" in message
 
 
+def held_until(running: list[bool]) -> Any:
+    """A check that is held by another running stage while ``running[0]`` is true."""
+    return lambda rt, p: PollResult(done=False, status="waiting", held=running[0])
+
+
+def test_given_a_wait_held_by_a_running_stage_then_timed_out_rounds_spend_its_budget_only_once_that_stage_stops(
+    rt: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    running = [True]
+    for i in range(6):  # six timed-out rounds while the other stage runs: three times the budget
+        waits.run_round(rt, payload(f"held-{i}", max_polls=2), held_until(running))
+    assert [kind for kind, _, _ in sent] == [], "a held wait does not time out"
+
+    running[0] = False  # the other stage ended without satisfying the wait: the budget counts from the last held round
+    for token in ("t1", "t2"):  # held-5 timed out, then t1: two timed-out rounds, the budget
+        waits.run_round(rt, payload(token, max_polls=2), held_until(running))
+
+    kind, token, (name, _) = sent[-1]
+    assert (len(sent), kind, token, name) == (1, "failure", "t2", "PollTimeout")
+
+
 def test_given_rounds_woken_by_events_then_they_do_not_spend_the_budget(
     rt: Runtime, sent: list[tuple[str, str, Any]]
 ) -> None:
@@ -210,6 +231,27 @@ def test_given_access_not_yet_succeeded_when_storage_waits_then_it_holds_and_com
     assert sent == [("success", "t1", {"done": False})], "held, then woken by the access stage, not by its poll"
     steps.run_step(demo, storage_access_round("t2"))
     assert sent[-1] == ("success", "t2", {"done": True, "status": "Kubernetes access granted"})
+
+
+def test_given_access_still_running_past_the_storage_waits_budget_then_storage_keeps_waiting_without_timing_out(
+    demo: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    from instantstart import steps
+
+    op = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.STORAGE)
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.ACCESS)
+    budget = MaxPolls().storage_access
+
+    for i in range(budget + 3):  # every round times out (nothing wakes it) while access keeps running
+        steps.run_step(demo, storage_access_round(f"t{i}"))
+
+    assert sent == [], "the access stage's own waits bound it: storage does not fail first with PollTimeout"
+    steps.run_step(
+        demo, {"action": "complete_stage", "operationId": op, "clusterTag": "demo", "generation": 1, "stage": "access"}
+    )
+    steps.run_step(demo, storage_access_round("last"))
+    assert sent[-1] == ("success", "last", {"done": True, "status": "Kubernetes access granted"})
 
 
 def test_given_the_default_intervals_then_the_woken_storage_access_wait_polls_rarely_within_its_budget() -> None:

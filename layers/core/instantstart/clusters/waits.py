@@ -22,7 +22,9 @@ passed since the first round (``waitStarted``), or a wait that events wake more 
 Error event of each failed launch while capacity is short) would never end. Waits without events (EKS, NAT
 gateway, Kubernetes access, the storage claim) are the same loop with nothing that wakes them. The storage
 stage's wait for Kubernetes access (``storageAccess``) is woken by the workflow itself, when the ``access``
-stage completes, so its poll interval is long (a safety net for a lost wake, not the way it learns).
+stage completes, so its poll interval is long (a safety net for a lost wake, not the way it learns), and its rounds
+do not spend its budget while the ``access`` stage is still PENDING or RUNNING (``PollResult.held``: that stage's
+own waits bound it; a failed ``access`` stage interrupts the storage branch).
 
 Used by every create wait (``hyperpod``: cluster InService; ``verify``: nodes at target; ...), and by
 :mod:`instantstart.clusters.reconcile` for the events that wake them. Step Functions API:
@@ -130,7 +132,9 @@ def _round(
             rounds, elapsed = rt.store.start_wait_round(holder, wait, token, now=utcnow().timestamp())
         except ConditionFailed as exc:
             raise StageFailed(STAGE_INTERRUPTED, f"{holder.what} is no longer RUNNING") from exc
-        if budget_spent(rounds, elapsed, budget, seconds):
+        if result.held:
+            rt.store.restart_wait_budget(holder, wait, now=utcnow().timestamp())
+        elif budget_spent(rounds, elapsed, budget, seconds):
             rt.store.end_wait(holder, wait)
             raise PollTimeout("PollTimeout", f"{p.action} did not finish within {budget} polls of {seconds} seconds")
     except Exception as exc:  # noqa: BLE001 - reported to the task, as a raising Lambda would be

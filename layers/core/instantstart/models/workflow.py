@@ -117,10 +117,17 @@ class StepResult(WorkflowModel):
 
 
 class PollResult(WorkflowModel):
-    """The result of one check of a poll loop: ``done`` ends the loop."""
+    """The result of one check of a poll loop: ``done`` ends the loop.
+
+    ``held``: the wait is held by another stage of the same workflow that is still PENDING or RUNNING, within bounds
+    of its own (the ``storage`` stage's wait for the ``access`` stage): the round does not spend the wait's budget,
+    which starts afresh once that stage stops running. Otherwise the time the other stage takes (an EKS control plane
+    slow to turn ACTIVE, IAM propagation retries) would count against this wait's budget as well as its own.
+    """
 
     done: bool
     status: str | None = None
+    held: bool = False
 
 
 class StageStarted(WorkflowModel):

@@ -110,6 +110,33 @@ class WaitStore(StoreBase):
         )
         return WaitRound(int(deserialize(out["Attributes"])["waitRounds"][wait]), elapsed)
 
+    def restart_wait_budget(self, holder: WaitHolder, wait: str, now: float) -> None:
+        """Start ``holder``'s ``wait`` budget afresh: no timed-out rounds, first round ``now`` (epoch seconds).
+
+        For a round whose wait is held by another running stage (``PollResult.held``). One ``UpdateItem``.
+
+        Raises:
+            ConditionFailed: the holder (stage or operation) is not RUNNING.
+        """
+        try:
+            self._db.update_item(
+                TableName=self.table_name,
+                Key=serialize({"PK": holder.pk, "SK": holder.sk}),
+                UpdateExpression="SET #rounds.#w = :zero, #started.#w = :now",
+                ConditionExpression="attribute_exists(#rounds) AND attribute_exists(#started) AND #s = :running",
+                ExpressionAttributeNames={
+                    "#rounds": "waitRounds",
+                    "#started": "waitStarted",
+                    "#w": wait,
+                    "#s": "status",
+                },
+                ExpressionAttributeValues=serialize({":zero": 0, ":now": Decimal(str(now)), ":running": RUNNING}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(f"{holder.what} is not RUNNING") from exc
+            raise
+
     def end_wait(self, holder: WaitHolder, wait: str) -> None:
         """Forget ``holder``'s ``wait`` (its token and rounds): the wait is over, a later one starts afresh."""
         with suppress(ClientError):  # the holder moved on: nothing to forget

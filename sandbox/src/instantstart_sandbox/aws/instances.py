@@ -44,17 +44,19 @@ NEURON_SHAPES: dict[str, tuple[int, int, int]] = {
     "trn1n.32xlarge": (128, 512, 16),
     "trn2.48xlarge": (192, 2048, 16),
 }
-EFA_INTERFACES: dict[str, int] = {
-    "p4d.24xlarge": 4,
-    "p4de.24xlarge": 4,
-    "p5.48xlarge": 32,
-    "p5e.48xlarge": 32,
-    "p5en.48xlarge": 16,
-    "p6-b200.48xlarge": 8,
-    "trn1.32xlarge": 8,
-    "trn1n.32xlarge": 16,
-    "trn2.48xlarge": 16,
-}
+
+
+def efa_interfaces(ec2_type: str) -> int:
+    """The EFA interfaces a node of ``ec2_type`` (no ``ml.`` prefix) advertises as ``vpc.amazonaws.com/efa``: EC2's
+    ``DescribeInstanceTypes`` ``NetworkInfo.EfaInfo.MaximumEfaInterfaces`` (moto's copy of EC2's data), 0 without
+    EFA. One source with what the control plane reads (``training/rules.py``), so a pod that asks for the EFA EC2
+    lists (g5.8xlarge and larger included) finds it on the node."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+
+    network = INSTANCE_TYPES.get(ec2_type, {}).get("NetworkInfo", {})
+    return int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if network.get("EfaSupported") else 0
+
+
 _MEMORY_PER_VCPU = {"c": 2, "m": 4, "r": 8, "t": 4, "i": 8}
 
 
@@ -104,10 +106,10 @@ def node_shape(instance_type: str) -> NodeShape:
     ec2_type = instance_type.removeprefix("ml.")
     if ec2_type in GPU_SHAPES:
         vcpus, memory, gpus = GPU_SHAPES[ec2_type]
-        return NodeShape(vcpus, memory, gpus=gpus, efa=EFA_INTERFACES.get(ec2_type, 0))
+        return NodeShape(vcpus, memory, gpus=gpus, efa=efa_interfaces(ec2_type))
     if ec2_type in NEURON_SHAPES:
         vcpus, memory, devices = NEURON_SHAPES[ec2_type]
-        return NodeShape(vcpus, memory, neuron_devices=devices, efa=EFA_INTERFACES.get(ec2_type, 0))
+        return NodeShape(vcpus, memory, neuron_devices=devices, efa=efa_interfaces(ec2_type))
     family, _, size = ec2_type.partition(".")
     match = re.fullmatch(r"(\d*)xlarge", size)
     sizes = {"medium": 1, "large": 2, "metal": 96}

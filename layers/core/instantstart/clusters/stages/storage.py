@@ -20,6 +20,7 @@ from instantstart.clusters.stages.common import GONE, Step
 from instantstart.kube import objects
 from instantstart.models.cluster import StorageView
 from instantstart.models.common import StageName, StageStatus
+from instantstart.models.records import StageRecord
 from instantstart.models.resources import StorageResources
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.naming import owned_by, ownership_tags, storage_bucket_name, tag_list
@@ -70,10 +71,14 @@ def pvc_phase(dyn: Any) -> str | None:
     return str(phase) if phase else None
 
 
-def waiting_for_access(rt: Runtime, p: StepPayload) -> str | None:
-    """Why storage cannot touch Kubernetes yet (the ``access`` stage has not SUCCEEDED), recorded as the stage's
-    observed status; None once it has."""
-    access = rt.store.get_stage(p.cluster_tag, p.generation, StageName.ACCESS)
+def access_stage(rt: Runtime, p: StepPayload) -> StageRecord | None:
+    """The record of the workflow's ``access`` stage (DynamoDB ``GetItem``), None before it exists."""
+    return rt.store.get_stage(p.cluster_tag, p.generation, StageName.ACCESS)
+
+
+def waiting_for_access(rt: Runtime, p: StepPayload, access: StageRecord | None) -> str | None:
+    """Why storage cannot touch Kubernetes yet (``access``, the :func:`access_stage` record, has not SUCCEEDED),
+    recorded as the stage's observed status; None once it has."""
     if access is not None and access.status is StageStatus.SUCCEEDED:
         return None
     status = f"bucket ready; waiting for Kubernetes access (stage access {access.status.value if access else '-'})"
@@ -95,8 +100,10 @@ def check_storage_access(rt: Runtime, p: StepPayload) -> PollResult:
     (``UpdateItem``). The ``access`` stage wakes this wait when it completes
     (``instantstart.clusters.steps.WAITING_ON``), so its long poll interval is only a safety net.
     """
-    status = waiting_for_access(rt, p)
-    return PollResult(done=status is None, status=status or "Kubernetes access granted")
+    access = access_stage(rt, p)
+    status = waiting_for_access(rt, p, access)
+    running = access is not None and access.status in (StageStatus.PENDING, StageStatus.RUNNING)
+    return PollResult(done=status is None, status=status or "Kubernetes access granted", held=running)
 
 
 def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
@@ -108,7 +115,7 @@ def check_storage(rt: Runtime, p: StepPayload) -> PollResult:
     """
     from instantstart.kube.client import apply, connect
 
-    status = waiting_for_access(rt, p)
+    status = waiting_for_access(rt, p, access_stage(rt, p))
     if status is not None:
         return PollResult(done=False, status=status)
     bucket = storage_bucket_name(p.cluster_tag, rt.account_id, rt.region)
