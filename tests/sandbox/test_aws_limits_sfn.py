@@ -32,6 +32,14 @@ except ImportError:  # rootdir not on sys.path
 Client = Callable[[str], Any]
 
 
+@pytest.fixture(autouse=True)
+def _engine_hooks(clock: SimClock) -> None:
+    """The Step Functions engine as the Sandbox runner installs it (unnamed executions get a UUID, SendTaskFailure
+    passes its cause on), whichever test of the process ran first: under pytest-xdist this module may be a worker's
+    first."""
+    stepfunctions.install(clock)
+
+
 def _machine(client: Client, role: str, states: dict[str, Any], start: str) -> str:
     definition = {"StartAt": start, "States": states}
     sfn = client("stepfunctions")
@@ -110,7 +118,6 @@ def test_given_execution_names_and_inputs_past_the_rules_then_start_execution_re
 
 
 def test_given_send_task_success_output_over_256_kib_then_it_is_refused(client: Client, clock: SimClock) -> None:
-    stepfunctions.install(clock)  # as the Sandbox runner does: SendTaskFailure passes its cause on
     sfn = client("stepfunctions")
     with pytest.raises(ClientError) as big:
         sfn.send_task_success(taskToken="token", output=json.dumps({"p": "x" * 262_144}))
