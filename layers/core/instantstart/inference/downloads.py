@@ -244,11 +244,48 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     if kube.get(dyn, "batch/v1", "Job", name, INFERENCE_NAMESPACE) is not None:
         return StepResult(status=f"Job {INFERENCE_NAMESPACE}/{name} already applied")
     dry_run(dyn, job)
+    stop_orphaned_jobs(dyn, job)
     kube.apply(dyn, job)
     location = job["spec"]["template"]["spec"]["containers"][0]["env"][2]["value"]
     observed = f"Job {INFERENCE_NAMESPACE}/{name} applied: {request.model_id}@{request.revision} -> {location}"
     record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
+
+
+def _destination(job: dict[str, Any]) -> str | None:
+    """The ``DESTINATION`` env of a download Job's containers (init containers first), or None."""
+    spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for env in container.get("env") or []:
+            if env.get("name") == "DESTINATION":
+                return str(env.get("value"))
+    return None
+
+
+def stop_orphaned_jobs(dyn: Any, job: dict[str, Any]) -> list[str]:
+    """Delete the unfinished download Jobs of the same model and destination as ``job`` (propagation
+    ``Foreground``): the guard lets one download of a model to a destination run at a time, so such a Job belongs
+    to a download that was cancelled (the cancel cannot delete it: the API's Kubernetes access is read-only) and
+    would mix its files with this one's. Returns their names. Kubernetes list (label
+    ``instantstart.io/model-download``) and delete, as cluster admin."""
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from instantstart.kube import client as kube
+
+    labels = job["metadata"]["labels"]
+    selector = f"{builders.LABEL_MODEL_DOWNLOAD}={labels[builders.LABEL_MODEL_DOWNLOAD]}"
+    wanted = _destination(job)
+    stopped = []
+    for other in kube.list_objects(dyn, "batch/v1", "Job", INFERENCE_NAMESPACE, selector):
+        name = str(other["metadata"]["name"])
+        if name == job["metadata"]["name"] or _destination(other) != wanted or _job_state(other)[0] != "Running":
+            continue
+        with suppress(NotFoundError):
+            dyn.resources.get(api_version="batch/v1", kind="Job").delete(
+                name=name, namespace=INFERENCE_NAMESPACE, body={"propagationPolicy": "Foreground"}
+            )
+        stopped.append(name)
+    return stopped
 
 
 def check_download(rt: Runtime, p: StepPayload) -> PollResult:

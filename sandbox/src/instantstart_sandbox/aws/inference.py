@@ -16,7 +16,8 @@ model files into moto S3.
 - endpoints created directly through the SageMaker API are passed to moto (its static answer).
 
 Test hooks (``AwsExtension.inference``): ``stall``/``unstall``, ``fail_image_pull``/``allow_image_pull``,
-``fail_download``, ``hold_download``/``release_download``, ``reset`` per EKS cluster name (see :class:`InferenceFaults`).
+``fail_download``, ``hold_download``/``release_download``, ``reset`` per EKS cluster name (see
+:class:`InferenceFaults`).
 """
 
 from __future__ import annotations
