@@ -213,6 +213,8 @@ def test_a_cluster_delete_ends_the_running_downloads(rt: Runtime) -> None:
     running = [start_download(rt), start_download(rt, "Qwen/Qwen2.5-1.5B-Instruct")]
     done = start_download(rt, "Qwen/Qwen2.5-3B-Instruct")
     finish(rt, done)
+    left = start_download(rt, "Qwen/Qwen2.5-7B-Instruct")
+    overwrite(rt, f"OP#{left.operation_id}", {"status": "FAILED", "endedAt": records.now()})  # ended, guard left
 
     ended = guarded.end_guarded_operations(rt, TAG)
 
@@ -224,3 +226,27 @@ def test_a_cluster_delete_ends_the_running_downloads(rt: Runtime) -> None:
         status = rt.client("stepfunctions").describe_execution(executionArn=op.execution_arn)["status"]
         assert status == "ABORTED"
     assert rt.store.list_guards(TAG) == []
+
+
+@pytest.mark.parametrize(("code", "raises"), [("ExecutionDoesNotExist", False), ("ThrottlingException", True)])
+def test_a_delete_whose_stop_is_refused_records_the_cancel_unless_the_refusal_is_transient(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch, code: str, raises: bool
+) -> None:
+    op = start_download(rt)
+    sfn = rt.client("stepfunctions")
+
+    def refused(**kwargs: Any) -> Any:
+        raise ClientError({"Error": {"Code": code, "Message": "refused"}}, "StopExecution")
+
+    monkeypatch.setattr(sfn, "stop_execution", refused)
+
+    if raises:
+        with pytest.raises(ClientError):
+            guarded.end_guarded_operations(rt, TAG)
+    else:
+        guarded.end_guarded_operations(rt, TAG)
+
+    record = rt.store.get_operation(op.operation_id)
+    assert record is not None
+    assert record.status is (OperationStatus.PENDING if raises else OperationStatus.CANCELLED)  # no workflow runs
+    assert bool(rt.store.list_guards(TAG)) is raises

@@ -15,7 +15,7 @@ import logging
 
 from botocore.exceptions import ClientError
 
-from instantstart.aws.clients import error_code
+from instantstart.aws.transient import transient_reason
 from instantstart.clusters import records
 from instantstart.clusters.executions import NOT_STARTED, launch, operation_execution_arn, request_too_large
 from instantstart.errors import Conflict
@@ -154,18 +154,17 @@ def end_guarded_operations(rt: Runtime, tag: str) -> list[OperationRecord]:
     """End every guarded operation of cluster ``tag`` that has not ended (a cluster delete: nothing of it may run
     on, nor any guard stay): stop its execution (Step Functions ``StopExecution``; one already ended or never
     started is no failure) and record it CANCELLED with ``ClusterDeleted``, its guard released
-    (:func:`instantstart.clusters.records.record_cancellation`). A guard whose operation already ended is deleted
-    with no other change. Returns the operations it ended.
+    (:func:`instantstart.clusters.records.record_cancellation`). A guard whose operation already ended (or has no
+    record) is deleted with no other change. Returns the operations it ended.
 
     Raises:
-        ClientError: Step Functions refused the stop for another reason (the delete's step retries or fails with it).
+        ClientError: a transient Step Functions error (throttling, 5xx): the delete's step retries it. Any other
+            refusal (no such execution, one that ended) still records the cancellation.
     """
     ended: list[OperationRecord] = []
     for guard in rt.store.list_guards(tag):
         op = rt.store.get_operation(guard.operation_id)
-        if op is None:
-            continue
-        if op.status.terminal:
+        if op is None or op.status.terminal:
             rt.store.release_guard(tag, guard.guard, guard.operation_id)
             continue
         message = f"the cluster '{tag}' is being deleted: {op.type.value} {op.operation_id} stopped"
@@ -176,8 +175,11 @@ def end_guarded_operations(rt: Runtime, tag: str) -> list[OperationRecord]:
             if arn:  # else its ARN was never recorded (the start's answer was lost): the record alone stops its steps
                 rt.client("stepfunctions").stop_execution(executionArn=arn, error=CLUSTER_DELETED, cause=message)
         except ClientError as exc:
-            if error_code(exc) != "ExecutionDoesNotExist":
+            if transient_reason(exc):
                 raise
+            # not started, or ended meanwhile (whatever Step Functions answers for that): the CANCELLED record makes
+            # the writes of any step still in flight fail (they are conditional on a live operation)
+            logger.info("operation %s: StopExecution refused (%s), recorded as cancelled", op.operation_id, exc)
         try:
             ended.append(records.record_cancellation(rt, op, StageError(code=CLUSTER_DELETED, message=message)))
         except ConditionFailed:  # it ended meanwhile (its own end released the guard)

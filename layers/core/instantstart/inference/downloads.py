@@ -219,7 +219,8 @@ def _job_state(job: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
-    """Check the token Secret exists (when named), dry-run and apply the download Job.
+    """Check the token Secret exists (when named), dry-run and apply the download Job (nothing for an operation that
+    ended before the step ran: a cancel or a cluster delete stopped it).
 
     Raises:
         StageFailed: ``SecretNotFound`` (the Secret or its key is missing: the pod could never start); Kubernetes
@@ -228,6 +229,8 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     from instantstart.kube import client as kube
 
     op, change = changes.operation_change(rt, p, DownloadModelChange)
+    if op.status.terminal:  # cancelled (e.g. by a cluster delete) before this step ran: apply nothing
+        return StepResult(status=f"operation {op.status.value}: no Job applied")
     request = change.request
     dyn = _admin(rt, p.cluster_tag)
     ref = request.hf_token_secret
