@@ -25,6 +25,10 @@ DEFAULT_POLL_INTERVAL = 2.0
 """Seconds between polls: the API reads DynamoDB, not AWS, so this is cheap but not free."""
 
 
+STAGE_OPERATIONS = ("CREATE_CLUSTER", "IMPORT_CLUSTER", "RETRY_STAGE")
+"""The operation types whose failure is a stage's (the create workflow's)."""
+
+
 @dataclass
 class WatchResult:
     """Where a watched operation ended.
@@ -46,7 +50,11 @@ class WatchResult:
 
     @property
     def failed_stage(self) -> Stage | None:
-        """The first FAILED stage of the cluster, if any."""
+        """The first FAILED stage of the cluster, if any, when the operation runs stages (a create, import or retry);
+        None for any other operation: a day-2 change or a model download did not fail a stage, and its own error is
+        the one to show (the cluster may keep a FAILED ``verify`` from its create, a DEGRADED one does)."""
+        if self.operation.get("type") not in STAGE_OPERATIONS:
+            return None
         return failed_stage(self.cluster)
 
 

@@ -178,3 +178,23 @@ def test_health_check_wait_exits_1_with_the_failed_nodes_message(cli: Callable[.
         )
     ]
     assert f"DeepHealthCheckFailed: instance {NODE}: {message}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("op_type", "shows_stage"), [("DOWNLOAD_MODEL", False), ("SCALE_INSTANCE_GROUP", False), ("CREATE_CLUSTER", True)]
+)
+def test_a_failed_day2_operation_reports_its_own_error_not_a_stage_the_create_left_failed(
+    op_type: str, shows_stage: bool
+) -> None:
+    from instantstart_client.progress import WatchResult
+
+    verify = {
+        "name": "verify",
+        "order": 6,
+        "status": "FAILED",
+        "error": {"code": "InsufficientCapacity", "message": "m"},
+    }
+    failed = operation(op_type, "FAILED", error={"code": "ModelDownloadFailed", "message": "404"})
+    result = WatchResult(operation=failed, cluster={"clusterTag": "demo", "status": "DEGRADED", "stages": [verify]})
+
+    assert (result.failed_stage is not None) is shows_stage

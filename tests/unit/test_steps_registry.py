@@ -37,6 +37,7 @@ def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_areas_go_befor
 ) -> None:
     from instantstart.features import fsx
     from instantstart.features import service as features
+    from instantstart.inference import downloads
     from instantstart.inference import teardown as inference
     from instantstart.mlflow import service as mlflow
     from instantstart.steps import REGISTRY
@@ -54,6 +55,7 @@ def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_areas_go_befor
     monkeypatch.setattr(mlflow, "teardown", called("mlflow.teardown", ["instantstart-demo"]))
     monkeypatch.setattr(mlflow, "start_release", called("mlflow.start_release", None))
     monkeypatch.setattr(features, "teardown", called("features.teardown", ["DeleteRole x"]))
+    monkeypatch.setattr(downloads, "stop_downloads", called("downloads.stop_downloads", []))
     monkeypatch.setattr(inference, "start_removal", called("inference.start_removal", []))
     monkeypatch.setattr(
         inference, "remove_sagemaker_resources", called("inference.remove_sagemaker_resources", ["endpoint e"])
@@ -64,6 +66,7 @@ def test_given_the_assembled_steps_when_a_cluster_is_deleted_then_areas_go_befor
     after_addons = REGISTRY.teardown(Teardown.ROLES, object(), "demo")
 
     assert calls == [
+        "downloads.stop_downloads demo",
         "inference.start_removal demo",
         "mlflow.start_release demo",
         "fsx.teardown demo",

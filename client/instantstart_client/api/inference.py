@@ -26,7 +26,9 @@ class InferenceApi(OperationsApi):
             operation's ``result`` carries ``downloadedBytes``/``downloadedFiles`` while it runs.
 
         Raises:
-            ApiError: 409 ``FeatureNotEnabled`` (fsx) or an operation running; 422 a field.
+            ApiError: 409 ``FeatureNotEnabled`` (fsx), ``ClusterNotReady``, or ``OperationInProgress`` (a download
+                of the same model to the same destination runs; other operations of the cluster do not block it);
+                422 a field.
         """
         arguments = {"clusterTag": cluster_tag}
         return dict(self.call_operation("DownloadModel", arguments, body=dict(body), idempotency_key=idempotency_key))

@@ -72,7 +72,11 @@ _DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(InferenceDe
     "fsx to /fsx/models/<modelId> and needs the fsx feature with a file system (409 FeatureNotEnabled naming fsx). A "
     "gated model's token only as hfTokenSecret (a Secret's name and key in namespace default), never a value. The "
     "DOWNLOAD_MODEL operation applies the Job and ends when it completes; its result shows the bytes and files "
-    "under the prefix so far.",
+    "under the prefix so far. A download does not hold the cluster's operation lock: day-2 changes run beside it and "
+    "it starts beside them on a READY or DEGRADED cluster (409 ClusterNotReady otherwise). It locks its model at its "
+    "destination: while one runs, another download of the same modelId to the same destination (any revision) is "
+    "409 OperationInProgress naming it and its cancel route. A cluster delete stops running downloads (CANCELLED, "
+    "ClusterDeleted).",
     responses={
         **accepted_response(ModelDownloadAccepted),
         **_errors(400, 404, 409, 415, 422, 503),
@@ -84,9 +88,10 @@ _DEPLOYMENT_ACCEPTED: dict[int, OpenAPIResponse] = accepted_response(InferenceDe
         (
             "Download a Hugging Face model into the cluster's storage (POST /clusters/{clusterTag}/models) as a "
             "Kubernetes Job. Returns the model's path for pods (modelPath) and its DOWNLOAD_MODEL operation: poll it "
-            "with operation_get (result.downloadedBytes/downloadedFiles show progress) until SUCCEEDED. A 409 "
-            "FeatureNotEnabled names fsx when the destination is fsx and the feature is off. Write tool: needs "
-            "--allow-write."
+            "with operation_get (result.downloadedBytes/downloadedFiles show progress) until SUCCEEDED. It does not "
+            "block other cluster changes; a 409 OperationInProgress names a download of the same model and "
+            "destination that still runs (cancel it with operation_cancel or wait). A 409 FeatureNotEnabled names "
+            "fsx when the destination is fsx and the feature is off. Write tool: needs --allow-write."
         ),
         cli="models download",
         body="download",

@@ -68,6 +68,7 @@ def start_change(
     change: BaseModel,
     *,
     instance_group_name: str | None = None,
+    guard: tuple[str, str] | None = None,
 ) -> OperationView:
     """Record a PENDING day-2 operation carrying ``change`` and start the update workflow.
 
@@ -75,10 +76,16 @@ def start_change(
     it back with :func:`operation_change` and the same model).
 
     One operation per cluster at a time (:func:`instantstart.clusters.service.start_operation_on`); the
-    cluster keeps its status. Calls Step Functions ``StartExecution``.
+    cluster keeps its status. An ``op_type`` that does not take the cluster's lock (``OperationType.locks_cluster``
+    False: a model download) holds ``guard`` instead, ``(sort key, what it guards)``
+    (:func:`instantstart.clusters.guarded.start_guarded_operation_on`): other operations run beside it, one of the
+    same guard does not. Calls Step Functions ``StartExecution``.
 
     Raises:
-        Conflict: another operation runs on the cluster.
+        Conflict: another operation runs on the cluster (or holds ``guard``); ``ClusterNotReady`` for a guarded
+            operation on a cluster that is not READY or DEGRADED.
+        ValueError: ``guard`` missing for an operation type that does not lock the cluster, or given for one that
+            does.
         PayloadTooLarge: ``RequestTooLarge`` when the operation record carrying ``change`` would not fit DynamoDB's
             item size (:func:`instantstart.store.codec.check_item_fits`); nothing was written.
     """
@@ -98,6 +105,19 @@ def start_change(
         wait_rounds={},
         waits_satisfied={},
     )
+    if (guard is None) != op_type.locks_cluster:
+        raise ValueError(f"{op_type.value}: a guard is needed exactly when the operation does not lock the cluster")
+    if guard is not None:
+        from instantstart.clusters import guarded
+
+        return guarded.start_guarded_operation_on(
+            rt,
+            cluster,
+            operation,
+            guard=guard[0],
+            subject=guard[1],
+            state_machine_arn=rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN,
+        )
     return service.start_operation_on(
         rt,
         cluster,

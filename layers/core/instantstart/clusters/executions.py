@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -112,8 +112,13 @@ def launch(
     undo_to: ClusterStatus,
     undo_operation_id: str | None,
     started_status: ClusterStatus,
+    abandon: Callable[[], None] | None = None,
 ) -> OperationView:
     """Start the execution of ``operation``; if Step Functions refuses, undo its records (nothing half-written).
+
+    The undo puts the cluster back (``undo_to``, ``undo_operation_id``, from ``started_status``); ``abandon``
+    replaces it for an operation that did not take the cluster's lock (it ends the operation and releases its guard,
+    raising ``ConditionFailed`` when the operation began meanwhile).
 
     Once the execution exists the answer is the operation, whatever fails after: a request whose workflow runs
     is never answered as failed (its client would retry with the same ``Idempotency-Key`` and, the failure not
@@ -141,14 +146,17 @@ def launch(
         found = started_anyway(rt, state_machine_arn, operation.operation_id)
         if found is None:
             try:
-                rt.store.abandon_operation(
-                    operation,
-                    error=NOT_STARTED,
-                    now=records.now(),
-                    cluster_status=undo_to,
-                    current_operation_id=undo_operation_id,
-                    expected_cluster_status=started_status,
-                )
+                if abandon is not None:
+                    abandon()
+                else:
+                    rt.store.abandon_operation(
+                        operation,
+                        error=NOT_STARTED,
+                        now=records.now(),
+                        cluster_status=undo_to,
+                        current_operation_id=undo_operation_id,
+                        expected_cluster_status=started_status,
+                    )
             except ConditionFailed:  # its execution began it meanwhile: it runs
                 found = execution_arn(state_machine_arn, operation.operation_id)
         if found is None:

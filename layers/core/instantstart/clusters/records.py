@@ -329,7 +329,8 @@ def cluster_status_after_end(rt: Runtime, operation: OperationRecord, default: C
 
 def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageError) -> OperationRecord:
     """The single cancellation path: the operation CANCELLED with ``error``, its cluster FAILED (a day-2 change of
-    an instance group: unchanged, :func:`cluster_status_after_end`), its running stages CANCELLED. Used by
+    an instance group: unchanged, :func:`cluster_status_after_end`), its running stages CANCELLED. An operation
+    that does not lock the cluster (a model download) leaves the cluster record alone and releases its guard. Used by
     ``POST /operations/{operationId}/cancel`` after ``StopExecution`` and by the reconciler of an ABORTED execution,
     whichever comes first; the second finds the operation CANCELLED and changes nothing
     but stages still RUNNING.
@@ -345,14 +346,17 @@ def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageErr
         ConditionFailed: the operation had already ended with another status (the record says which).
     """
     try:
-        op = rt.store.finish_operation(
-            operation.operation_id,
-            operation.cluster_tag,
-            status=OperationStatus.CANCELLED,
-            cluster_status=cluster_status_after_end(rt, operation, CANCELLED_CLUSTER_STATUS),
-            now=now(),
-            error=error,
-        )
+        if operation.type.locks_cluster:
+            op = rt.store.finish_operation(
+                operation.operation_id,
+                operation.cluster_tag,
+                status=OperationStatus.CANCELLED,
+                cluster_status=cluster_status_after_end(rt, operation, CANCELLED_CLUSTER_STATUS),
+                now=now(),
+                error=error,
+            )
+        else:
+            op = rt.store.finish_guarded_operation(operation, status=OperationStatus.CANCELLED, now=now(), error=error)
         publish(rt, OperationStateChange.of(op))
     except ConditionFailed:
         current = rt.store.get_operation(operation.operation_id)
@@ -421,6 +425,11 @@ def finish_operation(
 ) -> StepResult:
     """End the operation (``status``) and move the cluster to ``cluster_status`` in one transaction.
 
+    An operation that does not lock the cluster (``OperationType.locks_cluster`` False: a model download) ends
+    without writing the cluster record (``cluster_status`` is not used): its guard is released in the same
+    transaction, and whatever operation holds the cluster meanwhile keeps it. Reads the operation first (DynamoDB
+    ``GetItem``).
+
     An operation that already ended with ``status`` is a redelivery (an attempt died after the transaction):
     nothing is written, the event is published again.
 
@@ -429,9 +438,13 @@ def finish_operation(
             operation.
     """
     try:
-        op = rt.store.finish_operation(
-            operation_id, tag, status=status, cluster_status=cluster_status, now=now(), error=error
-        )
+        found = rt.store.get_operation(operation_id)
+        if found is not None and not found.type.locks_cluster:
+            op = rt.store.finish_guarded_operation(found, status=status, now=now(), error=error)
+        else:
+            op = rt.store.finish_operation(
+                operation_id, tag, status=status, cluster_status=cluster_status, now=now(), error=error
+            )
     except ConditionFailed:
         current = rt.store.get_operation(operation_id)
         if current is None or current.status is not status:

@@ -3,13 +3,15 @@ read from the cluster's bucket (``models/``, ``fsx/models/``)."""
 
 from __future__ import annotations
 
+import logging
+from contextlib import suppress
 from datetime import UTC
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code, error_message
-from instantstart.clusters import changes, service
+from instantstart.clusters import changes, guarded
 from instantstart.clusters.nodes import record_result, writable_cluster
 from instantstart.errors import StageFailed, UpstreamUnavailable
 from instantstart.features import fsx
@@ -34,25 +36,50 @@ from instantstart.models.inference import (
 from instantstart.models.operation import OperationProgress
 from instantstart.models.workflow import PollResult, StepPayload, StepResult
 from instantstart.runtime import Runtime
+from instantstart.store import keys
+
+logger = logging.getLogger(__name__)
 
 
 # -- model downloads -------------------------------------------------------------------------------------------------
+DOWNLOAD_GUARD = "DOWNLOAD"
+"""The guard kind of a model download (``store.keys.guard_sk``)."""
+
+
+def download_guard(request: DownloadModelRequest) -> tuple[str, str]:
+    """``(guard sort key, subject)`` of a download: one per destination and model id, whatever the revision (every
+    revision of a model lands under the same prefix, ``models/<modelId>/`` or ``/fsx/models/<modelId>``: two at once
+    would mix their files)."""
+    subject = f"model {request.model_id} to {request.destination.value}"
+    return keys.guard_sk(DOWNLOAD_GUARD, request.destination.value, request.model_id), subject
+
+
 def download_model(rt: Runtime, tag: str, request: DownloadModelRequest) -> ModelDownloadAccepted:
     """Check the destination, then start the ``DOWNLOAD_MODEL`` change (a Job in namespace default).
 
+    The download does not take the cluster's operation lock (it changes nothing of the cluster's shape and may run
+    for an hour): it starts while a day-2 operation runs and day-2 operations start while it runs. It holds the
+    guard of its model and destination instead (:func:`download_guard`): a second download of the same model to the
+    same destination while one runs is refused. The cluster must be READY or DEGRADED.
+
     Raises:
         NotFound: ``ClusterNotFound``.
-        Conflict: ``ClusterNotReady``, ``OperationInProgress``, ``FeatureNotEnabled`` (fsx without ``fsx-claim``).
+        Conflict: ``ClusterNotReady``; ``OperationInProgress`` naming the running download of the same model and
+            destination and its cancel route; ``FeatureNotEnabled`` (fsx without ``fsx-claim``).
         UpstreamUnavailable: Kubernetes could not be read in time.
     """
     cluster = writable_cluster(rt, tag)
-    service.refuse_while_running(rt, cluster)
+    guard = download_guard(request)
+    held = rt.store.get_guard(tag, guard[0])  # early and read-only: the lock is the start's conditional write
+    holder = rt.store.get_operation(held.operation_id) if held else None
+    if holder is not None and not holder.status.terminal:
+        raise guarded.guarded_in_progress(cluster, holder, guard[1])
     if request.destination is Destination.FSX:
         _require_fsx_claim(rt, tag, "destination")
     bucket = cluster_bucket(rt, tag)
     location, path = builders.model_location(request.destination, request.model_id, bucket)
     change = DownloadModelChange(request=request, bucket=bucket)
-    op = changes.start_change(rt, cluster, OperationType.DOWNLOAD_MODEL, change)
+    op = changes.start_change(rt, cluster, OperationType.DOWNLOAD_MODEL, change, guard=guard)
     job = builders.download_job_name(request.model_id, request.revision, request.destination.value, op.operation_id)
     return ModelDownloadAccepted(
         model_id=request.model_id,
@@ -192,7 +219,8 @@ def _job_state(job: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
-    """Check the token Secret exists (when named), dry-run and apply the download Job.
+    """Check the token Secret exists (when named), dry-run and apply the download Job (nothing for an operation that
+    ended before the step ran: a cancel or a cluster delete stopped it).
 
     Raises:
         StageFailed: ``SecretNotFound`` (the Secret or its key is missing: the pod could never start); Kubernetes
@@ -201,6 +229,8 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     from instantstart.kube import client as kube
 
     op, change = changes.operation_change(rt, p, DownloadModelChange)
+    if op.status.terminal:  # cancelled (e.g. by a cluster delete) before this step ran: apply nothing
+        return StepResult(status=f"operation {op.status.value}: no Job applied")
     request = change.request
     dyn = _admin(rt, p.cluster_tag)
     ref = request.hf_token_secret
@@ -217,11 +247,48 @@ def apply_download(rt: Runtime, p: StepPayload) -> StepResult:
     if kube.get(dyn, "batch/v1", "Job", name, INFERENCE_NAMESPACE) is not None:
         return StepResult(status=f"Job {INFERENCE_NAMESPACE}/{name} already applied")
     dry_run(dyn, job)
+    stop_orphaned_jobs(dyn, job)
     kube.apply(dyn, job)
     location = job["spec"]["template"]["spec"]["containers"][0]["env"][2]["value"]
     observed = f"Job {INFERENCE_NAMESPACE}/{name} applied: {request.model_id}@{request.revision} -> {location}"
     record_result(rt, op, OperationProgress(observed=observed))
     return StepResult(status=observed[:256])
+
+
+def _destination(job: dict[str, Any]) -> str | None:
+    """The ``DESTINATION`` env of a download Job's containers (init containers first), or None."""
+    spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for env in container.get("env") or []:
+            if env.get("name") == "DESTINATION":
+                return str(env.get("value"))
+    return None
+
+
+def stop_orphaned_jobs(dyn: Any, job: dict[str, Any]) -> list[str]:
+    """Delete the unfinished download Jobs of the same model and destination as ``job`` (propagation
+    ``Foreground``): the guard lets one download of a model to a destination run at a time, so such a Job belongs
+    to a download that was cancelled (the cancel cannot delete it: the API's Kubernetes access is read-only) and
+    would mix its files with this one's. Returns their names. Kubernetes list (label
+    ``instantstart.io/model-download``) and delete, as cluster admin."""
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from instantstart.kube import client as kube
+
+    labels = job["metadata"]["labels"]
+    selector = f"{builders.LABEL_MODEL_DOWNLOAD}={labels[builders.LABEL_MODEL_DOWNLOAD]}"
+    wanted = _destination(job)
+    stopped = []
+    for other in kube.list_objects(dyn, "batch/v1", "Job", INFERENCE_NAMESPACE, selector):
+        name = str(other["metadata"]["name"])
+        if name == job["metadata"]["name"] or _destination(other) != wanted or _job_state(other)[0] != "Running":
+            continue
+        with suppress(NotFoundError):
+            dyn.resources.get(api_version="batch/v1", kind="Job").delete(
+                name=name, namespace=INFERENCE_NAMESPACE, body={"propagationPolicy": "Foreground"}
+            )
+        stopped.append(name)
+    return stopped
 
 
 def check_download(rt: Runtime, p: StepPayload) -> PollResult:
@@ -259,3 +326,35 @@ def check_download(rt: Runtime, p: StepPayload) -> PollResult:
     if state == "Failed":
         raise StageFailed("ModelDownloadFailed", f"Job {INFERENCE_NAMESPACE}/{name} failed: {message}")
     return PollResult(done=state == "Complete", status=observed[:256])
+
+
+def stop_downloads(rt: Runtime, tag: str) -> list[str]:
+    """A cluster delete's hook (``Teardown.BUCKET``: downloads write to the bucket): every download of cluster ``tag``
+    still running is stopped and recorded CANCELLED with ``ClusterDeleted``, its guard released
+    (:func:`instantstart.clusters.guarded.end_guarded_operations`: Step Functions ``StopExecution``), then its Job is
+    deleted (propagation ``Foreground``, as cluster admin; an EKS cluster that cannot be reached any more has no
+    Job to delete). Nothing to wait for: returns ``[]``.
+
+    Raises:
+        ClientError: Step Functions refused a stop (the delete's step retries or fails with it).
+    """
+    ended = guarded.end_guarded_operations(rt, tag)
+    downloads = [op for op in ended if op.type is OperationType.DOWNLOAD_MODEL and op.change]
+    if not downloads:
+        return []
+    try:
+        dyn = _admin(rt, tag)
+        resource = dyn.resources.get(api_version="batch/v1", kind="Job")
+    except (ClientError, ValueError, OSError) as exc:
+        logger.info("cluster %s: no Kubernetes API to delete the stopped downloads' Jobs (%s)", tag, exc)
+        return []
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    for op in downloads:
+        request = DownloadModelChange.model_validate(op.change).request
+        name = builders.download_job_name(
+            request.model_id, request.revision, request.destination.value, op.operation_id
+        )
+        with suppress(NotFoundError):
+            resource.delete(name=name, namespace=INFERENCE_NAMESPACE, body={"propagationPolicy": "Foreground"})
+    return []

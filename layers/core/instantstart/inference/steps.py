@@ -50,6 +50,16 @@ def delete_endpoint_resources(rt: Runtime, tag: str) -> list[str]:
     return teardown.remove_sagemaker_resources(rt, tag)
 
 
+def stop_model_downloads(rt: Runtime, tag: str) -> list[str]:
+    """Stop the cluster's running model downloads and delete their Jobs (they write to the bucket; they do not hold
+    the cluster's lock, so the delete started beside them: :func:`instantstart.inference.downloads.stop_downloads`);
+    nothing to wait for."""
+    from instantstart.inference import downloads
+
+    return downloads.stop_downloads(rt, tag)
+
+
 REGISTRY.add_dependents("inferenceOperator", _dependents)
+REGISTRY.add_teardown(Teardown.BUCKET, stop_model_downloads)
 REGISTRY.add_teardown(Teardown.BUCKET, start_endpoint_removal)
 REGISTRY.add_teardown(Teardown.NETWORK, delete_endpoint_resources)

@@ -105,6 +105,13 @@ class OperationType(StrEnum):
         create, retry or delete of the cluster."""
         return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 
+    @property
+    def locks_cluster(self) -> bool:
+        """True when the operation holds the cluster's operation lock (``currentOperationId``) while it runs; False
+        for a model download, which changes nothing of the cluster's shape and holds a per-model guard instead
+        (``records.OperationGuardRecord``): day-2 operations proceed beside it."""
+        return self is not OperationType.DOWNLOAD_MODEL
+
 
 class StageName(StrEnum):
     """Stages of cluster creation, in execution order (teardown runs them in reverse)."""

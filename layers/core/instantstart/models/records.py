@@ -176,3 +176,22 @@ class OperationRecord(Record):
     revoked_grants: list[RevokedGrant] | None = Field(
         default=None, description="For a DELETE: what was added to foreign resources and is taken back."
     )
+    guard: str | None = Field(
+        default=None,
+        description="For an operation that does not hold the cluster's lock (DOWNLOAD_MODEL): the sort key of the "
+        "guard item it holds in the cluster's partition (:class:`OperationGuardRecord`), released when it ends.",
+    )
+
+
+class OperationGuardRecord(Record):
+    """``CLUSTER#<tag>`` / ``GUARD#<kind>#...``: what one operation that does not take the cluster's lock holds
+    while it runs (e.g. a model download: the model's files at one destination), so that two such operations never
+    work on the same thing at once. Written with the operation (one transaction, conditional on no guard of that key),
+    deleted with the operation's end (one transaction too)."""
+
+    cluster_tag: str
+    guard: str = Field(description="The guard's sort key (``store.keys.guard_sk``).")
+    operation_id: str = Field(description="The operation holding the guard.")
+    operation_type: OperationType
+    created_at: str
+    subject: str = Field(description="What is guarded, for messages (e.g. ``Qwen/Qwen2.5-0.5B-Instruct to s3``).")

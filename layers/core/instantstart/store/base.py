@@ -99,20 +99,49 @@ class _Put:
 
 @dataclass
 class _Check:
-    """One condition of a transaction on an item it does not write: its ``status`` is one of ``expected_status``."""
+    """One condition of a transaction on an item it does not write: its ``status`` is one of ``expected_status``
+    (and each attribute of ``equals`` has that value)."""
 
     pk: str
     sk: str
     expected_status: Sequence[str]
+    equals: Mapping[str, Any] = field(default_factory=dict)
 
     def request(self, table: str) -> dict[str, Any]:
         placeholders = {f":c{i}": {"S": status} for i, status in enumerate(self.expected_status)}
+        names = {"#cstatus": "status"}
+        values: dict[str, Any] = dict(placeholders)
+        conditions = [f"#cstatus IN ({', '.join(placeholders)})"]
+        for i, (name, value) in enumerate(self.equals.items()):
+            names[f"#e{i}"] = name
+            values[f":e{i}"] = _serializer().serialize(_dynamo(value))
+            conditions.append(f"#e{i} = :e{i}")
         return {
             "TableName": table,
             "Key": serialize({"PK": self.pk, "SK": self.sk}),
-            "ConditionExpression": f"#cstatus IN ({', '.join(placeholders)})",
-            "ExpressionAttributeNames": {"#cstatus": "status"},
-            "ExpressionAttributeValues": placeholders,
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+
+@dataclass
+class _Delete:
+    """One conditional delete of an item: only while ``owner_attribute`` is ``owner`` (an item already gone is no
+    failure: the condition also holds when it does not exist)."""
+
+    pk: str
+    sk: str
+    owner_attribute: str
+    owner: str
+
+    def request(self, table: str) -> dict[str, Any]:
+        return {
+            "TableName": table,
+            "Key": serialize({"PK": self.pk, "SK": self.sk}),
+            "ConditionExpression": "attribute_not_exists(PK) OR #owner = :owner",
+            "ExpressionAttributeNames": {"#owner": self.owner_attribute},
+            "ExpressionAttributeValues": serialize({":owner": self.owner}),
         }
 
 
@@ -234,8 +263,14 @@ class StoreBase:
             raise
         return self._remember(write.pk, write.sk, deserialize(out["Attributes"]))
 
-    def _transact(self, puts: Sequence[_Put], updates: Sequence[_Write] = (), checks: Sequence[_Check] = ()) -> None:
-        """One ``TransactWriteItems`` of ``puts``, ``updates`` and ``checks``, all or nothing.
+    def _transact(
+        self,
+        puts: Sequence[_Put],
+        updates: Sequence[_Write] = (),
+        checks: Sequence[_Check] = (),
+        deletes: Sequence[_Delete] = (),
+    ) -> None:
+        """One ``TransactWriteItems`` of ``puts``, ``updates``, ``checks`` and ``deletes``, all or nothing.
 
         Raises:
             ItemTooLarge: a put's item does not fit DynamoDB's item size less its ``reserve``; checked before the
@@ -247,6 +282,7 @@ class StoreBase:
         items: list[dict[str, Any]] = [{"Put": p.request(self.table_name)} for p in puts]
         items += [{"Update": w.request(self.table_name)} for w in updates]
         items += [{"ConditionCheck": c.request(self.table_name)} for c in checks]
+        items += [{"Delete": d.request(self.table_name)} for d in deletes]
         try:
             self._db.transact_write_items(TransactItems=cast(Any, items))
         except ClientError as exc:

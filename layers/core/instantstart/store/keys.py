@@ -5,12 +5,15 @@
 | cluster             | CLUSTER#<tag>   | META                                 | CLUSTERS        | CLUSTER#<tag>    |
 | stage of a cluster  | CLUSTER#<tag>   | GEN#<generation:04d>#STAGE#<nn>#<name> |               |                  |
 | operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>#<id> |
+| operation guard     | CLUSTER#<tag>   | GUARD#<kind>#<part>#...              |                 |                  |
 | lock (a lease)      | LOCK#<name>     | META                                 |                 |                  |
 | handled event       | EVENT#<id>      | META                                 |                 |                  |
 
 A lock record holds ``owner`` and ``expiration`` (epoch seconds, the table's TTL attribute): a holder that
 crashed leaves a lock that expires instead of blocking forever. A handled-event record (EventBridge event id) holds
-``expiration`` too: it exists only to recognise a redelivery, which EventBridge makes within a day.
+``expiration`` too: it exists only to recognise a redelivery, which EventBridge makes within a day. An operation
+guard (``records.OperationGuardRecord``) lives in its cluster's partition, so the running guarded operations of a
+cluster are one strongly consistent ``Query`` (``begins_with(SK, "GUARD#")``).
 """
 
 from __future__ import annotations
@@ -63,3 +66,13 @@ def lock_pk(name: str) -> str:
 def event_pk(event_id: str) -> str:
     """Partition key of the record of a handled EventBridge event (its ``id``)."""
     return f"EVENT#{event_id}"
+
+
+GUARD_PREFIX = "GUARD#"
+"""Sort-key prefix of every operation guard of a cluster."""
+
+
+def guard_sk(kind: str, *parts: str) -> str:
+    """Sort key of the guard of ``kind`` over ``parts`` in the cluster's partition: ``GUARD#<kind>#<part>#...``
+    (e.g. ``GUARD#DOWNLOAD#s3#Qwen/Qwen2.5-0.5B-Instruct``)."""
+    return "#".join((f"{GUARD_PREFIX}{kind}", *parts))

@@ -9,10 +9,10 @@ own error, which callers map to what it means for them. Calls the DynamoDB ``Get
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Operations_Amazon_DynamoDB.html).
 
 One class, :class:`Store`, composed of one part per record kind, each in its own module: :mod:`.clusters`,
-:mod:`.operations`, :mod:`.stages`, :mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`,
-:mod:`.idempotency` (``Idempotency-Key`` records), all on
-:mod:`.base` (typed conditional writes, :meth:`Store.reusing_reads`, the low-level reads and writes), with
-:mod:`.codec` (serialization, page tokens) and :mod:`.errors`. Every name is importable from here.
+:mod:`.operations`, :mod:`.guards` (operations that do not take their cluster's lock), :mod:`.stages`,
+:mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`, :mod:`.idempotency` (``Idempotency-Key``
+records), all on :mod:`.base` (typed conditional writes, :meth:`Store.reusing_reads`, the low-level reads and
+writes), with :mod:`.codec` (serialization, page tokens) and :mod:`.errors`. Every name is importable from here.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from instantstart.store.clusters import ClusterStore
 from instantstart.store.codec import Item, decode_token, deserialize, encode_token, serialize
 from instantstart.store.errors import ConditionFailed, InvalidPageToken, ItemTooLarge, StoreError, condition_failed
 from instantstart.store.events import EventStore
+from instantstart.store.guards import GuardStore
 from instantstart.store.idempotency import IdempotencyRecord, IdempotencyStore
 from instantstart.store.locks import LockStore
 from instantstart.store.operations import OperationStore
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 
-class Store(ClusterStore, OperationStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore):
+class Store(ClusterStore, OperationStore, GuardStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore):
     """Repository of the control plane's records in one DynamoDB table.
 
     Args:

@@ -115,7 +115,7 @@ class AwsExtension:
         sagemaker_inference: the SageMaker endpoints of the HyperPod inference operator, InvokeEndpoint on them,
             S3 writes of model downloads (:mod:`instantstart_sandbox.aws.inference`).
         inference: inference faults (``stall``, ``unstall``, ``fail_image_pull``, ``allow_image_pull``,
-            ``fail_download``, ``reset``; by EKS cluster name).
+            ``fail_download``, ``hold_download``, ``release_download``, ``reset``; by EKS cluster name).
     """
 
     def __init__(

@@ -16,7 +16,8 @@ model files into moto S3.
 - endpoints created directly through the SageMaker API are passed to moto (its static answer).
 
 Test hooks (``AwsExtension.inference``): ``stall``/``unstall``, ``fail_image_pull``/``allow_image_pull``,
-``fail_download``, ``reset`` per EKS cluster name (see :class:`InferenceFaults`).
+``fail_download``, ``hold_download``/``release_download``, ``reset`` per EKS cluster name (see
+:class:`InferenceFaults`).
 """
 
 from __future__ import annotations
@@ -239,6 +240,15 @@ class InferenceFaults:
         """Model downloads of ``model_id`` in ``cluster`` fail with Hugging Face's error for ``reason``
         (``RepositoryNotFound``: 404, ``GatedRepo``: 401): the pod logs the error line and exits 1."""
         self._controllers(cluster).fail_download(model_id, reason)
+
+    def hold_download(self, cluster: str, model_id: str) -> None:
+        """Model downloads of ``model_id`` in ``cluster`` keep running (pod Running, no files) until
+        :meth:`release_download`: a download of hundreds of GB that takes an hour."""
+        self._controllers(cluster).hold_download(model_id)
+
+    def release_download(self, cluster: str, model_id: str) -> None:
+        """Undo :meth:`hold_download`: the held downloads of ``model_id`` finish (at once when their time is up)."""
+        self._controllers(cluster).release_download(model_id)
 
     def reset(self, cluster: str) -> None:
         """Clear every inference fault of ``cluster``."""

@@ -43,7 +43,8 @@ the Job's pod template) whose first container has env ``HF_MODEL_ID`` (``org/nam
 :attr:`InferenceControllers.filesystem` and, when the pod mounts that path from a claim bound to an FSx for Lustre
 PersistentVolume (CSI ``fsx.csi.aws.com``), onto that file system through :class:`LustreSide`, whose data repository
 associations export them to S3) and exits 0. A missing bucket, missing env or a :meth:`fail_download`
-model makes it exit 1 with an error line.
+model makes it exit 1 with an error line; a :meth:`~InferenceControllers.hold_download` model keeps running until
+:meth:`~InferenceControllers.release_download`.
 
 Engine pods: a container whose image repository's last path part contains ``vllm`` or ``sglang``
 (``vllm/vllm-openai``, ``lmsysorg/sglang``, ``.../vllm``) loads its model for ``SANDBOX_MODEL_LOAD_SECONDS``
@@ -467,6 +468,8 @@ class InferenceControllers:
         self._stalled: dict[tuple[str, str], str] = {}
         self._unpullable: dict[str, str] = {}
         self._failing_models: dict[str, str] = {}
+        self._held_models: set[str] = set()
+        self._parked: dict[str, list[Callable[[], None]]] = {}
         self._started: set[str] = set()
         self._in_progress_since: dict[tuple[str, str, str, str], float] = {}
         self._failed_generation: dict[tuple[str, str, str, str], int] = {}
@@ -514,12 +517,29 @@ class InferenceControllers:
         with self.controllers._lock:
             self._failing_models[model_id] = reason
 
+    def hold_download(self, model_id: str) -> None:
+        """Downloads of ``model_id`` do not finish until :meth:`release_download`: their pods keep Running (the
+        progress lines keep their times) and write no files, as a download of hundreds of GB would for an hour."""
+        with self.controllers._lock:
+            self._held_models.add(model_id)
+
+    def release_download(self, model_id: str) -> None:
+        """Undo :meth:`hold_download`: the held downloads of ``model_id`` whose time is up finish now (files
+        written, exit 0), the others at their time."""
+        with self.controllers._lock:
+            self._held_models.discard(model_id)
+            for finish in self._parked.pop(model_id, []):
+                finish()
+
     def reset(self) -> None:
-        """Clear every fault of this cluster (stalls, unpullable images, failing downloads)."""
+        """Clear every fault of this cluster (stalls, unpullable images, failing downloads, held downloads: they
+        finish)."""
         with self.controllers._lock:
             self._stalled.clear()
             self._unpullable.clear()
             self._failing_models.clear()
+            for model_id in list(self._held_models):
+                self.release_download(model_id)
         self._retry_pulls()
 
     def _pull_error(self, pod: Obj, container: Obj) -> str | None:
@@ -1130,6 +1150,11 @@ class InferenceControllers:
     ) -> None:
         pod = self.cluster.peek("v1", "Pod", name, ns)
         if pod is None or pod["metadata"]["uid"] != uid or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        if model_id in self._held_models:  # hold_download: finishes on release_download
+            self._parked.setdefault(model_id, []).append(
+                lambda: self._finish_download(ns, name, uid, cname, model_id, revision, destination, last)
+            )
             return
         files = model_files(model_id, revision)
         if destination.startswith("s3://"):
