@@ -90,3 +90,14 @@ def test_the_cluster_view_shows_the_recorded_drift_and_never_checked_before(demo
 def test_given_a_cluster_being_created_then_observe_drift_checks_nothing(demo: Runtime, published: list[Any]) -> None:
     assert drift.observe_drift(demo, _cluster(demo), now=T0) == []
     assert _cluster(demo).drift_checked_at is None and published == []
+
+
+def test_given_a_later_check_stored_meanwhile_then_an_older_check_is_dropped(
+    demo: Runtime, published: list[Any]
+) -> None:
+    read = _cluster(demo)
+    drift.record_drift(demo, read, [], now=T1)  # e.g. a repair that saw the add-on back, after the read below
+    stale = drift.record_drift(demo, read, [_item("metrics-server", T0)], now=T0)
+
+    assert stale == [] and published == []
+    assert _cluster(demo).drift == [] and _cluster(demo).drift_checked_at == T1

@@ -56,7 +56,10 @@ def expected_of(rt: Runtime, cluster: ClusterRecord) -> Expected:
         imported |= set(cluster.imported.addons) & set(deps.addons)
     owned_addons = tuple(sorted(set(deps.addons) - imported))
     autoscaled = set(hyperpod.karpenter.instance_groups) if hyperpod.karpenter and hyperpod.karpenter.enabled else set()
-    roles = sorted({a.role_arn.rsplit("/", 1)[-1] for n, a in deps.addons.items() if a.role_arn and n not in imported})
+    role_arns = {a.role_arn for n, a in deps.addons.items() if a.role_arn and n not in imported}
+    if hyperpod.karpenter and hyperpod.karpenter.enabled and hyperpod.karpenter.cluster_role_arn:
+        role_arns.add(hyperpod.karpenter.cluster_role_arn)  # managed Karpenter's ClusterRole (autoscaling_role.py)
+    roles = sorted({arn.rsplit("/", 1)[-1] for arn in role_arns})
     bucket = storage.bucket_name
     if bucket and (storage.bucket_retained or bucket != _own_bucket(rt, cluster)):
         bucket = None
@@ -166,8 +169,9 @@ def record_drift(rt: Runtime, cluster: ClusterRecord, items: list[DriftItem], *,
 
     An item recorded before (same resource, name, field and observed value) keeps its ``since``; what no longer
     differs is cleared; at most :data:`~instantstart.models.drift.MAX_DRIFT_ITEMS` are stored (the count of the
-    rest too). The write is conditional on the ``driftCheckedAt`` read (two checks at once: the later one merges
-    with what the first stored, so an item is new once). When items are new, one ``Cluster Drift Detected`` event
+    rest too). The write is conditional on the ``driftCheckedAt`` read: when another check stored meanwhile, this
+    one merges with what it stored (so an item is new once), or, when that one is later than ``now`` (a later check,
+    or a repair that cleared items), is dropped. When items are new, one ``Cluster Drift Detected`` event
     is published on the control plane's bus (EventBridge ``PutEvents``, best effort).
 
     A cluster record that is gone or of another generation is left alone (returns []).
@@ -189,6 +193,8 @@ def record_drift(rt: Runtime, cluster: ClusterRecord, items: list[DriftItem], *,
             fresh = rt.store.get_cluster(cluster.cluster_tag)
             if fresh is None or fresh.generation != cluster.generation:
                 return []
+            if fresh.drift_checked_at is not None and fresh.drift_checked_at > now:
+                return []  # a later check (or a repair) stored after this one read AWS: this one is stale
             current = fresh
             continue
         if new:

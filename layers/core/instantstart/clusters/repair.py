@@ -164,7 +164,8 @@ def check_repair(rt: Runtime, p: StepPayload) -> PollResult:
 
 
 def finish_repair(rt: Runtime, p: StepPayload) -> None:
-    """Clear the repaired add-ons' items from the recorded drift (``driftCheckedAt`` kept: no new check ran)."""
+    """Clear the repaired add-ons' items from the recorded drift, with ``driftCheckedAt`` = now (the repair saw
+    them back; a check that read AWS before is older and is dropped by :func:`record_drift`)."""
     repaired = set(_change(rt, p).addons)
     for _ in range(3):
         cluster = rt.store.get_cluster(p.cluster_tag)
@@ -179,7 +180,7 @@ def finish_repair(rt: Runtime, p: StepPayload) -> None:
                 p.generation,
                 kept,
                 more=cluster.drift_more,
-                checked_at=cluster.drift_checked_at,
+                checked_at=max(records.now(), cluster.drift_checked_at),
                 if_checked_at=cluster.drift_checked_at,
             )
             return
