@@ -121,7 +121,7 @@ def test_given_an_owned_addon_deleted_outside_when_reconciled_then_recreated_and
     assert api.reconcile_cluster(TAG)["drift"] == [], "nothing differs after the repair"
 
 
-def test_given_a_group_scaled_and_an_addon_replaced_outside_then_reported_and_reconcile_refuses_naming_them(
+def test_given_a_group_scaled_an_addon_replaced_and_the_claim_deleted_outside_then_reconcile_refuses_naming_them(
     api: InstantStartClient, sandbox: Sandbox, cluster: dict[str, Any], drift_events: Any
 ) -> None:
     sm, eks = _client(sandbox, "sagemaker"), _client(sandbox, "eks")
@@ -143,6 +143,7 @@ def test_given_a_group_scaled_and_an_addon_replaced_outside_then_reported_and_re
     eks.delete_addon(clusterName=EKS, addonName="cert-manager")
     _addon_gone(eks, "cert-manager")
     eks.create_addon(clusterName=EKS, addonName="cert-manager")
+    sandbox.kube.cluster(EKS).delete("v1", "PersistentVolumeClaim", "s3-claim", "default")  # as kubectl delete pvc
 
     refused = refusal(lambda: api.reconcile_cluster(TAG))
 
@@ -150,6 +151,7 @@ def test_given_a_group_scaled_and_an_addon_replaced_outside_then_reported_and_re
     named = {(d["resourceType"], d["name"], d["driftField"]): d for d in refused.details}
     assert named[("Addon", "cert-manager", "tags")]["owned"] is False
     assert named[("InstanceGroup", f"{HP}/accel", "TargetCount")]["owned"] is True
+    assert named[("PersistentVolumeClaim", "default/s3-claim", "exists")]["owned"] is True
     assert "cert-manager" in refused.message and f"{HP}/accel" in refused.message
     items = _items(api)
     scaled = items[("InstanceGroup", f"{HP}/accel", "TargetCount")]

@@ -26,6 +26,7 @@ EXPECTED = Expected(
     groups=(ExpectedGroup("accel", "ml.g6.4xlarge", 2),),
     roles=("instantstart-demo-s3-csi",),
     bucket="instantstart-demo-123456789012-us-west-2",
+    claim=("default", "s3-claim"),
 )
 
 
@@ -50,6 +51,7 @@ def _observed(**changes: Any) -> Observed:
             }
         },
         bucket_tags=[{"Key": k, "Value": v} for k, v in TAGS.items()],
+        claim={"metadata": {"name": "s3-claim"}, "status": {"phase": "Bound"}},
     )
     return replace(base, **changes)
 
@@ -199,3 +201,13 @@ def test_the_stored_list_is_bounded_repairable_first() -> None:
     )
     stored, more = bounded([*many, fixable])
     assert len(stored) == MAX_DRIFT_ITEMS and more == 6 and stored[0] is fixable
+
+
+def test_given_the_s3_claim_deleted_or_not_bound_then_reported_and_unread_kubernetes_compares_nothing() -> None:
+    gone = compare(EXPECTED, _observed(claim=None), T0)
+    assert [(i.key, i.owned, i.repairable) for i in gone] == [
+        (("PersistentVolumeClaim", "default/s3-claim", "exists"), True, False)
+    ]
+    pending = compare(EXPECTED, _observed(claim={"status": {"phase": "Pending"}}), T0)
+    assert [(i.field, i.observed) for i in pending] == [("phase", "Pending")]
+    assert compare(EXPECTED, _observed(claim=None, kubernetes_error="Kubernetes answered 403 Forbidden"), T0) == []

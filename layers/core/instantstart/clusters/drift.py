@@ -1,7 +1,8 @@
 """Drift detection: a cluster's records against what AWS reports of its resources, read-only.
 
 - :func:`check_drift` reads AWS for one cluster (EKS ``DescribeCluster``, ``ListAddons``, ``DescribeAddon``;
-  SageMaker ``DescribeCluster``; IAM ``GetRole``; S3 ``GetBucketTagging``) and compares it with the records
+  SageMaker ``DescribeCluster``; IAM ``GetRole``; S3 ``GetBucketTagging``) and Kubernetes (the storage stage's
+  PersistentVolumeClaim, through the caller's access entry, within the read budget) and compares it with the records
   (:mod:`instantstart.clusters.drift_rules`, the rules).
 - :func:`record_drift` stores the drift on the cluster record (``drift``, ``driftCheckedAt``: what ``GET
   /clusters/{clusterTag}`` shows) and publishes one ``Cluster Drift Detected`` event on the control plane's bus
@@ -22,7 +23,15 @@ from botocore.exceptions import ClientError
 from instantstart.aws.clients import error_code
 from instantstart.clusters import events
 from instantstart.clusters.addons import ADDONS_BY_NAME
-from instantstart.clusters.drift_rules import Expected, ExpectedGroup, Observed, bounded, compare, merge
+from instantstart.clusters.drift_rules import (
+    KUBERNETES_KINDS,
+    Expected,
+    ExpectedGroup,
+    Observed,
+    bounded,
+    compare,
+    merge,
+)
 from instantstart.clusters.executions import running_operation
 from instantstart.models.common import ClusterStatus, StageName
 from instantstart.models.drift import DriftItem
@@ -88,6 +97,9 @@ def expected_of(rt: Runtime, cluster: ClusterRecord) -> Expected:
         ),
         roles=tuple(roles),
         bucket=bucket,
+        claim=(storage.namespace, storage.persistent_volume_claim)
+        if storage.namespace and storage.persistent_volume_claim
+        else None,
     )
 
 
@@ -103,7 +115,8 @@ def read_aws(rt: Runtime, exp: Expected) -> Observed:
     """What AWS reports of the resources ``exp`` names (read-only; a resource not found is None).
 
     Calls EKS ``DescribeCluster``, ``ListAddons``, ``DescribeAddon`` (each listed or expected add-on), SageMaker
-    ``DescribeCluster``, IAM ``GetRole`` (each role), S3 ``GetBucketTagging``.
+    ``DescribeCluster``, IAM ``GetRole`` (each role), S3 ``GetBucketTagging``, and Kubernetes ``GET`` of the
+    storage stage's PersistentVolumeClaim (a failed Kubernetes read is ``kubernetes_error``, not an error).
 
     Raises:
         ClientError: any other AWS error (throttling, access denied): the check is not recorded.
@@ -148,7 +161,30 @@ def read_aws(rt: Runtime, exp: Expected) -> Observed:
                 obs.bucket_tags = []
             elif not _missing(exc, "NoSuchBucket", "404"):
                 raise
+    if obs.eks is not None and exp.claim is not None:
+        _read_claim(rt, exp, obs)
     return obs
+
+
+def _read_claim(rt: Runtime, exp: Expected, obs: Observed) -> None:
+    """The storage stage's PersistentVolumeClaim into ``obs`` (Kubernetes ``GET``, within the read budget), or why
+    it could not be read (``obs.kubernetes_error``: the check goes on without it)."""
+    from instantstart.errors import NotFound, UpstreamUnavailable
+    from instantstart.kube import client as kube
+    from instantstart.kube.reads import read_within_budget
+
+    assert exp.claim is not None
+    namespace, name = exp.claim
+    try:
+        obs.claim = read_within_budget(
+            exp.eks_cluster_name,
+            rt.region,
+            exp.tag,
+            lambda dyn: kube.get(dyn, "v1", "PersistentVolumeClaim", name, namespace),
+        )
+    except (NotFound, UpstreamUnavailable) as exc:
+        obs.kubernetes_error = str(exc)
+        logger.warning("drift of %s: Kubernetes not read: %s", exp.tag, exc)
 
 
 def check_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[DriftItem]:
@@ -161,7 +197,11 @@ def check_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[DriftI
         ClientError: an AWS read failed for another reason than not found.
     """
     exp = expected_of(rt, cluster)
-    return compare(exp, read_aws(rt, exp), now)
+    obs = read_aws(rt, exp)
+    items = compare(exp, obs, now)
+    if obs.kubernetes_error is not None:  # not read: what was recorded of Kubernetes stands
+        items += [i for i in cluster.drift if i.resource_type in KUBERNETES_KINDS]
+    return items
 
 
 def record_drift(rt: Runtime, cluster: ClusterRecord, items: list[DriftItem], *, now: str) -> list[DriftItem]:

@@ -21,6 +21,9 @@ HYPERPOD_CLUSTER = "HyperPodCluster"
 INSTANCE_GROUP = "InstanceGroup"
 IAM_ROLE = "IamRole"
 S3_BUCKET = "S3Bucket"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+KUBERNETES_KINDS = frozenset({PERSISTENT_VOLUME_CLAIM})
+"""The Kubernetes kinds drift covers: kept as recorded when Kubernetes could not be read."""
 
 HEALTHY_ADDON = frozenset({"ACTIVE", "CREATING", "UPDATING"})
 """EKS add-on statuses that are not drift (a change under way is not a difference)."""
@@ -60,6 +63,8 @@ class Expected:
     """Names of the IAM roles the control plane created for the cluster."""
     bucket: str | None
     """The S3 bucket the storage stage created (None: none, or kept from an earlier generation)."""
+    claim: tuple[str, str] | None = None
+    """``(namespace, name)`` of the PersistentVolumeClaim the storage stage applied (``s3-claim``)."""
 
 
 @dataclass
@@ -76,6 +81,10 @@ class Observed:
     """IAM ``GetRole``'s ``Role`` by name."""
     bucket_tags: list[dict[str, str]] | None = None
     """S3 ``GetBucketTagging``'s ``TagSet`` ([] when the bucket has none); None: no such bucket."""
+    claim: dict[str, Any] | None = None
+    """The PersistentVolumeClaim as Kubernetes answers it; None: not found."""
+    kubernetes_error: str | None = None
+    """Why Kubernetes could not be read (then nothing of it is compared)."""
 
 
 def _item(
@@ -399,6 +408,42 @@ def compare_storage(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
     return []
 
 
+def compare_kubernetes(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
+    """The storage stage's PersistentVolumeClaim: gone, or not ``Bound``; nothing when Kubernetes was not read."""
+    if exp.claim is None or obs.kubernetes_error is not None:
+        return []
+    name = "/".join(exp.claim)
+    if obs.claim is None:
+        return [
+            _item(
+                now,
+                PERSISTENT_VOLUME_CLAIM,
+                name,
+                "exists",
+                "Bound",
+                None,
+                owned=True,
+                message=f"PersistentVolumeClaim {name} was deleted outside the control plane; pods that mount it "
+                "do not start",
+            )
+        ]
+    phase = (obs.claim.get("status") or {}).get("phase")
+    if phase != "Bound":
+        return [
+            _item(
+                now,
+                PERSISTENT_VOLUME_CLAIM,
+                name,
+                "phase",
+                "Bound",
+                phase,
+                owned=True,
+                message=f"PersistentVolumeClaim {name} is {phase}",
+            )
+        ]
+    return []
+
+
 def compare(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
     """Every difference between ``exp`` and ``obs``, ``since`` = ``now``. A missing EKS cluster hides its add-ons;
     a missing HyperPod cluster hides its groups (one item says it all)."""
@@ -408,6 +453,8 @@ def compare(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
     out += compare_hyperpod(exp, obs, now)
     out += compare_roles(exp, obs, now)
     out += compare_storage(exp, obs, now)
+    if obs.eks is not None:
+        out += compare_kubernetes(exp, obs, now)
     return out
 
 
