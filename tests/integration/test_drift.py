@@ -86,8 +86,9 @@ def test_given_a_cluster_as_created_when_reconciled_then_200_no_drift_no_operati
 ) -> None:
     assert cluster["drift"]["items"] == [] and cluster["drift"]["moreItems"] == 0
 
-    answer = api.reconcile_cluster(TAG)
+    answer = api.reconcile_cluster(TAG, idempotency_key="drift-check-1")
 
+    assert api.reconcile_cluster(TAG, idempotency_key="drift-check-1") == answer, "a repeat answers the same"
     assert "operationId" not in answer
     assert answer["drift"] == [] and answer["message"].startswith("no drift")
     after = api.get_cluster(TAG)
