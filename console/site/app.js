@@ -610,9 +610,9 @@ function Drift({ drift }) {
     <h2 id="drift-title">Drift</h2>
     <p>${d.checkedAt ? `Last checked ${time(d.checkedAt)}.` : 'Not checked yet.'}
       ${d.items.length ? ' Repair what is repairable with instantstart clusters reconcile.' : ''}</p>
-    <${Table}
+    ${d.checkedAt && html`<${Table}
       caption="Drift: what changed outside the control plane"
-      empty=${d.checkedAt ? 'Nothing differs from the records.' : ''}
+      empty="Nothing differs from the records."
       rows=${d.items}
       columns=${[
         ['Resource', (i) => `${i.resourceType} ${i.name}`],
@@ -623,7 +623,7 @@ function Drift({ drift }) {
         ['Repairable', (i) => (i.repairable ? 'yes' : 'no')],
         ['What happened', (i) => i.message],
       ]}
-    />
+    />`}
   </section>`;
 }
 
