@@ -12,8 +12,8 @@ records it, then:
 
 The workflow's change (:data:`CHANGES`): :func:`apply_repair` re-creates each add-on with the dependencies stage's
 own rule (:func:`instantstart.clusters.addons.ensure_addon`: its ownership tags, its role through EKS Pod Identity),
-:func:`check_repair` waits until each is ACTIVE (or, for one whose workload needs nodes, only waiting for them, as
-the stage does), :func:`finish_repair` clears the repaired items from the recorded drift.
+:func:`check_repair` waits until each is ACTIVE (on a DEGRADED cluster, one whose workload needs nodes may be only
+waiting for them, as the stage allows), :func:`finish_repair` clears the repaired items from the recorded drift.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from instantstart.clusters.drift import CHECKED, check_drift, record_drift
 from instantstart.clusters.drift_rules import ADDON
 from instantstart.clusters.executions import refuse_while_running
 from instantstart.errors import Conflict, StageFailed
-from instantstart.models.common import OperationType, StageName
+from instantstart.models.common import ClusterStatus, OperationType, StageName
 from instantstart.models.drift import DriftItem, ReconcileAnswer, ReconcileChange
 from instantstart.models.operation import OperationView
 from instantstart.models.resources import AddonResource, DependenciesResources
@@ -139,8 +139,8 @@ def apply_repair(rt: Runtime, p: StepPayload) -> StepResult:
 
 
 def check_repair(rt: Runtime, p: StepPayload) -> PollResult:
-    """Done once each re-created add-on is ACTIVE, or, for one whose workload needs nodes, only waiting for them
-    (the dependencies stage's rule). Calls EKS ``DescribeAddon``.
+    """Done once each re-created add-on is ACTIVE; on a DEGRADED cluster (nodes missing), one whose workload needs
+    nodes may be only waiting for them (the dependencies stage's rule). Calls EKS ``DescribeAddon``.
 
     Raises:
         StageFailed: an add-on failed: its health issue verbatim.
@@ -159,7 +159,12 @@ def check_repair(rt: Runtime, p: StepPayload) -> PollResult:
     for health in states.values():
         if health.failed:
             raise health.error()
-    pending = [n for n, h in states.items() if not h.active]
+    degraded = records.cluster_record(rt, p.cluster_tag).status is ClusterStatus.DEGRADED
+    pending = [
+        n
+        for n, h in states.items()
+        if not (h.active or (degraded and ADDONS_BY_NAME[n].needs_nodes and h.waiting_for_nodes))
+    ]
     return PollResult(done=not pending, status=f"waiting for {', '.join(pending)}" if pending else "repaired")
 
 
