@@ -473,3 +473,27 @@ def instance_types_table(instance_types: Sequence[str], availability_zone: str) 
     for instance_type in instance_types:
         add_row(table, instance_type)
     return table
+
+
+def drift_table(cluster: Cluster) -> Table | None:
+    """The cluster's drift as last checked (resource, what differs, expected, observed, since, repairable), or None
+    when the last check found nothing (or none ran)."""
+    drift = cluster.get("drift") or {}
+    items = drift.get("items") or []
+    if not items:
+        return None
+    table = Table(title=f"Drift (checked {drift.get('checkedAt') or MISSING})")
+    for column in ("Resource", "Name", "Field", "Expected", "Observed", "Since", "Repairable"):
+        table.add_column(column, overflow="fold")
+    for item in items:
+        add_row(
+            table,
+            item.get("resourceType", ""),
+            item.get("name", ""),
+            item.get("field", ""),
+            item.get("expected") or MISSING,
+            item.get("observed") or MISSING,
+            item.get("since", ""),
+            Text("yes", style="green") if item.get("repairable") else Text("no", style="yellow"),
+        )
+    return table

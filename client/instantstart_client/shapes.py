@@ -210,6 +210,28 @@ class StorageInfo(TypedDict):
     phase: str | None
 
 
+class DriftItemInfo(TypedDict):
+    """One difference between the records and AWS (``drift.items``)."""
+
+    resourceType: str
+    name: str
+    field: str
+    expected: str | None
+    observed: str | None
+    since: str
+    owned: bool
+    repairable: bool
+    message: str
+
+
+class DriftInfo(TypedDict):
+    """The drift of a cluster as last checked."""
+
+    checkedAt: str | None
+    items: list[DriftItemInfo]
+    moreItems: int
+
+
 class Cluster(TypedDict):
     """``GET /clusters/{clusterTag}``."""
 
@@ -226,6 +248,7 @@ class Cluster(TypedDict):
     hyperPod: HyperPodInfo | None
     nodes: list[NodeInfo]
     storage: StorageInfo | None
+    drift: DriftInfo
 
 
 class StageStatusView(TypedDict):

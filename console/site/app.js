@@ -604,6 +604,29 @@ function Operations({ operations, region }) {
   </section>`;
 }
 
+function Drift({ drift }) {
+  const d = drift || { items: [] };
+  return html`<section class="panel" aria-labelledby="drift-title">
+    <h2 id="drift-title">Drift</h2>
+    <p>${d.checkedAt ? `Last checked ${time(d.checkedAt)}.` : 'Not checked yet.'}
+      ${d.items.length ? ' Repair what is repairable with instantstart clusters reconcile.' : ''}</p>
+    ${d.checkedAt && html`<${Table}
+      caption="Drift: what changed outside the control plane"
+      empty="Nothing differs from the records."
+      rows=${d.items}
+      columns=${[
+        ['Resource', (i) => `${i.resourceType} ${i.name}`],
+        ['Field', (i) => i.field],
+        ['Expected', (i) => i.expected || '—'],
+        ['Observed', (i) => i.observed || '—'],
+        ['Since', (i) => time(i.since)],
+        ['Repairable', (i) => (i.repairable ? 'yes' : 'no')],
+        ['What happened', (i) => i.message],
+      ]}
+    />`}
+  </section>`;
+}
+
 function Overview({ api, cluster, operations, region, onChanged }) {
   const n = nodesReady(cluster);
   return html`<div class="overview">
@@ -618,6 +641,7 @@ function Overview({ api, cluster, operations, region, onChanged }) {
         <dt>Created</dt><dd>${time(cluster.createdAt)}</dd>
       </dl>
     </section>
+    <${Drift} drift=${cluster.drift} />
     <${Operations} operations=${operations} region=${region} />
   </div>`;
 }

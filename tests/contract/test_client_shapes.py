@@ -28,6 +28,8 @@ SCHEMA_OF: dict[str, str] = {
     "HyperPodInfo": "HyperPodView",
     "NodeInfo": "NodeView",
     "StorageInfo": "StorageView",
+    "DriftInfo": "DriftView",
+    "DriftItemInfo": "DriftItem",
     "Cluster": "ClusterView",
     "ClusterSummary": "ClusterSummary",
     "StageStatusView": "StageStatusView",

@@ -85,6 +85,7 @@ def arguments(tag: str, confirm: str, node_id: str, operation_id: str) -> dict[s
         "cluster_list_events": t,
         "cluster_list_operations": t,
         "cluster_retry_stage": {**t, "stage": "verify"},
+        "cluster_reconcile": t,
         "cluster_delete": {**t, "confirmClusterTag": confirm},
         "operation_get": {"operationId": operation_id},
         "operation_cancel": {"operationId": operation_id},

@@ -469,3 +469,22 @@ def test_given_a_live_cluster_when_creating_the_same_tag_again_then_409_cluster_
     assert second.error["code"] == "ClusterAlreadyExists"
     assert "CREATING" in second.error["message"]
     assert len(backend.executions()) == 1
+
+
+def test_given_a_creating_cluster_when_reconciling_then_409_cluster_not_ready_and_nothing_read(
+    api: ModuleType, backend: Backend
+) -> None:
+    call(api, api_event("POST", "/clusters"))
+
+    answer = call(api, api_event("POST", "/clusters/demo/reconcile", body=None))
+
+    assert answer.status == 409
+    assert answer.error["code"] == "ClusterNotReady"
+    assert "CREATING" in answer.error["message"] and "READY or DEGRADED" in answer.error["message"]
+    assert backend.executions(UPDATE_SM) == []
+
+
+def test_given_an_unknown_cluster_when_reconciling_then_404(api: ModuleType, backend: Backend) -> None:
+    answer = call(api, api_event("POST", "/clusters/ghost/reconcile", body=None))
+
+    assert answer.status == 404 and answer.error["code"] == "ClusterNotFound"

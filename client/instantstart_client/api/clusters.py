@@ -207,6 +207,21 @@ class ClustersApi(OperationsApi):
         op = self.call_operation("RetryStage", arguments, idempotency_key=idempotency_key)
         return cast(Operation, op)
 
+    def reconcile_cluster(self, cluster_tag: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """``POST /clusters/{clusterTag}/reconcile``: check the cluster for drift now, repair what the control plane
+        owns.
+
+        Returns:
+            The ``RECONCILE_CLUSTER`` Operation (202, it has ``operationId``) when something is repaired, else the
+            answer that nothing differs (200: ``clusterTag``, ``drift`` empty, ``checkedAt``, ``message``).
+
+        Raises:
+            ApiError: 404 unknown cluster; 409 ``DriftNotRepairable`` (drift none of which is the control plane's
+                to repair; ``details`` name each resource and why), ``OperationInProgress`` or ``ClusterNotReady``.
+        """
+        answer = self.call_operation("ReconcileCluster", {"clusterTag": cluster_tag}, idempotency_key=idempotency_key)
+        return cast(dict[str, Any], answer)
+
     def delete_cluster(self, cluster_tag: str, *, idempotency_key: str | None = None) -> Operation:
         """``DELETE /clusters/{clusterTag}``: start deleting the cluster's AWS and Kubernetes resources.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -25,6 +25,7 @@ from instantstart_client.progress import DEFAULT_POLL_INTERVAL
 from instantstart_client.render import (
     cluster_overview_table,
     clusters_table,
+    drift_table,
     esc,
     events_table,
     failed_stage,
@@ -33,7 +34,7 @@ from instantstart_client.render import (
     resources_table,
     stages_table,
 )
-from instantstart_client.shapes import EVENT_LEVELS, InstanceGroupSpec
+from instantstart_client.shapes import EVENT_LEVELS, InstanceGroupSpec, Operation
 
 clusters_app = typer.Typer(help="Create, inspect, retry and delete clusters.", no_args_is_help=True)
 
@@ -177,6 +178,10 @@ def clusters_get(ctx: typer.Context, tag: TagArgument, as_json: JsonOption = Fal
     if cluster.get("stages"):
         console.print(stages_table(cluster["stages"]))
     console.print(resources_table(cluster))
+    drift = drift_table(cluster)
+    if drift is not None:
+        console.print(drift)
+        console.print(f"Repair what is repairable: instantstart clusters reconcile {tag}", markup=False)
     stage = failed_stage(cluster)
     if stage is not None:
         error = stage.get("error") or {"code": "Unknown", "message": "no error recorded"}
@@ -258,6 +263,31 @@ def clusters_retry(
     state = _state(ctx)
     operation = state.client().retry_stage(tag, stage, idempotency_key=idempotency_key)
     _report_operation(state, operation, as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout)
+
+
+@clusters_app.command("reconcile")
+@handle_errors
+def clusters_reconcile(
+    ctx: typer.Context,
+    tag: TagArgument,
+    idempotency_key: IdempotencyOption = None,
+    wait: WaitOption = False,
+    poll_interval: PollOption = DEFAULT_POLL_INTERVAL,
+    wait_timeout: WaitTimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check a cluster for drift now and repair what the control plane owns (a RECONCILE_CLUSTER operation)."""
+    state = _state(ctx)
+    answer = state.client().reconcile_cluster(tag, idempotency_key=idempotency_key)
+    if "operationId" in answer:
+        _report_operation(
+            state, cast(Operation, answer), as_json, wait=wait, poll_interval=poll_interval, wait_timeout=wait_timeout
+        )
+        return
+    if state.wants_json(as_json):
+        _echo_json(answer)
+        return
+    state.console.print(f"{tag}: {answer.get('message')}", markup=False, highlight=False, soft_wrap=True)
 
 
 @clusters_app.command("delete")

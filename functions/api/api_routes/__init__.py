@@ -13,6 +13,7 @@ ROUTE_MODULES: dict[str, str] = {
     "clusters": "api_routes.clusters",
     "stages": "api_routes.clusters",
     "events": "api_routes.clusters",
+    "reconcile": "api_routes.clusters",
     "operations": "api_routes.operations",
     "instance-groups": "api_routes.capacity",
     "autoscaling": "api_routes.capacity",

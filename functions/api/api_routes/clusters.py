@@ -16,15 +16,19 @@ from api_routes.common import (
     _ACCEPTED,
     ClusterTagPath,
     IdempotencyKey,
+    _accepted,
     _errors,
     _idempotent,
     _json,
     _ok,
     faces,
+    idempotency,
     runtime,
+    written_operation,
 )
 from instantstart.clusters import (
     events_feed,
+    repair,
     service,
 )
 from instantstart.models.cluster import (
@@ -44,6 +48,7 @@ from instantstart.models.cluster_events import (
     ClusterEventList,
 )
 from instantstart.models.common import StageName
+from instantstart.models.drift import ReconcileAnswer
 from instantstart.models.errors import pattern_rule
 from instantstart.models.operation import OperationView
 
@@ -344,3 +349,57 @@ def retry_stage(
         {"clusterTag": cluster_tag, "stage": stage.value},
         lambda: service.retry_stage(runtime(), cluster_tag, stage).to_api(),
     )
+
+
+@router.post(
+    "/clusters/<clusterTag>/reconcile",
+    operation_id="ReconcileCluster",
+    summary="Check a cluster for drift now and repair what is the control plane's own",
+    description="Reads AWS for the cluster (EKS cluster and version, add-ons and their health, the HyperPod cluster "
+    "and its instance groups, the IAM roles and S3 bucket the control plane created), compares with the records "
+    "and stores the result as the cluster's drift (GET /clusters/{clusterTag}, drift). No drift: 200 saying so, no "
+    "operation. Drift the control plane can repair (today: an add-on it installed, deleted outside): 202 with a "
+    "RECONCILE_CLUSTER operation that re-creates it; other drift stays reported. Drift none of which it may repair "
+    "(a resource without its ownership tags, a group scaled outside, a deleted HyperPod cluster): 409 "
+    "DriftNotRepairable naming each resource and why. One operation per cluster: 409 OperationInProgress while "
+    "another runs; 409 ClusterNotReady unless READY or DEGRADED.",
+    responses={
+        **_ok(ReconcileAnswer),
+        **_ACCEPTED,
+        **_errors(404, 409, 422, 503),
+    },
+    tags=["clusters"],
+    openapi_extensions=_faces(
+        "cluster_reconcile",
+        "Check drift and repair a cluster",
+        (
+            "Check a cluster for drift now and repair what the control plane owns (POST "
+            "/clusters/{clusterTag}/reconcile).\n\n"
+            "Drift is what changed outside the control plane (deleted or scaled in the AWS console, an add-on "
+            "removed, the EKS version upgraded). cluster_get_status shows the drift the last check recorded. No "
+            "drift: answers so, no operation. Repairable drift (an add-on it installed, deleted): returns a "
+            "RECONCILE_CLUSTER operation; poll it to a terminal state with operation_get. Drift it must not touch "
+            "(resources without its ownership tags, changes it only reports): 409 DriftNotRepairable naming each "
+            "resource and why; tell the user what to do from each item's message. Write tool: needs --allow-write."
+        ),
+        cli="clusters reconcile",
+        idempotent=True,
+    ),
+)
+def reconcile_cluster(
+    cluster_tag: ClusterTagPath, idempotency_key: IdempotencyKey = None
+) -> Response[OperationView | ReconcileAnswer]:
+    """Check drift now; 202 with the repair operation, or 200 when nothing differs."""
+    from api_idempotency import run_idempotent
+
+    answer = run_idempotent(
+        idempotency(),
+        route=f"POST /clusters/{cluster_tag}/reconcile",
+        key=idempotency_key,
+        body={"clusterTag": cluster_tag},
+        call=lambda: repair.reconcile_cluster(runtime(), cluster_tag).to_api(),
+        recover=written_operation,
+    )
+    if "operationId" in answer:
+        return _accepted(OperationView.model_validate(answer))
+    return _json(ReconcileAnswer.model_validate(answer))

@@ -1,6 +1,7 @@
 """Events the control plane publishes on its own EventBridge bus for users' automation.
 
-``source: instantstart``; detail-types ``Operation State Change`` and ``Stage State Change``.
+``source: instantstart``; detail-types ``Operation State Change``, ``Stage State Change`` and ``Cluster Drift
+Detected`` (:mod:`instantstart.clusters.drift`: new differences between the records and AWS).
 Calls EventBridge ``PutEvents`` (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html).
 Publishing is best effort: a failed publish is logged and never fails the workflow.
 """
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from instantstart.models.common import ApiModel
-from instantstart.models.records import OperationRecord, StageRecord
+from instantstart.models.drift import DriftItem
+from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
 from instantstart.runtime import Runtime
 
 SOURCE = "instantstart"
@@ -66,9 +69,41 @@ class OperationStateChange(EventDetail):
         )
 
 
-def publish(rt: Runtime, detail: StageStateChange | OperationStateChange) -> None:
+class ClusterDriftDetected(EventDetail):
+    """Detail of a ``Cluster Drift Detected`` event: what newly differs between the records and AWS (``newItems``)
+    and how much differs in all (``driftCount``); ``GET /clusters/{clusterTag}`` has every item."""
+
+    cluster_tag: str
+    generation: int
+    new_items: list[dict[str, Any]]
+    drift_count: int
+    repairable: bool
+
+    @classmethod
+    def of(
+        cls, cluster: ClusterRecord, new: list[DriftItem], stored: list[DriftItem], more: int
+    ) -> ClusterDriftDetected:
+        """The event detail of a drift check that found ``new`` items (``stored`` and ``more``: all it found)."""
+        return cls(
+            cluster_tag=cluster.cluster_tag,
+            generation=cluster.generation,
+            new_items=[i.to_api() for i in new],
+            drift_count=len(stored) + more,
+            repairable=any(i.repairable for i in stored),
+        )
+
+
+DETAIL_TYPES: dict[type[EventDetail], str] = {
+    StageStateChange: "Stage State Change",
+    OperationStateChange: "Operation State Change",
+    ClusterDriftDetected: "Cluster Drift Detected",
+}
+"""The EventBridge ``detail-type`` of each detail."""
+
+
+def publish(rt: Runtime, detail: EventDetail) -> None:
     """Put one event on the control plane's bus (best effort)."""
-    detail_type = "Stage State Change" if isinstance(detail, StageStateChange) else "Operation State Change"
+    detail_type = DETAIL_TYPES[type(detail)]
     try:
         out = rt.client("events").put_events(
             Entries=[

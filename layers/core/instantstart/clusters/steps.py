@@ -146,6 +146,7 @@ def _register() -> None:
         ),
     )
     REGISTRY.add_changes("instantstart.clusters.autoscaling", (OperationType.UPDATE_AUTOSCALING,))
+    REGISTRY.add_changes("instantstart.clusters.repair", (OperationType.RECONCILE_CLUSTER,))
     REGISTRY.add_changes(
         "instantstart.clusters.nodes",
         (OperationType.REBOOT_CLUSTER_NODES, OperationType.REPLACE_CLUSTER_NODES, OperationType.DELETE_CLUSTER_NODES),

@@ -13,6 +13,7 @@ from instantstart.models.cluster import (
     StageView,
 )
 from instantstart.models.common import OperationType
+from instantstart.models.drift import DriftView
 from instantstart.models.nodes import NodeActionChange
 from instantstart.models.operation import ChangeResult, OperationProgress, OperationView
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
@@ -114,6 +115,7 @@ def cluster_view(record: ClusterRecord, stages: list[StageRecord]) -> ClusterVie
         storage=record.storage,
         imported=record.imported is not None,
         imported_resources=record.imported,
+        drift=DriftView(checked_at=record.drift_checked_at, items=record.drift, more_items=record.drift_more),
     )
 
 

@@ -10,6 +10,7 @@ from pydantic import Field
 from instantstart.models.cluster_events import ClusterEventView
 from instantstart.models.cluster_fields import AutoPatch, DeepHealthCheckType, InstanceStorageConfig, KubernetesTaint
 from instantstart.models.common import ApiModel, CapacityType, ClusterStatus, StageName, StageStatus
+from instantstart.models.drift import DriftView
 
 if TYPE_CHECKING:
     from instantstart.models.cluster import InstanceGroupRequest
@@ -315,6 +316,11 @@ class ClusterView(ApiModel):
     imported: bool = Field(default=False, description="True for a cluster brought in by POST /clusters/import.")
     imported_resources: ImportedView | None = Field(
         default=None, description="For an imported cluster: the foreign resources it uses and DELETE leaves."
+    )
+    drift: DriftView = Field(
+        default_factory=DriftView,
+        description="What differed between the records and AWS at the last drift check (the scheduled sweep or POST "
+        "/clusters/{clusterTag}/reconcile), with when it was checked; read from the record, never from AWS.",
     )
 
 

@@ -96,12 +96,13 @@ class OperationType(StrEnum):
     CREATE_INFERENCE_ROUTER = "CREATE_INFERENCE_ROUTER"
     CREATE_INFERENCE_ENDPOINT = "CREATE_INFERENCE_ENDPOINT"
     DELETE_INFERENCE_ENDPOINT = "DELETE_INFERENCE_ENDPOINT"
+    RECONCILE_CLUSTER = "RECONCILE_CLUSTER"
 
     @property
     def day2(self) -> bool:
         """True for a day-2 change of a running cluster (the update workflow): an instance group, autoscaling,
-        features, nodes, its software, a deep health check, a training job, the MLflow connection, a model download or
-        an inference deployment; False for a
+        features, nodes, its software, a deep health check, a training job, the MLflow connection, a model download,
+        an inference deployment or a drift repair (``RECONCILE_CLUSTER``); False for a
         create, retry or delete of the cluster."""
         return self not in (OperationType.CREATE_CLUSTER, OperationType.DELETE_CLUSTER, OperationType.RETRY_STAGE)
 

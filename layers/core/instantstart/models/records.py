@@ -25,6 +25,7 @@ from instantstart.models.cluster import (
     StorageView,
 )
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, StageStatus
+from instantstart.models.drift import DriftItem
 from instantstart.models.features import FeatureOutcome, UpdateFeaturesRequest
 from instantstart.models.mlflow import MlflowConnection
 from instantstart.models.operation import OperationProgress
@@ -64,6 +65,11 @@ class ClusterRecord(Record):
         default=None, description="Set by POST /clusters/import: the foreign resources the cluster uses."
     )
     mlflow: MlflowConnection | None = Field(default=None, description="The MLflow connection written by UPDATE_MLFLOW.")
+    drift: list[DriftItem] = Field(
+        default_factory=list, description="What differed from AWS at the last drift check (clusters/drift.py)."
+    )
+    drift_more: int = Field(default=0, description="Differences of that check beyond the stored items.")
+    drift_checked_at: str | None = Field(default=None, description="When drift was last checked; None: never.")
 
     @property
     def eks_cluster_name(self) -> str:

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from instantstart.models.cluster import EksView, HyperPodView, InstanceGroupRequest, NodeView, StorageView
 from instantstart.models.common import ClusterStatus, StageName, StageStatus
+from instantstart.models.drift import DriftItem
 from instantstart.models.features import UpdateFeaturesRequest
 from instantstart.models.mlflow import MlflowConnection
 from instantstart.models.records import ClusterRecord, OperationRecord, StageRecord
@@ -129,6 +130,35 @@ class ClusterStore(StoreBase):
         return ClusterRecord.model_validate(item)
 
     # -- observations on the cluster record --------------------------------------------------
+    def record_drift(
+        self,
+        tag: str,
+        generation: int,
+        items: Sequence[DriftItem],
+        *,
+        more: int,
+        checked_at: str,
+        if_checked_at: str | None,
+    ) -> ClusterRecord:
+        """Store the drift found by a check (``drift``, ``driftMore``, ``driftCheckedAt``), conditional on the
+        generation that was checked and on ``driftCheckedAt`` being ``if_checked_at`` (None: never checked), the
+        value the check read. ``updatedAt`` is kept: a check observes, it changes nothing.
+
+        Raises:
+            ConditionFailed: the record does not exist, is of another generation, or another check stored since.
+        """
+        updates = {
+            "drift": [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items],
+            "driftMore": more,
+            "driftCheckedAt": checked_at,
+        }
+        equals: dict[str, Any] = {"generation": generation}
+        if if_checked_at is not None:
+            equals["driftCheckedAt"] = if_checked_at
+        absent = () if if_checked_at is not None else ("driftCheckedAt",)
+        item = self._update(_Write(keys.cluster_pk(tag), keys.META, updates, equals=equals, absent=absent))
+        return ClusterRecord.model_validate(item)
+
     def record_observations(
         self,
         tag: str,
