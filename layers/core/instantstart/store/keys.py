@@ -7,6 +7,8 @@
 | operation           | OP#<id>         | META                                 | CLUSTER#<tag>   | OP#<createdAt>#<id> |
 | lock (a lease)      | LOCK#<name>     | META                                 |                 |                  |
 | handled event       | EVENT#<id>      | META                                 |                 |                  |
+| sweep claim         | SWEEP#<tag>     | META                                 |                 |                  |
+| sweep cursor        | SWEEPS          | CURSOR                               |                 |                  |
 
 A lock record holds ``owner`` and ``expiration`` (epoch seconds, the table's TTL attribute): a holder that
 crashed leaves a lock that expires instead of blocking forever. A handled-event record (EventBridge event id) holds
@@ -63,3 +65,12 @@ def lock_pk(name: str) -> str:
 def event_pk(event_id: str) -> str:
     """Partition key of the record of a handled EventBridge event (its ``id``)."""
     return f"EVENT#{event_id}"
+
+
+SWEEPS_PK = "SWEEPS"
+SWEEP_CURSOR_SK = "CURSOR"
+
+
+def sweep_pk(tag: str) -> str:
+    """Partition key of the reconciliation sweep's claim item of cluster ``tag``."""
+    return f"SWEEP#{tag}"

@@ -10,7 +10,7 @@ own error, which callers map to what it means for them. Calls the DynamoDB ``Get
 
 One class, :class:`Store`, composed of one part per record kind, each in its own module: :mod:`.clusters`,
 :mod:`.operations`, :mod:`.stages`, :mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`,
-:mod:`.idempotency` (``Idempotency-Key`` records), all on
+:mod:`.idempotency` (``Idempotency-Key`` records), :mod:`.sweeps` (the reconciliation sweep's claims and cursor), all on
 :mod:`.base` (typed conditional writes, :meth:`Store.reusing_reads`, the low-level reads and writes), with
 :mod:`.codec` (serialization, page tokens) and :mod:`.errors`. Every name is importable from here.
 """
@@ -26,6 +26,7 @@ from instantstart.store.idempotency import IdempotencyRecord, IdempotencyStore
 from instantstart.store.locks import LockStore
 from instantstart.store.operations import OperationStore
 from instantstart.store.stages import StageStore
+from instantstart.store.sweeps import SweepClaim, SweepStore
 from instantstart.store.waits import WaitHolder, WaitStore
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "ItemTooLarge",
     "Store",
     "StoreError",
+    "SweepClaim",
     "WaitHolder",
     "condition_failed",
     "decode_token",
@@ -49,7 +51,9 @@ __all__ = [
 ]
 
 
-class Store(ClusterStore, OperationStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore):
+class Store(
+    ClusterStore, OperationStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore, SweepStore
+):
     """Repository of the control plane's records in one DynamoDB table.
 
     Args:
