@@ -60,16 +60,20 @@ class SweepSummary(ApiModel):
     """What one sweep did (the handler's answer and its log line)."""
 
     sweep_id: str
-    clusters_seen: int = Field(0, description="Cluster records read (DELETED ones included).")
-    clusters_checked: int = Field(0, description="Clusters this sweep claimed and checked.")
-    clusters_skipped: int = Field(0, description="Clusters another sweep had claimed (checked by it).")
+    clusters_seen: int = Field(default=0, description="Cluster records read (DELETED ones included).")
+    clusters_checked: int = Field(default=0, description="Clusters this sweep claimed and checked.")
+    clusters_skipped: int = Field(default=0, description="Clusters another sweep had claimed (checked by it).")
     actions: dict[str, int] = Field(default_factory=dict, description="Actions taken, by kind.")
-    errors: int = Field(0, description="Clusters whose checks raised (logged; the next sweep checks them again).")
+    errors: int = Field(
+        default=0, description="Clusters whose checks raised (logged; the next sweep checks them again)."
+    )
     aws_calls: dict[str, int] = Field(default_factory=dict, description="AWS calls by service:Operation.")
-    finished: bool = Field(False, description="True: reached the last cluster; False: stopped early, cursor kept.")
-    after_tag: str | None = Field(None, description="Where the next sweep continues (None: from the first).")
-    started_after: str | None = Field(None, description="The cursor this sweep started from.")
-    seconds: float = Field(0.0, description="Duration on the records' clock (seconds).")
+    finished: bool = Field(
+        default=False, description="True: reached the last cluster; False: stopped early, cursor kept."
+    )
+    after_tag: str | None = Field(default=None, description="Where the next sweep continues (None: from the first).")
+    started_after: str | None = Field(default=None, description="The cursor this sweep started from.")
+    seconds: float = Field(default=0.0, description="Duration on the records' clock (seconds).")
 
 
 def _count_call(model: Any, **_: Any) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
@@ -35,7 +35,7 @@ from instantstart.models.cluster import StageError
 from instantstart.models.common import ClusterStatus, OperationStatus, OperationType, StageName, seconds_between
 from instantstart.models.records import ClusterRecord, OperationRecord
 from instantstart.runtime import Runtime
-from instantstart.store.table import ConditionFailed, SweepClaim
+from instantstart.store.table import ConditionFailed, StoreError, SweepClaim
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def _pending_without_execution(ctx: SweepContext, op: OperationRecord) -> str | 
     arn = str(out.get("executionArn") or execution_arn(machine, op.operation_id))
     try:
         rt.store.record_execution_arn(op.operation_id, arn)
-    except Exception:  # best effort, as the API's launch: the ARN is derived from the operation id when missing
+    except (ClientError, BotoCoreError, StoreError):  # best effort, as the API's launch: derived when missing
         logger.warning("operation %s: execution %s started by the sweep, its ARN not recorded", op.operation_id, arn)
     logger.info("sweep started the execution of PENDING operation %s", op.operation_id)
     return "pending-started"

@@ -123,7 +123,9 @@ class SweepStore(StoreBase):
         records = [ClusterRecord.model_validate(deserialize(i)) for i in out.get("Items", [])]
         return records, bool(out.get("LastEvaluatedKey"))
 
-    def degrade_ready(self, tag: str, generation: int, *, error: dict[str, Any], observed_status: str, now: str) -> None:
+    def degrade_ready(
+        self, tag: str, generation: int, *, error: dict[str, Any], observed_status: str, now: str
+    ) -> None:
         """A READY cluster lost capacity: the cluster DEGRADED and its ``verify`` stage FAILED with ``error``
         (a ``StageError`` as JSON), atomically; the reverse of ``recover_degraded``, which turns it READY again.
 

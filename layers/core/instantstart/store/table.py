@@ -51,9 +51,7 @@ __all__ = [
 ]
 
 
-class Store(
-    ClusterStore, OperationStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore, SweepStore
-):
+class Store(ClusterStore, OperationStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore, SweepStore):
     """Repository of the control plane's records in one DynamoDB table.
 
     Args:

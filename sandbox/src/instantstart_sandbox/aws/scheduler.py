@@ -180,7 +180,9 @@ class Schedules:
         error = ""
         for _ in range(attempts):
             headers: dict[str, str] = {}
-            out = backend.invoke(name, qualifier, payload or "{}", {"x-amz-invocation-type": "RequestResponse"}, headers)
+            out = backend.invoke(
+                name, qualifier, payload or "{}", {"x-amz-invocation-type": "RequestResponse"}, headers
+            )
             text = out.decode() if isinstance(out, bytes) else str(out or "")
             if "x-amz-function-error" not in headers:
                 return json.loads(text) if text else None
@@ -205,7 +207,9 @@ class Schedules:
             raise InvocationRefused(f"role {role_arn} does not exist") from exc
         trust = json.loads(role.assume_role_policy_document)
         if not any(self._trusts(s) for s in _statements(trust)):
-            raise InvocationRefused(f"role {role_arn} does not trust {SCHEDULER_PRINCIPAL} for account {self.account_id}")
+            raise InvocationRefused(
+                f"role {role_arn} does not trust {SCHEDULER_PRINCIPAL} for account {self.account_id}"
+            )
         documents = [json.loads(doc) if isinstance(doc, str) else doc for doc in role.policies.values()]
         for policy in role.managed_policies.values():
             default = next(v for v in policy.versions if v.version_id == policy.default_version_id)
