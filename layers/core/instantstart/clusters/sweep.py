@@ -196,6 +196,7 @@ def _sweep_cluster(
             if action is None:
                 continue
             actions[action] += 1
+            ctx.forget_operations()
             fresh = rt.store.get_cluster(cluster.cluster_tag)
             if fresh is None or fresh.status is ClusterStatus.DELETED:
                 return

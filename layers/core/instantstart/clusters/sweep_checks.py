@@ -58,6 +58,19 @@ class SweepContext:
     """The sweep's time for this cluster (ISO-8601 UTC, the records' clock)."""
     calls: Counter[str] = field(default_factory=Counter)
     """AWS calls by ``service:Operation``, filled by :mod:`instantstart.clusters.sweep`."""
+    _operations: dict[str, OperationRecord | None] = field(default_factory=dict)
+
+    def running_operation(self, cluster: ClusterRecord) -> OperationRecord | None:
+        """The cluster's live operation (``executions.running_operation``), read once per current operation id
+        (the sweep reads the cluster again after a check acted, and a new id is read anew)."""
+        key = cluster.current_operation_id or ""
+        if key not in self._operations:
+            self._operations[key] = running_operation(self.rt, cluster)
+        return self._operations[key]
+
+    def forget_operations(self) -> None:
+        """Read the operations again (a check changed one)."""
+        self._operations.clear()
 
 
 Check = Callable[[SweepContext, ClusterRecord], str | None]
@@ -96,7 +109,7 @@ def check_operation(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
     Returns ``pending-started``, ``pending-failed``, ``execution-ended`` or None (nothing to do).
     """
     rt = ctx.rt
-    op = running_operation(rt, cluster)
+    op = ctx.running_operation(cluster)
     if op is None:
         return None
     try:
@@ -166,7 +179,7 @@ def _pending_without_execution(ctx: SweepContext, op: OperationRecord) -> str | 
 
 def _idle(ctx: SweepContext, cluster: ClusterRecord) -> bool:
     """No operation runs on the cluster (its current one ended or there is none): a DynamoDB read at most."""
-    return running_operation(ctx.rt, cluster) is None
+    return ctx.running_operation(cluster) is None
 
 
 def check_degraded(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
