@@ -192,6 +192,43 @@ def test_given_a_ready_cluster_scaled_in_outside_then_it_turns_degraded_after_th
     api.delete_cluster(tag)
 
 
+def test_given_a_node_whose_replacement_finds_no_capacity_then_degraded_with_ec2s_reason_and_ready_once_it_is_back(
+    sandbox: Sandbox, api: InstantStartClient, no_capacity: Any
+) -> None:
+    """A READY cluster's node is replaced (BatchReplaceClusterNodes, from the console) while EC2 has no capacity: the
+    group stays under target, the cluster turns DEGRADED after the bound with HyperPod's reason verbatim, and READY
+    again once capacity returned."""
+    tag = "swfail"
+    no_capacity.clear_hyperpod_capacity()
+    ready_cluster(api, tag, [GROUP])
+    no_capacity.fail_hyperpod_capacity(GROUP["instanceType"])
+    sm = _client(sandbox, "sagemaker")
+    name = hyperpod_cluster_name(tag)
+    (node,) = sm.list_cluster_nodes(ClusterName=name)["ClusterNodeSummaries"]
+    sm.batch_replace_cluster_nodes(ClusterName=name, NodeIds=[node["InstanceId"]])
+    short = eventually(
+        lambda: sm.describe_cluster(ClusterName=name)["InstanceGroups"][0], lambda g: g["CurrentCount"] == 0
+    )
+    assert short["CurrentCount"] == 0, "the old instance went and no capacity came for its replacement"
+
+    assert sweep(sandbox)["actions"].get("under-target", 0) >= 1
+    sandbox.clock.sleep(UNDER_TARGET_SECONDS)
+    degraded = sweep(sandbox)
+
+    cluster = api.get_cluster(tag)
+    assert cluster["status"] == "DEGRADED", degraded
+    verify = next(s for s in cluster["stages"] if s["name"] == "verify")
+    assert verify["error"]["code"] == "InstanceGroupUnderTarget"
+    reason = verify["error"]["message"]
+    assert "sufficient ml.g6.4xlarge capacity" in reason and "us-west-2c" in reason, "EC2's words, verbatim"
+
+    no_capacity.clear_hyperpod_capacity()
+    assert eventually(lambda: _capacity_back(sandbox, tag), bool, timeout=120)
+    recovered = sweep(sandbox)  # HyperPod's events (delivered here) or this sweep, whichever comes first
+    assert api.get_cluster(tag)["status"] == "READY", recovered
+    api.delete_cluster(tag)
+
+
 def test_the_schedule_is_visible_through_scheduler_and_a_role_without_invoke_is_refused(sandbox: Sandbox) -> None:
     name = sandbox.deployment.physical[SCHEDULE]  # type: ignore[union-attr]
     scheduler = _client(sandbox, "scheduler")

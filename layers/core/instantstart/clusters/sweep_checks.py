@@ -203,7 +203,8 @@ def check_under_target(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
     on the sweep's claim item (cleared when it is back), so the time is measured across sweeps. Past the bound, the
     cluster turns DEGRADED with its ``verify`` stage FAILED ``InstanceGroupUnderTarget`` whose message is HyperPod's
     reason verbatim: the failure message behind the newest Error cluster event (``ListClusterEvents``, then
-    ``DescribeClusterEvent``, ``events_feed.event_failure_message``), else that event's description. Returns
+    ``DescribeClusterEvent``, ``events_feed.event_failure_message``), else that event's description. A cluster whose
+    HyperPod ``AutoScaling`` mode is ``Enable`` is left alone (managed Karpenter sizes its groups). Returns
     ``ready-degraded``, ``under-target`` (a group short, not for long enough yet) or None.
     """
     from instantstart.clusters.stages import hyperpod
@@ -213,6 +214,8 @@ def check_under_target(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
     sm = ctx.rt.client("sagemaker")
     found = hyperpod.describe(sm, cluster.hyper_pod_cluster_name)
     if found is None:  # the HyperPod cluster is gone: what changed outside is drift, reported, not converged here
+        return None
+    if (found.get("AutoScaling") or {}).get("Mode") == "Enable":  # managed Karpenter sizes the groups, not a target
         return None
     current = {str(g["InstanceGroupName"]): int(g.get("CurrentCount", 0)) for g in found.get("InstanceGroups", [])}
     targets = {g.instance_group_name: g.instance_count for g in cluster.request.instance_groups}
