@@ -7,6 +7,7 @@ template's (EventBridge Scheduler in the sandbox); the tests fire it themselves 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,10 +30,34 @@ def _client(sandbox: Sandbox, service: str) -> Any:
     return boto3.client(service, endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
 
 
-def sweep(sandbox: Sandbox) -> dict[str, Any]:
-    """One sweep as the schedule starts it, after any earlier sweep's claims expired; its summary."""
-    sandbox.clock.sleep(CLAIM_SECONDS + 1)
+def _fire(sandbox: Sandbox) -> dict[str, Any]:
     return dict(sandbox.schedules.fire(sandbox.deployment.physical[SCHEDULE]))  # type: ignore[union-attr]
+
+
+def _merged(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summaries of sweeps that continued one another, as one (actions and AWS calls added up)."""
+    actions: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for summary in summaries:
+        actions.update(summary["actions"])
+        calls.update(summary["awsCalls"])
+    return {**summaries[-1], "actions": dict(actions), "awsCalls": dict(calls), "sweeps": len(summaries)}
+
+
+def _until_finished(sandbox: Sandbox, summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fire the schedule again while the last sweep stopped early (its Lambda's time: at the suite's 480x a
+    worker's sandbox may hold many clusters), each continuing from the cursor; the sweeps as one summary."""
+    while not summaries[-1]["finished"]:
+        assert len(summaries) < 10, "a sweep continues where the last stopped, so few are needed"
+        summaries.append(_fire(sandbox))
+    return _merged(summaries)
+
+
+def sweep(sandbox: Sandbox) -> dict[str, Any]:
+    """A full sweep as the schedule starts it, after any earlier sweep's claims expired: one invocation, or more when
+    one ran out of time (each continues where the last stopped); the summary of all."""
+    sandbox.clock.sleep(CLAIM_SECONDS + 1)
+    return _until_finished(sandbox, [_fire(sandbox)])
 
 
 @contextmanager
@@ -176,14 +201,18 @@ def test_given_a_ready_cluster_scaled_in_outside_then_it_turns_degraded_after_th
     schedule = sandbox.deployment.physical[SCHEDULE]  # type: ignore[union-attr]
     sandbox.clock.sleep(CLAIM_SECONDS + 1)
     answers: list[dict[str, Any]] = []
-    both = [threading.Thread(target=lambda: answers.append(sandbox.schedules.fire(schedule))) for _ in range(2)]
+    both = [threading.Thread(target=lambda: answers.append(dict(sandbox.schedules.fire(schedule)))) for _ in range(2)]
     for thread in both:
         thread.start()
     for thread in both:
         thread.join(timeout=120)
 
     assert len(answers) == 2
-    assert sum(a["actions"].get("ready-degraded", 0) for a in answers) == 1, answers
+    continued: list[dict[str, Any]] = []
+    if not all(a["finished"] for a in answers):  # one ran out of time: the next sweeps continue from the cursor
+        continued.append(_fire(sandbox))
+        _until_finished(sandbox, continued)
+    assert sum(a["actions"].get("ready-degraded", 0) for a in answers + continued) == 1, (answers, continued)
     cluster = api.get_cluster(tag)
     assert cluster["status"] == "DEGRADED"
     verify = next(s for s in cluster["stages"] if s["name"] == "verify")
