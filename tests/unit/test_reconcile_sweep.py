@@ -161,3 +161,60 @@ def test_deleted_clusters_are_seen_but_not_checked_and_a_failing_check_does_not_
 def test_the_checks_list_names_each_check_once() -> None:
     assert CHECKS[:2] == (check_operation, check_degraded) and len(set(CHECKS)) == len(CHECKS)
     assert sweep.CLUSTERS_PER_SECOND * (900 - STOP_MARGIN_SECONDS) >= 1000, "1,000 clusters fit one invocation"
+
+
+def test_an_operation_left_pending_is_started_as_the_api_starts_its_type_and_an_import_is_not(runtime: Runtime) -> None:
+    from instantstart.clusters.sweep_checks import restart_spec
+    from instantstart.models.common import OperationType, StageName
+    from instantstart.models.records import OperationRecord
+
+    def op(kind: OperationType, stage: StageName | None = None) -> OperationRecord:
+        return OperationRecord(
+            operation_id="op-1", type=kind, cluster_tag="t", generation=1, stage=stage, created_at="x", updated_at="x"
+        )
+
+    s = runtime.settings
+    assert restart_spec(runtime, op(OperationType.CREATE_CLUSTER)) == (
+        s.CREATE_CLUSTER_STATE_MACHINE_ARN,
+        StageName.NETWORK,
+    )
+    assert restart_spec(runtime, op(OperationType.RETRY_STAGE, StageName.STORAGE)) == (
+        s.CREATE_CLUSTER_STATE_MACHINE_ARN,
+        StageName.STORAGE,
+    )
+    assert restart_spec(runtime, op(OperationType.DELETE_CLUSTER)) == (
+        s.DELETE_CLUSTER_STATE_MACHINE_ARN,
+        StageName.VERIFY,
+    )
+    assert restart_spec(runtime, op(OperationType.SCALE_INSTANCE_GROUP)) == (
+        s.UPDATE_CLUSTER_STATE_MACHINE_ARN,
+        StageName.HYPERPOD,
+    )
+    assert restart_spec(runtime, op(OperationType.IMPORT_CLUSTER)) is None
+    # and the sweep looks for an import's execution where the API starts it: on the create workflow
+    from instantstart.clusters.executions import operation_execution_arn
+
+    machine = s.CREATE_CLUSTER_STATE_MACHINE_ARN.rpartition(":stateMachine:")[2]
+    assert f":execution:{machine}:op-1" in operation_execution_arn(runtime, op(OperationType.IMPORT_CLUSTER))
+
+
+def test_describe_executions_answer_becomes_the_status_change_events_detail() -> None:
+    """The sweep feeds the event reconciler the event's own shape (events/eventbridge_sfn_execution_status_change.json,
+    from AWS's reference), built from DescribeExecution's members of the same names."""
+    import json
+    from pathlib import Path
+
+    from instantstart.clusters.sweep_checks import execution_detail
+
+    sample = json.loads(
+        (Path(__file__).parents[2] / "events" / "eventbridge_sfn_execution_status_change.json").read_text()
+    )
+    described = {**sample["detail"], "ResponseMetadata": {"HTTPStatusCode": 200}, "redriveCount": 0}
+
+    detail = execution_detail(described)
+
+    assert detail == {
+        k: sample["detail"][k]
+        for k in ("executionArn", "stateMachineArn", "name", "status", "error", "cause")
+        if sample["detail"].get(k) is not None
+    }

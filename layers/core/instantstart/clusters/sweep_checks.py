@@ -85,6 +85,8 @@ def restart_spec(rt: Runtime, op: OperationRecord) -> tuple[str, StageName] | No
     update workflow (``hyperpod``).
     """
     s = rt.settings
+    if op.type is OperationType.IMPORT_CLUSTER:  # (``OperationType.day2`` counts an import in)
+        return None
     if op.type is OperationType.CREATE_CLUSTER:
         return s.CREATE_CLUSTER_STATE_MACHINE_ARN, StageName.NETWORK
     if op.type is OperationType.RETRY_STAGE and op.stage is not None:
