@@ -37,9 +37,12 @@ logger = logging.getLogger(__name__)
 CLUSTERS_PER_SECOND = 2.0
 """The sweep's pace: clusters checked per second (each check's AWS calls are bounded, see the module doc)."""
 
-MAX_AWS_CALLS_PER_CLUSTER = 6
-"""AWS calls of one cluster's checks at most, besides DynamoDB: ``DescribeExecution`` and a ``StartExecution``, or a
-``DescribeCluster``, ``ListClusterEvents``, ``DescribeClusterEvent`` and the add-ons' ``DescribeAddon``."""
+MAX_AWS_CALLS_PER_CLUSTER = 12
+"""AWS calls of one cluster's checks at most, besides DynamoDB, in the rarest case: ``DescribeExecution``,
+``StartExecution`` or ``PutEvents`` (an operation ended), then a recovery (``DescribeCluster``, ``ListClusterEvents``
+and a ``DescribeAddon`` per add-on), then the READY check (``DescribeCluster``, ``ListClusterEvents``,
+``DescribeClusterEvent``). A quiet cluster costs one: ``DescribeCluster``, or ``DescribeExecution`` while an operation
+runs."""
 
 CLAIM_SECONDS = 300
 """How long a sweep's claim on a cluster keeps other sweeps off it (seconds): two sweeps at once check a cluster

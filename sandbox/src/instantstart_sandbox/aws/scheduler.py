@@ -136,7 +136,8 @@ class Schedules:
 
     def fire(self, name: str) -> Any:
         """Invoke schedule ``name``'s target now, synchronously, as Scheduler does (the target's ``Input``, its
-        ``RoleArn`` checked, up to ``RetryPolicy.MaximumRetryAttempts`` retries of a function error); returns
+        ``RoleArn`` checked, up to ``RetryPolicy.MaximumRetryAttempts`` retries of a function error, at most 2 here,
+        at once rather than with Scheduler's backoff); returns
         the handler's result (parsed JSON). Counts the firing in :meth:`state` and wakes :meth:`wait_for_firings`.
 
         Raises:
