@@ -57,6 +57,7 @@ FUNCTIONS = {
     "ClusterStepsFunction": "functions/steps",
     "HyperPodEventsFunction": "functions/events",
     "ExecutionEventsFunction": "functions/events",
+    "ReconcileSweepFunction": "functions/events",
     "ConsolePublisherFunction": "console",
 }
 """Each function of ``template.yaml`` and its ``CodeUri`` (checked against the template by tests/contract)."""

@@ -29,7 +29,12 @@ def test_the_api_functions_worst_aws_call_ends_before_its_timeout_which_ends_bef
 
 
 def test_the_workflow_functions_keep_a_larger_budget_within_their_timeout(template: dict[str, Any]) -> None:
-    for function in ("ClusterStepsFunction", "HyperPodEventsFunction", "ExecutionEventsFunction"):
+    for function in (
+        "ClusterStepsFunction",
+        "HyperPodEventsFunction",
+        "ExecutionEventsFunction",
+        "ReconcileSweepFunction",
+    ):
         assert WORKFLOW_BUDGET.worst_case_seconds() < _timeout(template, function), function
     assert WORKFLOW_BUDGET.read_timeout > API_BUDGET.read_timeout
 

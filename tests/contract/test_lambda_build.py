@@ -134,7 +134,11 @@ def test_without_python_3_13_the_bytecode_is_compiled_by_pyodides_cpython_3_13(
     assert where.python == lambda_build.PYODIDE
     lambda_build.build_function(ROOT / "functions" / "events", tmp_path / "events", where)
     compiled = sorted((tmp_path / "events" / "__pycache__").glob("*.pyc"))
-    assert [pyc.name for pyc in compiled] == ["execution_events.cpython-313.pyc", "hyperpod_events.cpython-313.pyc"]
+    assert [pyc.name for pyc in compiled] == [
+        "execution_events.cpython-313.pyc",
+        "hyperpod_events.cpython-313.pyc",
+        "reconcile_sweep.cpython-313.pyc",
+    ]
     for pyc in compiled:
         header = pyc.read_bytes()[:8]
         assert header[:4] == PYTHON_313_MAGIC

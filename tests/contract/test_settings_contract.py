@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
-from instantstart.config import API_SETTINGS, EVENT_SETTINGS, STEP_SETTINGS
+from instantstart.config import API_SETTINGS, EVENT_SETTINGS, STEP_SETTINGS, SWEEP_SETTINGS
 
 REQUIRED = {
     "ApiFunction": API_SETTINGS,
     "ClusterStepsFunction": STEP_SETTINGS,
     "HyperPodEventsFunction": EVENT_SETTINGS,
     "ExecutionEventsFunction": EVENT_SETTINGS,
+    "ReconcileSweepFunction": SWEEP_SETTINGS,
     # the console's custom resource reads no core settings: the bucket and config.json come as its properties
     "ConsolePublisherFunction": (),
 }

@@ -61,6 +61,13 @@ DEFERRED = {
         "instantstart.clusters.stages.hyperpod",
         "instantstart.clusters.service",
     ),
+    "functions/events/reconcile_sweep.py": (
+        *DEFERRED_BY_ALL,
+        "aws_lambda_powertools.utilities.data_classes",
+        "instantstart.clusters.stages.hyperpod",
+        "instantstart.clusters.stages.verify",
+        "instantstart.clusters.service",
+    ),
     "functions/events/execution_events.py": (
         *DEFERRED_BY_ALL,
         "aws_lambda_powertools.utilities.data_classes",

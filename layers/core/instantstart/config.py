@@ -96,6 +96,15 @@ STEP_SETTINGS = (
 EVENT_SETTINGS = ("TABLE_NAME", "EVENT_BUS_NAME")
 """What the event reconcilers cannot work without."""
 
+SWEEP_SETTINGS = (
+    "TABLE_NAME",
+    "EVENT_BUS_NAME",
+    "CREATE_CLUSTER_STATE_MACHINE_ARN",
+    "DELETE_CLUSTER_STATE_MACHINE_ARN",
+    "UPDATE_CLUSTER_STATE_MACHINE_ARN",
+)
+"""What the reconciliation sweep cannot work without (it reads and starts the operations' executions)."""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

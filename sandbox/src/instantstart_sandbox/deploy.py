@@ -28,6 +28,7 @@ import yaml
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from instantstart_sandbox import artifacts, code_size, deploy_iam
+from instantstart_sandbox.aws import scheduler
 from instantstart_sandbox.aws.lambda_limits import DECLARED_SIZE_ENTRY
 from instantstart_sandbox.lambdas import REGISTRY, LambdaCode
 
@@ -527,6 +528,12 @@ class Deployer:
             if p.get("EventBusName"):
                 target_kwargs["EventBusName"] = p["EventBusName"]
             events.put_targets(**target_kwargs)
+        dep.physical[lid] = name
+        dep.attributes[lid] = {"Arn": arn}
+
+    def _create_AWS_Scheduler_Schedule(self, lid: str, p: dict[str, Any], dep: Deployment, local: Any) -> None:
+        name = p.get("Name") or self._name(lid)
+        arn = scheduler.create(self.client("scheduler"), name, p)
         dep.physical[lid] = name
         dep.attributes[lid] = {"Arn": arn}
 

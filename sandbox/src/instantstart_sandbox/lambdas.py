@@ -506,14 +506,15 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     return payload, errored, ""
 
 
-def use_clock(clock: Callable[[], float] | None) -> None:
-    """In-process functions read ``clock`` (simulated epoch seconds) as the time of day, None: the system clock.
+def use_clock(clock: Callable[[], float] | None, sleep: Callable[[float], None] | None = None) -> None:
+    """In-process functions read ``clock`` (simulated epoch seconds) as the time of day, None: the system clock; and
+    the core's paced waits (``instantstart.models.common.sleep``) sleep ``sleep`` (simulated seconds).
 
     The core takes every record timestamp from one time source (``instantstart.models.common.set_clock``), and
     measures some waits between them (an add-on's grace after the nodes were Ready): on the simulated clock those
     run at the sandbox's pace, as the resources' lifecycles and the Step Functions waits do.
     """
-    importlib.import_module("instantstart.models.common").set_clock(clock)
+    importlib.import_module("instantstart.models.common").set_clock(clock, sleep)
 
 
 class _SdkTime:

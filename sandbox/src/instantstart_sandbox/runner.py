@@ -20,7 +20,7 @@ from typing import Any
 
 from instantstart_sandbox import artifacts as built
 from instantstart_sandbox import iam_audit, lambda_process, lambdas, moto_fixes, moto_speedups, stepfunctions
-from instantstart_sandbox.aws import transport
+from instantstart_sandbox.aws import scheduler, transport
 from instantstart_sandbox.clock import SimClock
 from instantstart_sandbox.console import ConsoleSite
 from instantstart_sandbox.deploy import Deployer, Deployment, translate
@@ -100,6 +100,9 @@ class Sandbox:
             (``awslambdaric``) on the built artifacts, with Lambda's variables and nothing else on ``sys.path``
             (:mod:`instantstart_sandbox.lambda_process`; ``make demo`` and ``serve``); ``"thread"`` (default): the
             handlers of the same artifacts imported into this process (cheaper; the test suites' default).
+        scheduled_firing: whether the template's EventBridge Scheduler schedules fire on the simulated clock
+            (False: only ``sandbox.schedules.fire(name)`` invokes them; settable later on
+            ``sandbox.schedules.automatic``; :mod:`instantstart_sandbox.aws.scheduler`).
         artifacts: ``sam build``'s layout to run (default ``<template's directory>/.aws-sam/host``, written by
             ``make build-host``; :mod:`instantstart_sandbox.artifacts`).
 
@@ -119,6 +122,7 @@ class Sandbox:
         lambda_environments: int = 1,
         lambda_runtime: lambdas.RuntimeMode = "thread",
         artifacts: Path | str | None = None,
+        scheduled_firing: bool = True,
     ) -> None:
         self.template_path = resolve_template(template_path)
         self.lambda_runtime: lambdas.RuntimeMode = lambda_runtime
@@ -133,6 +137,7 @@ class Sandbox:
         )
         self.time_scale = time_scale
         self.lambda_environments = lambda_environments
+        self.scheduled_firing = scheduled_firing
         self.log_level = log_level
         self.region = region
         self.account_id = ACCOUNT_ID
@@ -203,12 +208,13 @@ class Sandbox:
         lambdas.install()
         iam_audit.install()
         transport.install()
-        lambdas.use_clock(self.clock.now)
+        lambdas.use_clock(self.clock.now, self.clock.sleep)
         lambdas.sdk_backoff_on(self.clock)
         lambdas.use_sim_clock(self.clock)
         moto_fixes.install()
         moto_speedups.install()
         stepfunctions.install(self.clock)
+        scheduler.SCHEDULES.use(self.clock, self.region, self.account_id, automatic=self.scheduled_firing)
         deployer = Deployer(self.aws.endpoint_url, self.region, self.account_id, build=self.build)
         self.deployment = deployer.deploy(self.template_path)
         # In-process functions share this process's environment (the deployer checked it is consistent).
@@ -262,6 +268,13 @@ class Sandbox:
         )
 
     @property
+    def schedules(self) -> scheduler.Schedules:
+        """The template's EventBridge Scheduler schedules: ``fire(name)`` (one synchronous invocation, the handler's
+        result), ``wait_for_firings(name, n)``, ``state(name)`` (firings made and refused), ``automatic``. ``name``
+        is the deployed name: ``sandbox.deployment.physical[<logical id>]``."""
+        return scheduler.SCHEDULES
+
+    @property
     def lambda_faults(self) -> lambdas.LambdaFaults:
         """Crash or time out invocations of the deployed functions after their n-th AWS call
         (:data:`instantstart_sandbox.lambdas.FAULTS`)."""
@@ -307,6 +320,7 @@ class Sandbox:
         lambdas.use_runtime("thread")
         lambdas.FAULTS.clear()
         lambdas.use_clock(None)
+        scheduler.SCHEDULES.use(None, self.region, self.account_id)
         lambdas.sdk_backoff_on(None)
         lambdas.use_sim_clock(None)
         self.clock.stop()

@@ -374,14 +374,15 @@ def execution_arn(state_machine_arn: str, execution_name: str) -> str:
 
 
 def operation_execution_arn(rt: Runtime, op: OperationRecord) -> str:
-    """The operation's execution ARN: as recorded, or (between StartExecution and its recording) derived."""
+    """The operation's execution ARN: as recorded, or (between StartExecution and its recording) derived. An import
+    runs on the create workflow (``clusters/service.py::import_cluster``) although ``OperationType.day2`` counts it."""
     if op.execution_arn:
         return op.execution_arn
     machine = (
         rt.settings.DELETE_CLUSTER_STATE_MACHINE_ARN
         if op.type is OperationType.DELETE_CLUSTER
         else rt.settings.UPDATE_CLUSTER_STATE_MACHINE_ARN
-        if op.type.day2
+        if op.type.day2 and op.type is not OperationType.IMPORT_CLUSTER
         else rt.settings.CREATE_CLUSTER_STATE_MACHINE_ARN
     )
     return execution_arn(machine, op.operation_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -147,14 +148,33 @@ _clock: Callable[[], float] | None = None
 """The time source of :func:`utcnow` (epoch seconds); None: the system clock."""
 
 
-def set_clock(clock: Callable[[], float] | None) -> None:
-    """Replace the time source of :func:`utcnow` (epoch seconds), or restore the system clock with None.
+_sleep: Callable[[float], None] | None = None
+"""How :func:`sleep` waits (seconds of the installed clock); None: ``time.sleep``."""
+
+
+def set_clock(clock: Callable[[], float] | None, sleep: Callable[[float], None] | None = None) -> None:
+    """Replace the time source of :func:`utcnow` (epoch seconds) and the wait of :func:`sleep`, or restore the system
+    clock and ``time.sleep`` with None.
 
     Every record timestamp comes from :func:`utcnow`, and so do the waits measured from them (an add-on's
     grace after the nodes were Ready): an emulator that compresses time installs its clock here.
     """
-    global _clock
+    global _clock, _sleep
     _clock = clock
+    _sleep = sleep
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` of the installed clock (:func:`set_clock`; the system's by default): a paced loop's wait."""
+    if _sleep is not None:
+        _sleep(seconds)
+    else:
+        time.sleep(max(0.0, seconds))
+
+
+def epoch_seconds() -> float:
+    """The installed clock's time (epoch seconds, :func:`set_clock`)."""
+    return time.time() if _clock is None else _clock()
 
 
 def utcnow() -> datetime:

@@ -8,6 +8,8 @@
 | operation guard     | CLUSTER#<tag>   | GUARD#<kind>#<part>#...              |                 |                  |
 | lock (a lease)      | LOCK#<name>     | META                                 |                 |                  |
 | handled event       | EVENT#<id>      | META                                 |                 |                  |
+| sweep claim         | SWEEP#<tag>     | META                                 |                 |                  |
+| sweep cursor        | SWEEPS          | CURSOR                               |                 |                  |
 
 A lock record holds ``owner`` and ``expiration`` (epoch seconds, the table's TTL attribute): a holder that
 crashed leaves a lock that expires instead of blocking forever. A handled-event record (EventBridge event id) holds
@@ -76,3 +78,12 @@ def guard_sk(kind: str, *parts: str) -> str:
     """Sort key of the guard of ``kind`` over ``parts`` in the cluster's partition: ``GUARD#<kind>#<part>#...``
     (e.g. ``GUARD#DOWNLOAD#s3#Qwen/Qwen2.5-0.5B-Instruct``)."""
     return "#".join((f"{GUARD_PREFIX}{kind}", *parts))
+
+
+SWEEPS_PK = "SWEEPS"
+SWEEP_CURSOR_SK = "CURSOR"
+
+
+def sweep_pk(tag: str) -> str:
+    """Partition key of the reconciliation sweep's claim item of cluster ``tag``."""
+    return f"SWEEP#{tag}"

@@ -11,8 +11,9 @@ own error, which callers map to what it means for them. Calls the DynamoDB ``Get
 One class, :class:`Store`, composed of one part per record kind, each in its own module: :mod:`.clusters`,
 :mod:`.operations`, :mod:`.guards` (operations that do not take their cluster's lock), :mod:`.stages`,
 :mod:`.waits`, :mod:`.events` (handled events), :mod:`.locks`, :mod:`.idempotency` (``Idempotency-Key``
-records), all on :mod:`.base` (typed conditional writes, :meth:`Store.reusing_reads`, the low-level reads and
-writes), with :mod:`.codec` (serialization, page tokens) and :mod:`.errors`. Every name is importable from here.
+records), :mod:`.sweeps` (the reconciliation sweep's claims and cursor), all on :mod:`.base` (typed conditional
+writes, :meth:`Store.reusing_reads`, the low-level reads and writes), with :mod:`.codec` (serialization, page
+tokens) and :mod:`.errors`. Every name is importable from here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from instantstart.store.idempotency import IdempotencyRecord, IdempotencyStore
 from instantstart.store.locks import LockStore
 from instantstart.store.operations import OperationStore
 from instantstart.store.stages import StageStore
+from instantstart.store.sweeps import SweepClaim, SweepStore
 from instantstart.store.waits import WaitHolder, WaitStore
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "ItemTooLarge",
     "Store",
     "StoreError",
+    "SweepClaim",
     "WaitHolder",
     "condition_failed",
     "decode_token",
@@ -50,7 +53,17 @@ __all__ = [
 ]
 
 
-class Store(ClusterStore, OperationStore, GuardStore, StageStore, WaitStore, EventStore, LockStore, IdempotencyStore):
+class Store(
+    ClusterStore,
+    OperationStore,
+    GuardStore,
+    StageStore,
+    WaitStore,
+    EventStore,
+    LockStore,
+    IdempotencyStore,
+    SweepStore,
+):
     """Repository of the control plane's records in one DynamoDB table.
 
     Args:

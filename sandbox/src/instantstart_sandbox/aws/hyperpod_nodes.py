@@ -18,7 +18,9 @@
   then ``Passed``/``Schedulable``. A node whose check fails (``faults.fail_deep_health_check``) is
   ``Failed``/``UnschedulablePendingReplacement`` and replaced.
 - Spot interruption (test hook :meth:`HyperPodNodeOperations.interrupt_spot_instance`): EC2 reclaims
-  a Spot instance: Warn event, node ``UnschedulablePendingReplacement``, replaced like above.
+  a Spot instance: Warn event, node ``UnschedulablePendingReplacement``, replaced like above. A replacement that
+  finds no capacity (``FaultInjector.fail_hyperpod_capacity``) leaves the group short: the old instance goes and
+  the group's launch loop retries, with an Error event carrying EC2's message each time, until capacity returns.
 
 Per-call limits come from the botocore model (NodeIds: at most 25 for reboot/replace, 3000 for delete;
 NodesToAdd: at most 5; DeepHealthCheckConfigurations: at most 99); more is a ``ValidationException``
@@ -367,22 +369,37 @@ class HyperPodNodeOperations:
         self.hp.clock.call_later(TERMINATE_SECONDS, lambda: self._swap(cluster, node))
 
     def _swap(self, cluster: HpCluster, old: HpNode) -> None:
+        from instantstart_sandbox.aws.hyperpod import _instance_type
+
         events: list[ClusterEvent] = []
+        new: HpNode | None = None
         with self.hp._lock:
             found = self._locate(cluster, old.instance_id)
             if found is None or cluster.status == "Deleting":
                 return
             group = found[0]
-            new = self.hp._new_node(cluster, group)
-            new.logical_id = old.logical_id  # the logical node keeps its id; the instance is new
-            new.subnet_id, new.zone, new.zone_id = old.subnet_id, old.zone, old.zone_id
-            new.status = "Pending"
-            group.nodes[group.nodes.index(old)] = new
-            self._event(cluster, events, old, f"Instance {old.instance_id} terminated; replaced by {new.instance_id}")
-            self._event(cluster, events, new, f"Instance {new.instance_id} launching to replace {old.instance_id}")
+            zone, others = self.hp._zones(cluster.request, group.spec, group.nodes.index(old))
+            failure = self.hp.faults.take_capacity_failure([_instance_type(group.spec)], zone, others)
+            if failure is not None:  # no capacity for the replacement: the group runs short, the launch loop retries
+                group.nodes.remove(old)
+                self._event(cluster, events, old, f"Instance {old.instance_id} terminated; its replacement is pending")
+            else:
+                new = self.hp._new_node(cluster, group)
+                new.logical_id = old.logical_id  # the logical node keeps its id; the instance is new
+                new.subnet_id, new.zone, new.zone_id = old.subnet_id, old.zone, old.zone_id
+                new.status = "Pending"
+                group.nodes[group.nodes.index(old)] = new
+                self._event(
+                    cluster, events, old, f"Instance {old.instance_id} terminated; replaced by {new.instance_id}"
+                )
+                self._event(cluster, events, new, f"Instance {new.instance_id} launching to replace {old.instance_id}")
         self.hp._publish(events)
         self.hp._deregister_node(cluster, old)
-        self.hp.clock.call_later(INSTANCE_LAUNCH_SECONDS, lambda: self._replacement_up(cluster, new))
+        if new is None:
+            self.hp._ensure_launching(cluster, group.name)
+            return
+        replacement = new
+        self.hp.clock.call_later(INSTANCE_LAUNCH_SECONDS, lambda: self._replacement_up(cluster, replacement))
 
     def _replacement_up(self, cluster: HpCluster, node: HpNode) -> None:
         events: list[ClusterEvent] = []

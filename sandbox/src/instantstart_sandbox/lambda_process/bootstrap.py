@@ -75,7 +75,7 @@ def _clock_hooks(value: str) -> dict[str, Callable[[ModuleType], None]]:
         return sim0 + (time.monotonic() - monotonic0) * scale
 
     def product_clock(module: ModuleType) -> None:
-        module.set_clock(now)
+        module.set_clock(now, lambda seconds: time.sleep(max(0.0, seconds) / scale))
 
     def sdk_backoff(module: ModuleType) -> None:
         module.time = _SdkTime(scale)  # type: ignore[attr-defined]
