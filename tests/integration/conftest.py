@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import boto3
 import pytest
 
 from instantstart_client.api import ApiError, InstantStartClient
@@ -82,3 +85,32 @@ def refusal(call: Callable[[], Any]) -> ApiError:
     with pytest.raises(ApiError) as refused:
         call()
     return refused.value
+
+
+@contextmanager
+def drift_subscription(sandbox: Any, name: str) -> Iterator[Callable[[str], list[dict[str, Any]]]]:
+    """A user's subscription to the control plane's ``Cluster Drift Detected`` events: an EventBridge rule on its bus
+    to an SQS queue named ``name``. Yields ``read(tag)``: the details of the drift events of cluster ``tag``
+    received so far, oldest first."""
+    bus = sandbox.deployment.outputs["EventBusName"]
+    sqs = boto3.client("sqs", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    events = boto3.client("events", endpoint_url=sandbox.aws_endpoint_url, region_name=sandbox.region)
+    queue = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    pattern = {"source": ["instantstart"], "detail-type": ["Cluster Drift Detected"]}
+    events.put_rule(Name=name, EventBusName=bus, EventPattern=json.dumps(pattern))
+    events.put_targets(Rule=name, EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
+    received: list[dict[str, Any]] = []
+
+    def read(tag: str) -> list[dict[str, Any]]:
+        for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
+            received.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        return [e["detail"] for e in received if e["detail"]["clusterTag"] == tag]
+
+    try:
+        yield read
+    finally:
+        events.remove_targets(Rule=name, EventBusName=bus, Ids=["queue"])
+        events.delete_rule(Name=name, EventBusName=bus)
+        sqs.delete_queue(QueueUrl=queue)

@@ -8,7 +8,6 @@ One READY cluster for the module; the tests run in order, each leaving the drift
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from instantstart_client.api import InstantStartClient
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, eventually, finished, ready_cluster, refusal
+from tests.integration.conftest import GROUP, drift_subscription, eventually, finished, ready_cluster, refusal
 
 TAG = "drifty"
 EKS = f"eks-cluster-{TAG}"
@@ -35,28 +34,9 @@ def cluster(api: InstantStartClient) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def drift_events(sandbox: Sandbox) -> Iterator[Any]:
-    """A user's subscription to the control plane's drift events: an EventBridge rule on its bus -> an SQS queue.
-    Yields a function that returns the drift events received so far (their details)."""
-    assert sandbox.deployment is not None
-    bus = sandbox.deployment.outputs["EventBusName"]
-    sqs, events = _client(sandbox, "sqs"), _client(sandbox, "events")
-    queue = sqs.create_queue(QueueName="drift-events")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    pattern = {"source": ["instantstart"], "detail-type": ["Cluster Drift Detected"]}
-    events.put_rule(Name="drift-to-queue", EventBusName=bus, EventPattern=json.dumps(pattern))
-    events.put_targets(Rule="drift-to-queue", EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
-    received: list[dict[str, Any]] = []
-
-    def read() -> list[dict[str, Any]]:
-        for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
-            received.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-        return [e["detail"] for e in received if e["detail"]["clusterTag"] == TAG]
-
-    yield read
-    events.remove_targets(Rule="drift-to-queue", EventBusName=bus, Ids=["queue"])
-    events.delete_rule(Name="drift-to-queue", EventBusName=bus)
-    sqs.delete_queue(QueueUrl=queue)
+    """The drift events of this module's cluster received so far (their details), through a user's subscription."""
+    with drift_subscription(sandbox, "drift-events") as read:
+        yield lambda: read(TAG)
 
 
 def _items(api: InstantStartClient) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -21,7 +21,14 @@ from instantstart.naming import eks_cluster_name, hyperpod_cluster_name
 from instantstart_client.api import ApiError, InstantStartClient
 from instantstart_sandbox.aws.scheduler import InvocationRefused
 from instantstart_sandbox.runner import Sandbox
-from tests.integration.conftest import GROUP, cancel_if_running, eventually, finished, ready_cluster
+from tests.integration.conftest import (
+    GROUP,
+    cancel_if_running,
+    drift_subscription,
+    eventually,
+    finished,
+    ready_cluster,
+)
 
 SCHEDULE = "ReconcileSchedule"
 
@@ -255,6 +262,45 @@ def test_given_a_node_whose_replacement_finds_no_capacity_then_degraded_with_ec2
     assert eventually(lambda: _capacity_back(sandbox, tag), bool, timeout=120)
     recovered = sweep(sandbox)  # HyperPod's events (delivered here) or this sweep, whichever comes first
     assert api.get_cluster(tag)["status"] == "READY", recovered
+    api.delete_cluster(tag)
+
+
+def test_given_a_group_scaled_then_the_hyperpod_cluster_deleted_outside_then_each_is_drift_after_a_sweep_with_an_event(
+    sandbox: Sandbox, api: InstantStartClient
+) -> None:
+    tag = "swdrift"
+    ready_cluster(api, tag, [GROUP])
+    sm, hp = _client(sandbox, "sagemaker"), hyperpod_cluster_name(tag)
+    group = sm.describe_cluster(ClusterName=hp)["InstanceGroups"][0]
+    scaled = {k: group[k] for k in ("InstanceGroupName", "InstanceType", "LifeCycleConfig", "ExecutionRole")}
+    with drift_subscription(sandbox, "sweep-drift-events") as read:
+        sm.update_cluster(ClusterName=hp, InstanceGroups=[{**scaled, "InstanceCount": 2}])  # as a console user would
+
+        first = sweep(sandbox)
+
+        items = {(i["resourceType"], i["name"], i["field"]): i for i in api.get_cluster(tag)["drift"]["items"]}
+        count = items[("InstanceGroup", f"{hp}/accel", "TargetCount")]
+        assert (count["expected"], count["observed"], count["owned"]) == ("1", "2", True), count
+        assert first["actions"].get("drift-reported", 0) >= 1, first
+        assert api.get_cluster(tag)["status"] == "READY", "drift is reported, never undone by the sweep"
+        assert sm.describe_cluster(ClusterName=hp)["InstanceGroups"][0]["TargetCount"] == 2
+
+        eventually(lambda: sm.describe_cluster(ClusterName=hp)["ClusterStatus"], lambda s: s == "InService")
+        sm.delete_cluster(ClusterName=hp)
+        eventually(
+            lambda: [c["ClusterName"] for c in sm.list_clusters()["ClusterSummaries"]], lambda names: hp not in names
+        )
+
+        second = sweep(sandbox)
+
+        gone = {(i["resourceType"], i["name"], i["field"]) for i in api.get_cluster(tag)["drift"]["items"]}
+        assert ("HyperPodCluster", hp, "exists") in gone, (second, gone)
+        announced = eventually(
+            lambda: [(i["resourceType"], i["field"]) for e in read(tag) for i in e["newItems"]],
+            lambda found: {("InstanceGroup", "TargetCount"), ("HyperPodCluster", "exists")} <= set(found),
+            timeout=30,
+        )
+        assert {("InstanceGroup", "TargetCount"), ("HyperPodCluster", "exists")} <= set(announced), announced
     api.delete_cluster(tag)
 
 

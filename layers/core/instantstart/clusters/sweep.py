@@ -37,12 +37,14 @@ logger = logging.getLogger(__name__)
 CLUSTERS_PER_SECOND = 2.0
 """The sweep's pace: clusters checked per second (each check's AWS calls are bounded, see the module doc)."""
 
-MAX_AWS_CALLS_PER_CLUSTER = 12
+MAX_AWS_CALLS_PER_CLUSTER = 30
 """AWS calls of one cluster's checks at most, besides DynamoDB, in the rarest case: ``DescribeExecution``,
 ``StartExecution`` or ``PutEvents`` (an operation ended), then a recovery (``DescribeCluster``, ``ListClusterEvents``
 and a ``DescribeAddon`` per add-on), then the READY check (``DescribeCluster``, ``ListClusterEvents``,
-``DescribeClusterEvent``). A quiet cluster costs one: ``DescribeCluster``, or ``DescribeExecution`` while an operation
-runs."""
+``DescribeClusterEvent``), then the drift check (EKS ``DescribeCluster`` and ``ListAddons``, a ``DescribeAddon`` per
+add-on, SageMaker ``DescribeCluster``, IAM ``GetRole`` per role, S3 ``GetBucketTagging``, one Kubernetes read,
+``PutEvents`` when drift is new). A quiet READY cluster costs about 12: ``DescribeCluster`` and the drift check's
+reads; one with an operation running costs one ``DescribeExecution`` (drift is not checked while it runs)."""
 
 CLAIM_SECONDS = 300
 """How long a sweep's claim on a cluster keeps other sweeps off it (seconds): two sweeps at once check a cluster

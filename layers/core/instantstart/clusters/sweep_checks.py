@@ -14,6 +14,9 @@ on every cluster it claimed; a check that acted makes the sweep read the cluster
 - :func:`check_degraded`: DEGRADED -> READY once every group reached its target (``reconcile.recover_degraded``).
 - :func:`check_under_target`: READY -> DEGRADED once a group stayed under its target for
   :data:`UNDER_TARGET_SECONDS`, with HyperPod's reason verbatim.
+- :func:`check_drift`: what changed outside (a HyperPod cluster or group deleted or scaled, an add-on removed, a role
+  deleted, the Kubernetes version upgraded elsewhere) is reported as the cluster's ``drift`` and a ``Cluster Drift
+  Detected`` event, never undone here (``POST /clusters/{tag}/reconcile`` repairs what is the control plane's own).
 """
 
 from __future__ import annotations
@@ -263,5 +266,22 @@ def _hyperpod_reason(sm: Any, cluster: ClusterRecord) -> str | None:
         return None
 
 
-CHECKS: tuple[Check, ...] = (check_operation, check_degraded, check_under_target)
+def check_drift(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
+    """What changed outside the control plane, reported, never undone (``drift.observe_drift``: EKS
+    ``DescribeCluster``, ``ListAddons``, ``DescribeAddon``, SageMaker ``DescribeCluster``, IAM ``GetRole``, S3
+    ``GetBucketTagging``, the storage claim through Kubernetes): the items are stored on the cluster (``drift`` of
+    ``GET /clusters/{tag}``) and new ones publish one ``Cluster Drift Detected`` event. Runs last, on a READY or
+    DEGRADED cluster without a running operation (the other checks may have just changed it). Returns
+    ``drift-reported`` when an item is new, ``drift`` when the recorded drift stands, None when nothing differs."""
+    from instantstart.clusters.drift import observe_drift
+
+    before = {(i.resource_type, i.name, i.field, i.observed) for i in cluster.drift}
+    items = observe_drift(ctx.rt, cluster, now=ctx.now)
+    if not items:
+        return None
+    new = [i for i in items if (i.resource_type, i.name, i.field, i.observed) not in before]
+    return "drift-reported" if new else "drift"
+
+
+CHECKS: tuple[Check, ...] = (check_operation, check_degraded, check_under_target, check_drift)
 """The sweep's per-cluster checks, in order (add a check here: a function of :data:`Check`'s shape)."""
