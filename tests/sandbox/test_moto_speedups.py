@@ -94,6 +94,27 @@ def _components(program: Any) -> set[int]:
     return found
 
 
+def test_a_parsed_definition_is_kept_on_disk_and_a_later_process_loads_its_components(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    monkeypatch.setenv("INSTANTSTART_SANDBOX_CACHE", str(tmp_path))
+    moto_speedups.install()
+    definition = json.dumps(
+        {"StartAt": "Kept", "States": {"Kept": {"Type": "Pass", "Result": str(tmp_path), "End": True}}}
+    )
+    parsed, tree = AmazonStateLanguageParser.parse(definition)  # parsed in this process, then kept
+    assert tree is not None
+
+    loaded = moto_speedups._kept_program(definition)  # what the next process reads instead of parsing
+
+    assert type(loaded) is type(parsed) and len(_components(loaded)) == len(_components(parsed)) > 2
+    [kept] = list(tmp_path.glob("asl-*/*.pickle"))
+    kept.write_bytes(b"not a pickle")
+    assert moto_speedups._kept_program(definition) is None, "an unreadable entry means: parse again"
+
+
 def test_an_invalid_definition_fails_on_every_parse() -> None:
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
 

@@ -6,7 +6,12 @@ things that never change between calls. Step Functions:
 * every execution re-parses its state machine's ASL with the pure-Python ANTLR parser (over a second
   of CPU for the create workflow) and builds its evaluation components from the tree (another 0.26 s);
   the tree and the components built from it are now kept (keyed by the definition text), and each
-  execution gets a deep copy of the components (0.06 s), so no execution shares mutable state with another;
+  execution gets a deep copy of the components (0.06 s), so no execution shares mutable state with another.
+  The components of a definition that parsed are also kept on disk (:func:`_program_cache_dir`, pickled, keyed by
+  the definition's SHA-256 and moto's and Python's versions), so each further sandbox process (every pytest-xdist
+  worker, every ``serve``/``demo``) loads them in milliseconds instead of parsing again (about 2 CPU-seconds for the
+  three workflows); on such a load the parse tree is None: only moto's static analysers read it, and its Step
+  Functions backend runs none;
 * every JSONPath (``$.cluster.tag``) is compiled by a fresh ``jsonpath_ng`` parser (a PLY grammar
   built per call); compiled paths are now kept (keyed by the path text; ``find`` does not mutate them);
 * every Lambda task builds a new boto3 Lambda client (service model load, endpoint resolver); the
@@ -57,10 +62,16 @@ parses are not cached: an invalid definition raises the same error on every call
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import hashlib
+import os
+import pickle
+import tempfile
 import threading
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 _TREE_CACHE_SIZE = 64
@@ -106,8 +117,13 @@ def _asl_parse_trees_are_kept() -> None:
 
     @functools.lru_cache(maxsize=_TREE_CACHE_SIZE)
     def program_of(definition: str) -> tuple[Any, Any]:
+        kept = _kept_program(definition)
+        if kept is not None:
+            return kept, None
         tree = tree_of(definition)
-        return Preprocessor().visit(tree), tree  # never evaluated: the pristine components each call copies
+        program = Preprocessor().visit(tree)  # never evaluated: the pristine components each call copies
+        _keep_program(definition, program)
+        return program, tree
 
     def parse(definition: str) -> tuple[Any, Any]:
         program, tree = program_of(definition)
@@ -115,6 +131,48 @@ def _asl_parse_trees_are_kept() -> None:
 
     parser_class.parse = staticmethod(parse)
     parser_class._instantstart_patched = True
+
+
+def _program_cache_dir() -> Path:
+    """Where parsed ASL programs are kept across processes: ``$INSTANTSTART_SANDBOX_CACHE`` or
+    ``$XDG_CACHE_HOME/instantstart-sandbox`` (default ``~/.cache``), one directory per moto and Python version."""
+    import sys
+    from importlib.metadata import version
+
+    root = os.environ.get("INSTANTSTART_SANDBOX_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "instantstart-sandbox"
+    )
+    return Path(root) / f"asl-moto{version('moto')}-py{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _program_path(definition: str) -> Path:
+    return _program_cache_dir() / f"{hashlib.sha256(definition.encode()).hexdigest()}.pickle"
+
+
+def _kept_program(definition: str) -> Any:
+    """The evaluation components of ``definition`` kept by an earlier process, or None (not kept, unreadable)."""
+    try:
+        with _program_path(definition).open("rb") as kept:
+            # the user's own cache directory, written only by _keep_program (a definition that parsed)
+            return pickle.load(kept)
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+
+
+def _keep_program(definition: str, program: Any) -> None:
+    """Keep the components of a definition that parsed for later processes (best effort: a cache that cannot be
+    written costs the next process a parse, nothing else). Written to a temporary file, then renamed: a reader in
+    another process sees the whole file or none."""
+    path = _program_path(definition)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            pickle.dump(program, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(temporary)
 
 
 def _json_paths_are_compiled_once() -> None:
