@@ -223,3 +223,24 @@ def test_given_an_update_body_then_only_given_members_and_target_version_are_kep
     assert request.compute_quota_config is None and request.target_version == 3
     with pytest.raises(ValidationError):
         UpdateComputeQuotaRequest.model_validate({"targetVersion": 0})
+
+
+def test_given_a_quota_deleted_between_the_listing_and_its_describe_then_it_is_left_out_not_a_404() -> None:
+    from instantstart.clusters.task_governance_resources import described_compute_quota
+
+    class Listed:
+        """SageMaker answering DescribeComputeQuota for ``q-live`` only (``q-gone`` was deleted meanwhile)."""
+
+        def describe_compute_quota(self, ComputeQuotaId: str) -> dict[str, Any]:
+            if ComputeQuotaId == "q-gone":
+                raise client_error("ResourceNotFound", f"Compute quota {ComputeQuotaId} not found")
+            if ComputeQuotaId == "q-throttled":
+                raise client_error("ThrottlingException", "Rate exceeded")
+            return {"ComputeQuotaId": ComputeQuotaId, "Name": "team-a"}
+
+    sm = Listed()
+
+    assert described_compute_quota(sm, {"ComputeQuotaId": "q-live"}) == {"ComputeQuotaId": "q-live", "Name": "team-a"}
+    assert described_compute_quota(sm, {"ComputeQuotaId": "q-gone"}) is None
+    with pytest.raises(ClientError):
+        described_compute_quota(sm, {"ComputeQuotaId": "q-throttled"})

@@ -35,6 +35,7 @@ from typing import Any
 from instantstart.clusters.task_governance_resources import (
     GONE_STATUSES,
     compute_quota_summaries,
+    described_compute_quota,
     is_owned,
     release_owned,
     scheduler_config_summaries,
@@ -191,8 +192,9 @@ def list_compute_quotas(rt: Runtime, tag: str) -> ComputeQuotaList:
     def views(sm: Any) -> dict[str, Any]:
         out = []
         for summary in compute_quota_summaries(sm, governed.cluster_arn):
-            described = dict(sm.describe_compute_quota(ComputeQuotaId=summary["ComputeQuotaId"]))
-            out.append(compute_quota_view(tag, described, is_owned(sm, described["ComputeQuotaArn"], tag)))
+            described = described_compute_quota(sm, summary)
+            if described is not None:
+                out.append(compute_quota_view(tag, described, is_owned(sm, described["ComputeQuotaArn"], tag)))
         return {"views": sorted(out, key=lambda v: v.name)}
 
     return ComputeQuotaList(
@@ -203,8 +205,8 @@ def list_compute_quotas(rt: Runtime, tag: str) -> ComputeQuotaList:
 def _quota_by_name(rt: Runtime, tag: str, governed: GovernedCluster, name: str) -> tuple[dict[str, Any], bool]:
     def find(sm: Any) -> dict[str, Any]:
         for summary in compute_quota_summaries(sm, governed.cluster_arn):
-            if summary.get("Name") == name:
-                described = dict(sm.describe_compute_quota(ComputeQuotaId=summary["ComputeQuotaId"]))
+            described = described_compute_quota(sm, summary) if summary.get("Name") == name else None
+            if described is not None:
                 return {"found": (described, is_owned(sm, described["ComputeQuotaArn"], tag))}
         return {"found": None}
 

@@ -45,6 +45,21 @@ def compute_quota_summaries(sm: Any, cluster_arn: str) -> list[dict[str, Any]]:
     return [s for s in found if s.get("Status") not in GONE_STATUSES]
 
 
+def described_compute_quota(sm: Any, summary: dict[str, Any]) -> dict[str, Any] | None:
+    """SageMaker ``DescribeComputeQuota`` of a listed quota; None when it was deleted since it was listed
+    (``ResourceNotFound``): a listing taken while another request deletes a quota leaves it out instead of failing.
+
+    Raises:
+        ClientError: any other error of the call.
+    """
+    try:
+        return dict(sm.describe_compute_quota(ComputeQuotaId=summary["ComputeQuotaId"]))
+    except ClientError as exc:
+        if error_code(exc) == "ResourceNotFound":
+            return None
+        raise
+
+
 def is_owned(sm: Any, arn: str, tag: str) -> bool:
     """True when the resource carries this cluster's ownership tags (SageMaker ``ListTags``)."""
     return owned_by(_all_pages(sm.list_tags, "Tags", ResourceArn=arn), tag)
