@@ -88,7 +88,7 @@ sandbox-tests: $(STAMP) $(HOST_STAMP)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 
 integration: $(STAMP) $(HOST_STAMP)
-	$(BIN)/pytest tests/integration tests/mcp -n $${INSTANTSTART_TEST_WORKERS:-3} --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(BIN)/pytest tests/integration tests/mcp -n $${INSTANTSTART_TEST_WORKERS:-4} --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a browser download of its own):
 # installed through apt when missing (as root, else through sudo).

@@ -162,7 +162,7 @@ def main() -> int:
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "3")),
+        default=int(os.environ.get("INSTANTSTART_TEST_WORKERS", "4")),
         help="pytest-xdist workers of the integration suite (each runs its own sandbox)",
     )
     parser.add_argument(
