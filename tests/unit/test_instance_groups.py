@@ -193,3 +193,32 @@ def test_given_a_group_at_target_then_the_change_is_done_and_a_deleted_group_is_
     assert rules.change_done([scaling], "accel")[0] is False
     assert rules.change_done([at_target], "workers", deleted=True)[0] is False
     assert rules.change_done([scaling], "workers", deleted=True) == (True, "deleted")
+
+
+def test_given_a_scale_check_just_before_its_time_budget_ends_then_it_is_the_last_round() -> None:
+    from instantstart.clusters import changes
+    from instantstart.clusters.instance_group_steps import _last_round
+    from instantstart.models.common import utcnow
+    from instantstart.models.records import OperationRecord
+    from instantstart.models.workflow import LoopConfig, StepPayload
+
+    config = LoopConfig()
+    poll = int(str(config.poll_seconds.to_wire()[changes.CLUSTER_CHANGE]))
+    budget = int(str(config.max_polls.to_wire()[changes.CLUSTER_CHANGE]))
+    payload = StepPayload.model_validate(
+        {
+            "action": "check_instance_group_change",
+            "operationId": "op-1",
+            "clusterTag": "demo",
+            "generation": 1,
+            "config": config.to_wire(),
+        }
+    )
+
+    def op(seconds_ago: float) -> OperationRecord:
+        started = {changes.CLUSTER_CHANGE: utcnow().timestamp() - seconds_ago}
+        return OperationRecord.model_construct(wait_rounds={}, waits={}, wait_started=started)
+
+    # half a poll before the budget's end: the round about to start may already read it spent
+    assert _last_round(op(budget * poll - poll / 2), payload) is True
+    assert _last_round(op(budget * poll - 3 * poll), payload) is False

@@ -248,15 +248,20 @@ def _last_round(op: OperationRecord, p: StepPayload) -> bool:
     """Whether a "not done" answer of this check ends the wait with ``PollTimeout`` (its budget is spent).
 
     The round that the wait is about to start counts the previous one as timed out when its token is still
-    stored (:meth:`instantstart.store.table.Store.start_wait_round`).
+    stored (:meth:`instantstart.store.table.Store.start_wait_round`). The time budget is read here a moment before
+    the round reads it, so it counts as spent one poll interval early: a check that ran just before the budget's end
+    and answered "not done" would otherwise let the wait end with ``PollTimeout`` instead of HyperPod's error (seen
+    on a busy machine).
     """
     wait = changes.CLUSTER_CHANGE
     config = p.config or LoopConfig()
     budget = int(str(config.max_polls.to_wire().get(wait, 0)))
     rounds = int((op.wait_rounds or {}).get(wait, 0)) + (1 if (op.waits or {}).get(wait) else 0)
     started = (op.wait_started or {}).get(wait)
-    elapsed = utcnow().timestamp() - started if started is not None else 0.0
-    return waits.budget_spent(rounds, elapsed, budget, config.poll_seconds.to_wire().get(wait))
+    poll = config.poll_seconds.to_wire().get(wait)
+    margin = float(poll) if isinstance(poll, int | float) else 0.0
+    elapsed = utcnow().timestamp() - started + margin if started is not None else 0.0
+    return waits.budget_spent(rounds, elapsed, budget, poll)
 
 
 def check_instance_group_change(rt: Runtime, p: StepPayload) -> PollResult:
