@@ -22,6 +22,7 @@ DELETED, and AWS must match the records (:func:`check_tags`). At the end :func:`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -136,16 +137,27 @@ class LoadRun:
         region: the emulated Region.
         tags: how many cluster tags; ``prefix`` names them (``<prefix>0`` ...).
         timeout: wall seconds each wait for operations to end may take.
+        clock: the sandbox's simulated clock (``Sandbox.clock``): paused while the cancels are aimed at running
+            creates, so no create can end between the driver seeing it run and its cancel (None: not paused).
     """
 
     def __init__(
-        self, api: InstantStartClient, endpoint_url: str, region: str, *, tags: int, prefix: str, timeout: float
+        self,
+        api: InstantStartClient,
+        endpoint_url: str,
+        region: str,
+        *,
+        tags: int,
+        prefix: str,
+        timeout: float,
+        clock: Any | None = None,
     ) -> None:
         self.api = InstantStartClient(api.api_url, region=api.region, max_attempts=1, timeout=60)
         self.api._http.event_hooks["response"].extend(api._http.event_hooks["response"])
         self.tags = [f"{prefix}{i}" for i in range(tags)]
         self.roles = {tag: ROLES[i % len(ROLES)] for i, tag in enumerate(self.tags)}
         self.timeout = timeout
+        self.clock = clock
         self.report = Report(tags=tags)
         self._lock = threading.Lock()
         self._keys: dict[tuple[str, str], str] = {}
@@ -291,16 +303,21 @@ class LoadRun:
         )
         created = {tag: self.expect_one("create burst", tag, a, ("create", "delete")) for tag in tags}
         to_cancel = {tag: op for tag, op in created.items() if op and roles[tag] == "cancel"}
-        for tag in to_cancel:  # cancelled once a stage runs: that stage is then CANCELLED, and retryable
-            self.wait_until(
-                tag, lambda c: any(s["status"] == "RUNNING" for s in c["stages"]) or c["status"] != "CREATING"
-            )
-        cancels = [
-            {"kind": "cancel", "tag": tag, "key": str(uuid.uuid4()), "variant": op}
-            for tag, op in to_cancel.items()
-            for _ in range(2)
-        ]
-        for answer in self.burst("A", cancels):
+        # The simulated clock stands still from here to the cancels: a create's stages start and run their AWS calls,
+        # but none of its waits (EKS ACTIVE, ...) passes, so no create ends between being seen running and its cancel,
+        # however slowly this driver's polls come back on a busy machine.
+        with self.clock.paused() if self.clock is not None else contextlib.nullcontext():
+            for tag in to_cancel:  # cancelled once a stage runs: that stage is then CANCELLED, and retryable
+                self.wait_until(
+                    tag, lambda c: any(s["status"] == "RUNNING" for s in c["stages"]) or c["status"] != "CREATING"
+                )
+            cancels = [
+                {"kind": "cancel", "tag": tag, "key": str(uuid.uuid4()), "variant": op}
+                for tag, op in to_cancel.items()
+                for _ in range(2)
+            ]
+            answers = self.burst("A", cancels)
+        for answer in answers:
             if not answer.accepted and answer.code != "OperationAlreadyEnded":
                 self.mismatch(f"cancel of {answer.variant} answered {answer.status} {answer.code}")
         self._late_replays(a)
@@ -599,7 +616,15 @@ def run_load(
 
     lambdas.set_environments(environments, None if every_function else api_function_name())
     try:
-        run = LoadRun(api, sandbox.aws_endpoint_url, sandbox.region, tags=tags, prefix=prefix, timeout=timeout)
+        run = LoadRun(
+            api,
+            sandbox.aws_endpoint_url,
+            sandbox.region,
+            tags=tags,
+            prefix=prefix,
+            timeout=timeout,
+            clock=getattr(sandbox, "clock", None),
+        )
         report = run.run()
     finally:
         lambdas.set_environments(getattr(sandbox, "lambda_environments", 1))
