@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from instantstart.clusters import service
+from instantstart.clusters import reconcile, service
 from instantstart.clusters.reconcile import EVENT_KEEP_SECONDS, Reconciled, on_hyperpod_state_change, once
 from instantstart.models.common import StageName
 from instantstart.runtime import Runtime
@@ -236,3 +236,20 @@ def test_given_a_cluster_event_of_another_cluster_when_it_arrives_then_it_is_ign
     event["EventDetails"]["ClusterName"] = "someone-elses-cluster"
 
     assert on_cluster_event(demo, event).to_api()["action"] == "ignored"
+
+
+def test_given_an_execution_failed_by_a_lambda_error_then_its_operation_records_the_aws_code_and_message(
+    demo: Runtime,
+) -> None:
+    op_id = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
+    aws = {"code": "ResourceNotFoundException", "message": "The operation tried to access a nonexistent table"}
+    cause = json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": json.dumps(aws), "stackTrace": []})
+
+    done = reconcile.on_execution_status_change(
+        demo, {"name": op_id, "status": "FAILED", "error": "ResourceNotFoundException", "cause": cause}
+    )
+
+    assert done.action == "reconciled"
+    op = demo.store.get_operation(op_id)
+    assert op is not None and op.error is not None
+    assert (op.error.code, op.error.message) == (aws["code"], aws["message"]), "AWS's words, not the Lambda's JSON"

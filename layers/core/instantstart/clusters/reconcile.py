@@ -21,6 +21,7 @@ from instantstart.clusters.changes import wake_running_change
 from instantstart.models.cluster import StageError
 from instantstart.models.common import ApiModel, ClusterStatus, OperationStatus, StageName
 from instantstart.models.records import ClusterRecord
+from instantstart.models.workflow import StepError
 from instantstart.naming import tag_from_eks_cluster_name, tag_from_hyperpod_cluster_name
 from instantstart.runtime import Runtime
 from instantstart.store.table import ConditionFailed
@@ -204,10 +205,15 @@ def on_execution_status_change(rt: Runtime, detail: dict[str, Any]) -> Reconcile
     if op is None or status not in EXECUTION_END_ERRORS:
         return Reconciled(action="ignored", operation_id=operation_id)
     default_code, op_status = EXECUTION_END_ERRORS[status]
-    error = StageError(
-        code=str(detail.get("error") or default_code),
-        message=str(detail.get("cause") or f"execution {detail.get('executionArn', operation_id)} {status}"),
-    )
+    if detail.get("cause"):  # a Lambda's failure: the AWS code and message inside its JSON, as the failure path reads
+        error = records.parse_error(
+            StepError(Error=str(detail.get("error") or default_code), Cause=str(detail["cause"]))
+        )
+    else:
+        error = StageError(
+            code=str(detail.get("error") or default_code),
+            message=f"execution {detail.get('executionArn', operation_id)} {status}",
+        )
     if op_status is OperationStatus.CANCELLED and op.status in (OperationStatus.CANCELLED, *LIVE):
         ended_before = op.status.terminal
         try:
