@@ -17,6 +17,7 @@ from instantstart.aws.clients import error_code
 from instantstart.clusters import records
 from instantstart.clusters.registry import REGISTRY, Teardown
 from instantstart.clusters.stages.common import GONE, Step
+from instantstart.errors import StageFailed
 from instantstart.kube import objects
 from instantstart.models.cluster import StorageView
 from instantstart.models.common import StageName, StageStatus
@@ -97,10 +98,15 @@ def check_storage_access(rt: Runtime, p: StepPayload) -> PollResult:
     """Done once the ``access`` stage SUCCEEDED (this control plane may use the cluster's Kubernetes API).
 
     Reads the ``access`` stage's record (DynamoDB ``GetItem``) and, while waiting, records why
-    (``UpdateItem``). The ``access`` stage wakes this wait when it completes
+    (``UpdateItem``). While ``access`` is PENDING or RUNNING the wait is held (its rounds do not spend its budget);
+    once ``access`` FAILED or was CANCELLED, storage stops at once with ``StageInterrupted`` (the root cause is
+    ``access``'s error), rather than wait out its own budget. The ``access`` stage wakes this wait when it completes
     (``instantstart.clusters.steps.WAITING_ON``), so its long poll interval is only a safety net.
     """
     access = access_stage(rt, p)
+    if access is not None and access.status in (StageStatus.FAILED, StageStatus.CANCELLED):
+        # storage cannot go on without Kubernetes access: stopped by that stage, not a cause of its own
+        raise StageFailed(records.STAGE_INTERRUPTED, f"stopped because stage access {access.status.value.lower()}")
     status = waiting_for_access(rt, p, access)
     running = access is not None and access.status in (StageStatus.PENDING, StageStatus.RUNNING)
     return PollResult(done=status is None, status=status or "Kubernetes access granted", held=running)
