@@ -146,6 +146,21 @@ def compare_eks(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
     return []
 
 
+def _unhealthy(now: str, name: str, addon: dict[str, Any]) -> DriftItem:
+    """The ``health`` item of an owned add-on that is not ACTIVE, with EKS's health issues verbatim."""
+    issues = _health(addon)
+    return _item(
+        now,
+        ADDON,
+        name,
+        "health",
+        "ACTIVE",
+        addon.get("status"),
+        owned=True,
+        message=f"add-on {name} is {addon.get('status')}" + (f": {issues}" if issues else ""),
+    )
+
+
 def _health(addon: dict[str, Any]) -> str:
     issues = addon.get("health", {}).get("issues") or []
     return "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues)
@@ -189,19 +204,7 @@ def compare_addons(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
                 )
             )
         elif str(addon.get("status")) not in HEALTHY_ADDON:
-            issues = _health(addon)
-            out.append(
-                _item(
-                    now,
-                    ADDON,
-                    name,
-                    "health",
-                    "ACTIVE",
-                    addon.get("status"),
-                    owned=True,
-                    message=f"add-on {name} is {addon.get('status')}" + (f": {issues}" if issues else ""),
-                )
-            )
+            out.append(_unhealthy(now, name, addon))
     for name in exp.foreign_addons:
         if obs.addons.get(name) is None:
             out.append(
@@ -223,19 +226,7 @@ def compare_addons(exp: Expected, obs: Observed, now: str) -> list[DriftItem]:
         if name in known or addon is None or not owned_by(addon.get("tags"), exp.tag):
             continue
         if str(addon.get("status")) not in HEALTHY_ADDON:
-            issues = _health(addon)
-            out.append(
-                _item(
-                    now,
-                    ADDON,
-                    name,
-                    "health",
-                    "ACTIVE",
-                    addon.get("status"),
-                    owned=True,
-                    message=f"add-on {name} is {addon.get('status')}" + (f": {issues}" if issues else ""),
-                )
-            )
+            out.append(_unhealthy(now, name, addon))
     return out
 
 
