@@ -9,6 +9,7 @@ import pytest
 
 from instantstart.clusters import records, waits
 from instantstart.errors import StageFailed
+from instantstart.models.cluster_views import StageError
 from instantstart.models.common import StageName
 from instantstart.models.workflow import LoopConfig, MaxPolls, PollResult, StepPayload
 from instantstart.runtime import Runtime
@@ -197,11 +198,11 @@ def test_given_sagemaker_answers_not_found_when_the_hyperpod_check_runs_then_its
     assert json.loads(cause) == {"code": "ResourceNotFound", "message": message}, "SageMaker's words, verbatim"
 
 
-def storage_access_round(token: str) -> dict[str, Any]:
+def storage_access_round(token: str, operation_id: str = "op-1") -> dict[str, Any]:
     """A round of the storage stage's wait for Kubernetes access, as the create workflow sends it."""
     return {
         "action": "check_storage_access",
-        "operationId": "op-1",
+        "operationId": operation_id,
         "clusterTag": "demo",
         "generation": 1,
         "stage": "storage",
@@ -251,6 +252,54 @@ def test_given_access_still_running_past_the_storage_waits_budget_then_storage_k
         demo, {"action": "complete_stage", "operationId": op, "clusterTag": "demo", "generation": 1, "stage": "access"}
     )
     steps.run_step(demo, storage_access_round("last"))
+    assert sent[-1] == ("success", "last", {"done": True, "status": "Kubernetes access granted"})
+
+
+def test_given_access_failed_in_this_operation_when_storage_waits_then_storage_stops_at_once_as_interrupted(
+    demo: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    from instantstart import steps
+
+    op = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.ACCESS)
+    error = StageError(code="ResourceNotFoundException", message="No cluster found for name: demo.")
+    records.fail_stage(demo, tag="demo", generation=1, stage=StageName.ACCESS, error=error, operation_id=op)
+
+    steps.run_step(demo, storage_access_round("t1", op))
+
+    [(kind, token, (name, cause))] = sent
+    assert (kind, token, name) == ("failure", "t1", "StageFailed")
+    assert json.loads(cause) == {"code": "StageInterrupted", "message": "stopped because stage access failed"}
+
+
+def test_given_access_failed_by_an_earlier_operation_when_a_retry_storage_waits_first_then_it_holds_for_access(
+    demo: Runtime, sent: list[tuple[str, str, Any]]
+) -> None:
+    """A retry's two branches start together: storage's first round may read ``access`` while it still holds the
+    earlier operation's failure, before this operation began it again. That failure is not this operation's: storage
+    waits (held) and the retry's own access result decides."""
+    from instantstart import steps
+    from instantstart.clusters import service
+    from instantstart.models.common import ClusterStatus, OperationStatus
+
+    first = str(demo.store.get_cluster("demo").current_operation_id)  # type: ignore[union-attr]
+    records.begin_stage(demo, operation_id=first, tag="demo", generation=1, stage=StageName.ACCESS)
+    error = StageError(code="ResourceNotFoundException", message="No cluster found for name: demo.")
+    records.fail_stage(demo, tag="demo", generation=1, stage=StageName.ACCESS, error=error, operation_id=first)
+    records.finish_operation(
+        demo, operation_id=first, tag="demo", status=OperationStatus.FAILED, cluster_status=ClusterStatus.FAILED
+    )
+    op = service.retry_stage(demo, "demo", StageName.ACCESS).operation_id
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.STORAGE)
+    for i in range(MaxPolls().storage_access + 2):
+        steps.run_step(demo, storage_access_round(f"t{i}", op))
+
+    assert sent == [], "held (no failure, no PollTimeout) until this operation's access stage ends"
+    records.begin_stage(demo, operation_id=op, tag="demo", generation=1, stage=StageName.ACCESS)
+    steps.run_step(
+        demo, {"action": "complete_stage", "operationId": op, "clusterTag": "demo", "generation": 1, "stage": "access"}
+    )
+    steps.run_step(demo, storage_access_round("last", op))
     assert sent[-1] == ("success", "last", {"done": True, "status": "Kubernetes access granted"})
 
 

@@ -99,16 +99,19 @@ def check_storage_access(rt: Runtime, p: StepPayload) -> PollResult:
 
     Reads the ``access`` stage's record (DynamoDB ``GetItem``) and, while waiting, records why
     (``UpdateItem``). While ``access`` is PENDING or RUNNING the wait is held (its rounds do not spend its budget);
-    once ``access`` FAILED or was CANCELLED, storage stops at once with ``StageInterrupted`` (the root cause is
-    ``access``'s error), rather than wait out its own budget. The ``access`` stage wakes this wait when it completes
+    once ``access`` FAILED or was CANCELLED in this operation, storage stops at once with ``StageInterrupted`` (the
+    root cause is ``access``'s error), rather than wait out its own budget. An ``access`` FAILED or CANCELLED by an
+    earlier operation is one this operation (a retry) has yet to begin (``begin_stage`` runs it again), so the wait
+    is held as for PENDING. The ``access`` stage wakes this wait when it completes
     (``instantstart.clusters.steps.WAITING_ON``), so its long poll interval is only a safety net.
     """
     access = access_stage(rt, p)
-    if access is not None and access.status in (StageStatus.FAILED, StageStatus.CANCELLED):
+    ended = access is not None and access.status in (StageStatus.FAILED, StageStatus.CANCELLED)
+    if access is not None and ended and access.operation_id == p.operation_id:
         # storage cannot go on without Kubernetes access: stopped by that stage, not a cause of its own
         raise StageFailed(records.STAGE_INTERRUPTED, f"stopped because stage access {access.status.value.lower()}")
     status = waiting_for_access(rt, p, access)
-    running = access is not None and access.status in (StageStatus.PENDING, StageStatus.RUNNING)
+    running = access is not None and (ended or access.status in (StageStatus.PENDING, StageStatus.RUNNING))
     return PollResult(done=status is None, status=status or "Kubernetes access granted", held=running)
 
 
