@@ -16,6 +16,7 @@ What is the control plane's own and it can re-create is ``repairable`` (``POST /
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -111,7 +112,12 @@ def _missing(exc: ClientError, *codes: str) -> bool:
     return error_code(exc) in codes
 
 
-def read_aws(rt: Runtime, exp: Expected) -> Observed:
+HyperPodReader = Callable[[str], "dict[str, Any] | None"]
+"""SageMaker ``DescribeCluster`` of a HyperPod cluster by name, None when it does not exist (the sweep passes one that
+reads once per cluster and sweep, shared with its other checks)."""
+
+
+def read_aws(rt: Runtime, exp: Expected, describe_hyperpod: HyperPodReader | None = None) -> Observed:
     """What AWS reports of the resources ``exp`` names (read-only; a resource not found is None).
 
     Calls EKS ``DescribeCluster``, ``ListAddons``, ``DescribeAddon`` (each listed or expected add-on), SageMaker
@@ -140,11 +146,14 @@ def read_aws(rt: Runtime, exp: Expected) -> Observed:
                 if not _missing(exc, "ResourceNotFoundException"):
                     raise
                 obs.addons[name] = None
-    try:
-        obs.hyperpod = dict(rt.client("sagemaker").describe_cluster(ClusterName=exp.hyperpod_name))
-    except ClientError as exc:
-        if not _missing(exc, "ResourceNotFound"):
-            raise
+    if describe_hyperpod is not None:
+        obs.hyperpod = describe_hyperpod(exp.hyperpod_name)
+    else:
+        try:
+            obs.hyperpod = dict(rt.client("sagemaker").describe_cluster(ClusterName=exp.hyperpod_name))
+        except ClientError as exc:
+            if not _missing(exc, "ResourceNotFound"):
+                raise
     iam = rt.client("iam")
     for role in exp.roles:
         try:
@@ -187,7 +196,9 @@ def _read_claim(rt: Runtime, exp: Expected, obs: Observed) -> None:
         logger.warning("drift of %s: Kubernetes not read: %s", exp.tag, exc)
 
 
-def check_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[DriftItem]:
+def check_drift(
+    rt: Runtime, cluster: ClusterRecord, *, now: str, describe_hyperpod: HyperPodReader | None = None
+) -> list[DriftItem]:
     """What differs between ``cluster``'s records and AWS now, each item ``since`` = ``now`` (not stored).
 
     Reads the records (:func:`expected_of`) and AWS (:func:`read_aws`); the rules are
@@ -197,7 +208,7 @@ def check_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[DriftI
         ClientError: an AWS read failed for another reason than not found.
     """
     exp = expected_of(rt, cluster)
-    obs = read_aws(rt, exp)
+    obs = read_aws(rt, exp, describe_hyperpod)
     items = compare(exp, obs, now)
     if obs.kubernetes_error is not None:  # not read: what was recorded of Kubernetes stands
         items += [i for i in cluster.drift if i.resource_type in KUBERNETES_KINDS]
@@ -244,7 +255,9 @@ def record_drift(rt: Runtime, cluster: ClusterRecord, items: list[DriftItem], *,
     return []
 
 
-def observe_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[DriftItem]:
+def observe_drift(
+    rt: Runtime, cluster: ClusterRecord, *, now: str, describe_hyperpod: HyperPodReader | None = None
+) -> list[DriftItem]:
     """Check and record the drift of one cluster: what the scheduled sweep calls per cluster.
 
     A cluster that is not READY or DEGRADED, or has an operation running (its workflow is changing it), is not
@@ -256,7 +269,7 @@ def observe_drift(rt: Runtime, cluster: ClusterRecord, *, now: str) -> list[Drif
     """
     if cluster.status not in CHECKED or running_operation(rt, cluster) is not None:
         return list(cluster.drift)
-    items = check_drift(rt, cluster, now=now)
+    items = check_drift(rt, cluster, now=now, describe_hyperpod=describe_hyperpod)
     record_drift(rt, cluster, items, now=now)
     fresh = rt.store.get_cluster(cluster.cluster_tag)
     return list(fresh.drift) if fresh is not None else items

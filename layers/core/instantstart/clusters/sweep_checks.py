@@ -62,6 +62,7 @@ class SweepContext:
     calls: Counter[str] = field(default_factory=Counter)
     """AWS calls by ``service:Operation``, filled by :mod:`instantstart.clusters.sweep`."""
     _operations: dict[str, OperationRecord | None] = field(default_factory=dict)
+    _hyperpod: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     def running_operation(self, cluster: ClusterRecord) -> OperationRecord | None:
         """The cluster's live operation (``executions.running_operation``), read once per current operation id
@@ -70,6 +71,15 @@ class SweepContext:
         if key not in self._operations:
             self._operations[key] = running_operation(self.rt, cluster)
         return self._operations[key]
+
+    def describe_hyperpod(self, name: str) -> dict[str, Any] | None:
+        """SageMaker ``DescribeCluster`` of HyperPod cluster ``name`` (None: not found), read once for this cluster's
+        checks (the READY check and the drift check share it)."""
+        from instantstart.clusters.stages import hyperpod
+
+        if name not in self._hyperpod:
+            self._hyperpod[name] = hyperpod.describe(self.rt.client("sagemaker"), name)
+        return self._hyperpod[name]
 
     def forget_operations(self) -> None:
         """Read the operations again (a check changed one)."""
@@ -212,12 +222,10 @@ def check_under_target(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
     HyperPod ``AutoScaling`` mode is ``Enable`` is left alone (managed Karpenter sizes its groups). Returns
     ``ready-degraded``, ``under-target`` (a group short, not for long enough yet) or None.
     """
-    from instantstart.clusters.stages import hyperpod
-
     if cluster.status is not ClusterStatus.READY or not _idle(ctx, cluster):
         return None
     sm = ctx.rt.client("sagemaker")
-    found = hyperpod.describe(sm, cluster.hyper_pod_cluster_name)
+    found = ctx.describe_hyperpod(cluster.hyper_pod_cluster_name)
     if found is None:  # the HyperPod cluster is gone: what changed outside is drift, reported, not converged here
         return None
     if (found.get("AutoScaling") or {}).get("Mode") == "Enable":  # managed Karpenter sizes the groups, not a target
@@ -276,7 +284,7 @@ def check_drift(ctx: SweepContext, cluster: ClusterRecord) -> str | None:
     from instantstart.clusters.drift import observe_drift
 
     before = {(i.resource_type, i.name, i.field, i.observed) for i in cluster.drift}
-    items = observe_drift(ctx.rt, cluster, now=ctx.now)
+    items = observe_drift(ctx.rt, cluster, now=ctx.now, describe_hyperpod=ctx.describe_hyperpod)
     if not items:
         return None
     new = [i for i in items if (i.resource_type, i.name, i.field, i.observed) not in before]
