@@ -43,8 +43,9 @@ MAX_AWS_CALLS_PER_CLUSTER = 30
 and a ``DescribeAddon`` per add-on), then the READY check (``DescribeCluster``, ``ListClusterEvents``,
 ``DescribeClusterEvent``), then the drift check (EKS ``DescribeCluster`` and ``ListAddons``, a ``DescribeAddon`` per
 add-on, SageMaker ``DescribeCluster``, IAM ``GetRole`` per role, S3 ``GetBucketTagging``, one Kubernetes read,
-``PutEvents`` when drift is new). A quiet READY cluster costs about 12: ``DescribeCluster`` and the drift check's
-reads; one with an operation running costs one ``DescribeExecution`` (drift is not checked while it runs)."""
+``PutEvents`` when drift is new). A quiet READY cluster costs 8 (``benchmarks/sweep_calls.py``): one SageMaker
+``DescribeCluster`` shared by the READY and drift checks, and the drift check's EKS reads; one with an operation
+running costs one ``DescribeExecution`` (drift is not checked while it runs)."""
 
 CLAIM_SECONDS = 300
 """How long a sweep's claim on a cluster keeps other sweeps off it (seconds): two sweeps at once check a cluster
