@@ -123,7 +123,9 @@ def test_given_the_addon_active_when_putting_a_scheduler_config_then_it_is_creat
 ) -> None:
     accepted = api.put_scheduler_config(TAG, POLICY)
 
-    assert accepted["status"] == "Creating" and accepted["managed"] is True
+    # The answer is a DescribeClusterSchedulerConfig read after the create: on a busy machine the
+    # sandbox's clock may already have finished it, so either state of a create is a right answer.
+    assert accepted["status"] in ("Creating", "Created") and accepted["managed"] is True
     assert accepted["name"] == f"{TAG}-scheduler-config"
     settled = eventually(lambda: api.get_scheduler_config(TAG), lambda v: v["status"] == "Created")
     assert settled["status"] == "Created"
@@ -141,7 +143,7 @@ def test_given_a_scheduler_config_when_replaced_then_updated_and_a_stale_version
     body = {"schedulerConfig": {"priorityClasses": [{"name": "batch", "weight": 10}]}, "targetVersion": version}
 
     accepted = api.put_scheduler_config(TAG, body)
-    assert accepted["status"] == "Updating"
+    assert accepted["status"] in ("Updating", "Updated")  # a Describe after the update: either is right
     assert accepted["clusterSchedulerConfigVersion"] == version + 1
     settled = eventually(lambda: api.get_scheduler_config(TAG), lambda v: v["status"] == "Updated")
     assert settled["status"] == "Updated"
@@ -159,7 +161,7 @@ def test_given_a_team_quota_when_created_changed_and_deleted_then_sagemaker_and_
 ) -> None:
     accepted = api.create_compute_quota(TAG, QUOTA)
     name = f"{TAG}-research"
-    assert (accepted["name"], accepted["status"]) == (name, "Creating")
+    assert accepted["name"] == name and accepted["status"] in ("Creating", "Created")  # a Describe after the create
 
     def quota() -> dict[str, Any]:
         return next(q for q in api.list_compute_quotas(TAG)["computeQuotas"] if q["name"] == name)
@@ -185,7 +187,7 @@ def test_given_a_team_quota_when_created_changed_and_deleted_then_sagemaker_and_
         "targetVersion": version,
     }
     changed = api.update_compute_quota(TAG, name, change)
-    assert changed["status"] == "Updating" and changed["computeQuotaVersion"] == version + 1
+    assert changed["status"] in ("Updating", "Updated") and changed["computeQuotaVersion"] == version + 1
     updated = eventually(quota, lambda q: q["status"] == "Updated")
     assert given(updated["computeQuotaConfig"]["computeQuotaResources"]) == [
         {"instanceType": "ml.g6.4xlarge", "count": 2}
