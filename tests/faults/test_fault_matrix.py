@@ -10,108 +10,34 @@ cluster's faults scoped to its own workflow calls (the sandbox labels each invoc
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import itertools
 import os
 import threading
 import time
-from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from instantstart_client.api import ApiError, InstantStartClient
-from instantstart_sandbox import iam_audit
 from instantstart_sandbox.runner import Sandbox
-from tests import secret_scan
-from tests.faults import matrix
+from tests.faults import matrix, runs
 from tests.faults.matrix import BAD, CONVERGED, FAILED_CLEAN, Cell, Fault, Operation
+from tests.faults.runs import (
+    GROUP,
+    NOT_REACHED,
+    OPERATION_TIMEOUT,
+    WORKERS,
+    ZONE,
+    Case,
+    Run,
+    cluster_or_none,
+    wait_operation,
+)
 
-GROUP = {"instanceGroupName": "accel", "instanceType": "ml.g6.4xlarge", "instanceCount": 1, "capacityType": "OnDemand"}
-ZONE = "us-west-2c"
-WORKERS = int(os.environ.get("INSTANTSTART_FAULT_WORKERS", "6"))
-"""Clusters in flight at once."""
-OPERATION_TIMEOUT = float(os.environ.get("INSTANTSTART_FAULT_OPERATION_TIMEOUT", "420"))
-"""Wall seconds one operation may take before its cell is BAD (it never ended)."""
-GROUP_SIZE = {1: 64, 3: 8}
-"""Operations that get a transient fault in one cluster at once. botocore's standard retry mode stops retrying once
-a client's retry quota (500 tokens; 5 per throttling retry, 14 per other retry) is spent, and the in-process
-functions share one client per service, as a warm Lambda container does: three faults on every operation at once
-would spend it and no longer be the cell's fault. A group that does not converge is split in halves until each cell
-runs alone."""
-NOT_REACHED = "not-reached"
 BUDGET = float(os.environ.get("INSTANTSTART_FAULT_BUDGET", "1800"))
 """Wall seconds after which no new cluster starts: the clusters under way finish, the matrix is printed with the
 cells judged so far, and the run fails if any is left (``make faults`` allows 35 minutes in all)."""
 ONLY = [p.strip() for p in os.environ.get("INSTANTSTART_FAULT_ONLY", "").split(",") if p.strip()]
 """Run only the cells whose name (``create dynamodb:UpdateItem documented x1``) matches one of these patterns."""
-ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-
-
-@dataclass
-class Case:
-    """Faults injected into one create or one delete: one cell, or a whole column at once (``group``)."""
-
-    workflow: str
-    column: str
-    times: int
-    faults: list[tuple[Operation, Fault]]
-
-    @property
-    def group(self) -> bool:
-        return len(self.faults) > 1
-
-    @property
-    def name(self) -> str:
-        """``"<workflow> <service>:<Operation> <column> x<times>"`` of a one-cell case."""
-        (service, operation), _ = self.faults[0]
-        return f"{self.workflow} {service}:{operation} {self.column} x{self.times}"
-
-
-@dataclass
-class Run:
-    """The shared state of one matrix run."""
-
-    sandbox: Sandbox
-    stages: dict[str, dict[str, str]]
-    lock: threading.Lock
-
-    @property
-    def faults(self) -> Any:
-        return self.sandbox.aws.extension.faults
-
-    def client(self) -> InstantStartClient:
-        api = InstantStartClient(self.sandbox.api_url, region=self.sandbox.region)
-        api._http.event_hooks["response"].append(secret_scan.scan_response)
-        return api
-
-    def taken(self, tag: str, operation: Operation) -> list[Any]:
-        return [
-            t
-            for t in list(self.faults.taken)
-            if matrix.tag_of(t.call) == tag and (t.call.service, t.call.operation) == operation
-        ]
-
-
-def _operation(api: InstantStartClient, operation_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + OPERATION_TIMEOUT
-    current = dict(api.get_operation(operation_id))
-    while current["status"] not in ENDED and time.monotonic() < deadline:
-        time.sleep(1.0)
-        current = dict(api.get_operation(operation_id))
-    return current
-
-
-def _cluster(api: InstantStartClient, tag: str) -> dict[str, Any] | None:
-    try:
-        return dict(api.get_cluster(tag))
-    except ApiError as error:
-        if error.status == 404:
-            return None
-        raise
 
 
 def _failure_problem(
@@ -141,10 +67,10 @@ def _failure_problem(
 
 
 def _judge_create(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
-    ended = _operation(api, started["operationId"])
+    ended = wait_operation(api, started["operationId"])
     retries = 0
     while True:
-        cluster = _cluster(api, tag)
+        cluster = cluster_or_none(api, tag)
         if cluster is None:
             return Cell(BAD, f"cluster gone after operation {ended['status']}")
         if ended["status"] == "SUCCEEDED" and cluster["status"] == "READY":
@@ -163,14 +89,14 @@ def _judge_create(run: Run, api: InstantStartClient, tag: str, case: Case, start
             return Cell(BAD, f"still FAILED after {retries} retries: {ended.get('error')}", retries)
         retries += 1
         assert stage is not None
-        ended = _operation(api, api.retry_stage(tag, stage)["operationId"])
+        ended = wait_operation(api, api.retry_stage(tag, stage)["operationId"])
 
 
 def _judge_delete(run: Run, api: InstantStartClient, tag: str, case: Case, started: dict[str, Any]) -> Cell:
-    ended = _operation(api, started["operationId"])
+    ended = wait_operation(api, started["operationId"])
     retries = 0
     while True:
-        cluster = _cluster(api, tag)
+        cluster = cluster_or_none(api, tag)
         if ended["status"] == "SUCCEEDED":
             if cluster is not None:
                 return Cell(BAD, f"delete SUCCEEDED but the cluster is {cluster['status']}")
@@ -193,7 +119,7 @@ def _judge_delete(run: Run, api: InstantStartClient, tag: str, case: Case, start
         if retries >= fault.times:
             return Cell(BAD, f"still FAILED after {retries} deletes: {ended.get('error')}", retries)
         retries += 1
-        ended = _operation(api, api.delete_cluster(tag)["operationId"])
+        ended = wait_operation(api, api.delete_cluster(tag)["operationId"])
 
 
 def _run_case(run: Run, api: InstantStartClient, tag: str, case: Case) -> Cell:
@@ -238,27 +164,19 @@ def _lifecycle_steps(
         out.append((create, cell, tag))
         ready = cell.outcome != BAD
     else:
-        ended = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+        ended = wait_operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
         ready = ended["status"] == "SUCCEEDED"
     if not ready:
         if delete is not None:
             out.append((delete, None, tag))  # needs a READY cluster: another lifecycle runs it
         with contextlib.suppress(ApiError):  # free what the failed create holds, best effort
-            _operation(api, api.delete_cluster(tag)["operationId"])
+            wait_operation(api, api.delete_cluster(tag)["operationId"])
         return out
     if delete is not None:
         out.append((delete, _run_case(run, api, tag, delete), tag))
     else:
-        _operation(api, api.delete_cluster(tag)["operationId"])
+        wait_operation(api, api.delete_cluster(tag)["operationId"])
     return out
-
-
-@pytest.fixture(scope="module")
-def labelled(sandbox: Sandbox) -> Iterator[Sandbox]:
-    """The sandbox with every workflow invocation labelled ``tag|action|stage``."""
-    iam_audit.label_invocations(matrix.label)
-    yield sandbox
-    iam_audit.label_invocations(None)
 
 
 def _clean_run(run: Run, callers: set[str], tag: str = "fmclean") -> dict[str, list[Operation]]:
@@ -271,10 +189,10 @@ def _clean_run(run: Run, callers: set[str], tag: str = "fmclean") -> dict[str, l
     api = run.client()
     calls = run.sandbox.aws.extension.calls
     first = len(calls.calls())
-    created = _operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
+    created = wait_operation(api, api.create_cluster(tag, ZONE, [GROUP])["operationId"])
     assert created["status"] == "SUCCEEDED", created
     middle = len(calls.calls())
-    deleted = _operation(api, api.delete_cluster(tag)["operationId"])
+    deleted = wait_operation(api, api.delete_cluster(tag)["operationId"])
     assert deleted["status"] == "SUCCEEDED", deleted
     recorded = calls.calls()
     api.close()
@@ -304,49 +222,12 @@ def test_every_workflow_operation_under_every_fault_converges_or_fails_clean(lab
         f"{len(operations['delete'])} delete operations ({time.monotonic() - started:.0f} s)"
     )
 
-    queues: dict[str, deque[Case]] = {"create": deque(), "delete": deque()}
-    for workflow, ops in operations.items():
-        for column in ("throttling", "5xx", "timeout"):
-            for times in matrix.TIMES:
-                faults = [(op, Fault.of(column, op[0], op[1], times)) for op in ops]
-                size = GROUP_SIZE[times]
-                for first in range(0, len(faults), size):
-                    queues[workflow].append(Case(workflow, column, times, faults[first : first + size]))
-        for times in matrix.TIMES:
-            for op in ops:
-                queues[workflow].append(Case(workflow, "documented", times, [(op, Fault.of("documented", *op, times))]))
-
+    queues = {workflow: runs.cases(workflow, ops) for workflow, ops in operations.items()}
     if ONLY:  # a few cells on their own, e.g. to check a fix: "create dynamodb:TransactWriteItems documented x1"
-        for workflow, queue in queues.items():
-            singles = [Case(c.workflow, c.column, c.times, [f]) for c in queue for f in c.faults]
-            keep = [c for c in singles if any(fnmatch.fnmatchcase(c.name, pattern) for pattern in ONLY)]
-            queues[workflow] = deque(keep)
-            result.rows = [(w, op) for w, op in result.rows if w != workflow or any(c.faults[0][0] == op for c in keep)]
+        runs.only(queues, result, ONLY)
 
     def settle(case: Case, cell: Cell | None, tag: str) -> None:
-        if cell is None:
-            queues[case.workflow].appendleft(case)
-            return
-        if case.group and cell.outcome != CONVERGED:  # bisect: the halves run on their own
-            where = f"{case.workflow} {case.column} x{case.times} on {len(case.faults)} operations"
-            print(f"  {tag}: {where}: {cell.detail}")
-            half = len(case.faults) // 2
-            for part in (case.faults[half:], case.faults[:half]):  # first in line: a bisection is short
-                queues[case.workflow].appendleft(Case(case.workflow, case.column, case.times, part))
-            return
-        if case.group:
-            for op, fault in case.faults:
-                if run.taken(tag, op):
-                    result.cells[(case.workflow, op, case.column, case.times)] = Cell(CONVERGED)
-                else:  # not called in this run: this cell on its own
-                    queues[case.workflow].append(Case(case.workflow, case.column, case.times, [(op, fault)]))
-            return
-        op, _ = case.faults[0]
-        if cell.outcome == CONVERGED and not run.taken(tag, op):
-            cell = Cell(NOT_REACHED, "the operation was not called in this run")
-        if cell.outcome != CONVERGED:
-            print(f"  {tag}: {case.workflow} {op[0]}:{op[1]} {case.column} x{case.times}: {cell.outcome} {cell.detail}")
-        result.cells[(case.workflow, op, case.column, case.times)] = cell
+        runs.settle(run, result, queues, case, cell, tag)
 
     tags = (f"fm{n}" for n in itertools.count(1))
     finished = 0
