@@ -1,15 +1,14 @@
 """What the fault matrices share: the sandbox run, a case (faults injected into one operation), waiting on an
 operation, the settle-and-bisect bookkeeping of transient columns.
 
-``test_fault_matrix.py`` runs the create and delete workflows' cells, ``test_day2_matrix.py`` the update workflow's
-day-2 changes; both judge each cell ``converged``, ``failed-clean`` or ``BAD`` (:mod:`tests.faults.matrix`).
+``test_fault_matrix.py`` runs the create and delete workflows' cells with them; each cell is judged ``converged``,
+``failed-clean`` or ``BAD`` (:mod:`tests.faults.matrix`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -63,7 +62,6 @@ class Run:
 
     sandbox: Sandbox
     stages: dict[str, dict[str, str]]
-    lock: threading.Lock
 
     @property
     def faults(self) -> Any:

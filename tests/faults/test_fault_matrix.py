@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -212,7 +211,6 @@ def test_every_workflow_operation_under_every_fault_converges_or_fails_clean(lab
             "create": matrix.action_stages(matrix.ROOT / "statemachines" / "create_cluster.asl.json"),
             "delete": matrix.action_stages(matrix.ROOT / "statemachines" / "delete_cluster.asl.json"),
         },
-        threading.Lock(),
     )
     _clean_run(run, callers, "fmclean")  # warms the functions: the rows are what a warm function calls
     operations = _clean_run(run, callers, "fmwarm")
