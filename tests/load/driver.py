@@ -12,7 +12,8 @@ C. retries racing retries (k1 twice, two other keys, k1 on another stage) and a 
    READY cluster on the steady tags;
 D. the delete tags created again (k1 twice, another key): generation 2;
 E. every live tag deleted (k1 twice, another key);
-F. the first burst's winning creates sent again: the original answers, no cluster comes back.
+F. the winning creates of A and D sent again (keys the API still keeps: 24 simulated hours): the original answers,
+   no cluster comes back.
 
 After C, D and E every accepted operation must have ended and every tag be READY, FAILED with a reason or
 DELETED, and AWS must match the records (:func:`check_tags`). At the end :func:`check_operations` matches the
@@ -59,6 +60,12 @@ REFUSALS = {
 """The documented refusals of each kind of request when it loses a race (anything else is a mismatch). Only creates
 and retries reuse a key with another body or route here; a delete's key is only ever repeated as is."""
 
+KEY_KEPT_SECONDS = 24 * 3600
+"""How long the API keeps an ``Idempotency-Key``'s answer (docs/api.md: 24 hours), in simulated seconds: on a busy
+machine the sandbox's clock (480x) can pass it before phase F, after which a create with the key starts anew."""
+KEY_SLACK_SECONDS = 3600
+"""Phase F judges only keys younger than :data:`KEY_KEPT_SECONDS` less this (the send and the API's clock apart)."""
+
 IN_PROGRESS_ATTEMPTS = 100
 """Attempts of one request while its key's first request is in progress (409 ``IdempotencyKeyInProgress``)."""
 
@@ -77,6 +84,8 @@ class Answer:
     code: str | None = None
     operation_id: str | None = None
     in_progress: int = 0
+    sent_at: float = 0.0
+    """When it was sent, in the sandbox's simulated epoch seconds (wall epoch seconds without a clock)."""
 
     @property
     def accepted(self) -> bool:
@@ -93,6 +102,10 @@ class Report:
     executions: int = 0
     end_states: dict[str, Counter[str]] = field(default_factory=dict)
     aws_checked: int = 0
+    late_replays: int = 0
+    """Phase F's replays sent and judged (keys younger than :data:`KEY_KEPT_SECONDS` less its slack)."""
+    keys_expired: int = 0
+    """Phase F's keys older than the API keeps them (not sent: such a key starts anew, as documented)."""
     wall_seconds: float = 0.0
     mismatches: list[str] = field(default_factory=list)
 
@@ -123,6 +136,7 @@ class Report:
         out.append(
             f"AWS checks (EKS, HyperPod, VPC, subnets, security groups, NAT gateways, bucket): {self.aws_checked}"
         )
+        out.append(f"late replays after the deletes: {self.late_replays} judged, {self.keys_expired} keys expired")
         out.append(f"mismatches: {len(self.mismatches)}")
         out.extend(f"  - {m}" for m in self.mismatches)
         return out
@@ -187,7 +201,7 @@ class LoadRun:
             method, path, body = "POST", f"/clusters/{tag}/stages/{stage}/retry", None
         else:
             method, path, body = "POST", f"/operations/{variant}/cancel", None
-        answer = Answer(phase, kind, tag, key, f"{method} {path}", variant or stage, 0)
+        answer = Answer(phase, kind, tag, key, f"{method} {path}", variant or stage, 0, sent_at=self.now())
         for _ in range(IN_PROGRESS_ATTEMPTS):
             try:
                 out = self.api.request(method, path, body=body, headers={"Idempotency-Key": key})
@@ -203,6 +217,10 @@ class LoadRun:
         with self._lock:
             self.report.answers.append(answer)
         return answer
+
+    def now(self) -> float:
+        """The sandbox's simulated epoch seconds (wall epoch seconds without a clock)."""
+        return float(self.clock.now()) if self.clock is not None else time.time()
 
     def burst(self, phase: str, requests: Iterable[dict[str, Any]]) -> list[Answer]:
         """Send ``requests`` (keyword arguments of :meth:`send`) at once: one thread each, released together."""
@@ -368,23 +386,29 @@ class LoadRun:
         )
         self.wait_ended(op for tag in live if (op := self.expect_one("final delete", tag, e, ("delete",))))
         self.check_tags("E")
-        self._replays_after_delete(a)
+        self._replays_after_delete(a, d)
         self.check_answers()
         self.check_operations()
 
-    def _replays_after_delete(self, burst: list[Answer]) -> None:
-        """F: the first burst's winning creates sent again once every tag is DELETED: a client retrying that late
-        gets the original answer (the key's stored result), and no cluster comes back."""
-        winners = [x for x in burst if x.accepted and x.kind == "create"]
-        latest = {x.tag: x for x in winners}  # one per tag (a replay answers the same operation)
-        for x in self.burst(
-            "F", [{"kind": "create", "tag": t, "key": x.key, "variant": x.variant} for t, x in latest.items()]
-        ):
-            if x.operation_id != latest[x.tag].operation_id:
-                self.mismatch(f"a late replay of {x.tag}'s first create answered {x.status} {x.code} {x.operation_id}")
-        for tag in latest:
+    def _replays_after_delete(self, *bursts: list[Answer]) -> None:
+        """F: the winning creates of ``bursts`` (A's, and D's of the tags created again) sent again once every tag is
+        DELETED: a client retrying that late gets the original answer (the key's stored result), and no cluster comes
+        back. A key older than the API keeps it (:data:`KEY_KEPT_SECONDS` of simulated time: a busy machine's clock
+        passes it) is not sent and is counted as expired; D's keys are an hour old at most, so at least one late replay
+        is always judged."""
+        winners = {x.key: x for burst in bursts for x in burst if x.accepted and x.kind == "create"}
+        now = self.now()
+        fresh = [x for x in winners.values() if now - x.sent_at < KEY_KEPT_SECONDS - KEY_SLACK_SECONDS]
+        self.report.keys_expired = len(winners) - len(fresh)
+        self.report.late_replays = len(fresh)
+        if not fresh:
+            self.mismatch(f"no late replay could be judged: all {len(winners)} winning create keys had expired")
+        for x in self.burst("F", [{"kind": "create", "tag": w.tag, "key": w.key, "variant": w.variant} for w in fresh]):
+            if x.operation_id != winners[x.key].operation_id:
+                self.mismatch(f"a late replay of {x.tag}'s create answered {x.status} {x.code} {x.operation_id}")
+        for tag in sorted({x.tag for x in fresh}):
             if self.cluster(tag) is not None:
-                self.mismatch(f"a late replay of {tag}'s first create brought the cluster back")
+                self.mismatch(f"a late replay of {tag}'s create brought the cluster back")
 
     def _late_replays(self, burst: list[Answer]) -> None:
         """k1 again, one request at a time: the same body replays k1's answer, another body is refused; and the

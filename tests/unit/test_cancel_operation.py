@@ -148,6 +148,35 @@ def test_given_a_cancelled_create_when_a_step_already_invoked_finishes_then_the_
     assert cluster["stages"] == after_cancel["stages"]
 
 
+def test_given_a_stage_beginning_while_the_cancel_reads_the_stages_then_no_stage_is_left_running(
+    api: InProcessApi, client: InstantStartClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An execution's step that begins a stage between the cancel's read of the stages and its transaction makes
+    the transaction fail its check; the cancel reads again and cancels that stage too, in the same write that ends
+    the operation (so nobody reads the operation CANCELLED beside a stage of it still RUNNING)."""
+    op = running_create(api)
+    store = api.driver.runtime.store
+    read = store.stage_cancellation
+    reads: list[list[str]] = []
+
+    def read_then_a_stage_begins(*args: Any, **kwargs: Any) -> Any:
+        cancelling = read(*args, **kwargs)
+        reads.append([str(s) for s in cancelling.stages])
+        if len(reads) == 1:
+            step(api, op, "begin_stage", stage="storage")  # in flight when the execution stopped
+        return cancelling
+
+    monkeypatch.setattr(store, "stage_cancellation", read_then_a_stage_begins)
+
+    cancelled = client.cancel_operation(op["operationId"])
+
+    assert cancelled["status"] == "CANCELLED"
+    assert reads == [["access"], ["access", "storage"]]
+    statuses = stage_statuses(client, "demo")
+    assert (statuses["access"], statuses["storage"]) == ("CANCELLED", "CANCELLED")
+    assert "RUNNING" not in statuses.values()
+
+
 def test_given_a_running_create_when_deleted_then_409_names_the_cancel_route_and_after_the_cancel_delete_starts(
     api: InProcessApi, client: InstantStartClient
 ) -> None:

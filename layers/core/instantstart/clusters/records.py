@@ -304,6 +304,9 @@ def fail_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id:
 CANCELLED_CLUSTER_STATUS = ClusterStatus.FAILED
 """The cluster's status after a cancelled create, retry or delete: one from which it can be retried or deleted."""
 
+CANCEL_ROUNDS = 5
+"""How many times :func:`record_cancellation` reads the stages again after its transaction met a stage that moved."""
+
 
 def cancel_running_stages(rt: Runtime, *, tag: str, generation: int, operation_id: str, error: StageError) -> None:
     """Every stage still RUNNING for ``operation_id`` -> CANCELLED with ``error`` (no-op for the others)."""
@@ -335,38 +338,66 @@ def record_cancellation(rt: Runtime, operation: OperationRecord, error: StageErr
     whichever comes first; the second finds the operation CANCELLED and changes nothing
     but stages still RUNNING.
 
-    The operation is ended first, in one transaction with the cluster (conditional on it being PENDING or
-    RUNNING): from then on a step of the stopped execution still in flight cannot begin a stage or end the
+    One transaction ends the operation (conditional on it being PENDING or RUNNING), moves the cluster and cancels
+    the stages it runs, conditional on the other stages being as read (a stage that began or ended meanwhile makes
+    it read again, up to :data:`CANCEL_ROUNDS` times): nobody ever reads the operation CANCELLED beside a stage of
+    it still RUNNING. From then on a step of the stopped execution still in flight cannot begin a stage or end the
     operation (their writes are conditional on a live operation); a stage it completed before stays SUCCEEDED.
 
     Returns:
         The CANCELLED operation record.
 
     Raises:
-        ConditionFailed: the operation had already ended with another status (the record says which).
+        ConditionFailed: the operation had already ended with another status (the record says which), or the
+            transaction kept failing (see above).
     """
-    try:
-        if operation.type.locks_cluster:
-            op = rt.store.finish_operation(
-                operation.operation_id,
-                operation.cluster_tag,
-                status=OperationStatus.CANCELLED,
-                cluster_status=cluster_status_after_end(rt, operation, CANCELLED_CLUSTER_STATUS),
-                now=now(),
-                error=error,
-            )
-        else:
-            op = rt.store.finish_guarded_operation(operation, status=OperationStatus.CANCELLED, now=now(), error=error)
+    for _ in range(CANCEL_ROUNDS):
+        cancelling = rt.store.stage_cancellation(
+            operation.cluster_tag,
+            operation.generation,
+            operation_id=operation.operation_id,
+            error=error,
+            now=now(),
+        )
+        try:
+            if operation.type.locks_cluster:
+                op = rt.store.finish_operation(
+                    operation.operation_id,
+                    operation.cluster_tag,
+                    status=OperationStatus.CANCELLED,
+                    cluster_status=cluster_status_after_end(rt, operation, CANCELLED_CLUSTER_STATUS),
+                    now=now(),
+                    error=error,
+                    cancelling=cancelling,
+                )
+            else:
+                op = rt.store.finish_guarded_operation(
+                    operation, status=OperationStatus.CANCELLED, now=now(), error=error, cancelling=cancelling
+                )
+        except ConditionFailed:
+            current = rt.store.get_operation(operation.operation_id)
+            if current is None or (current.status.terminal and current.status is not OperationStatus.CANCELLED):
+                raise
+            if current.status is OperationStatus.CANCELLED:  # cancelled by the other path: finish its stages
+                cancel_running_stages(
+                    rt,
+                    tag=current.cluster_tag,
+                    generation=current.generation,
+                    operation_id=current.operation_id,
+                    error=current.error or error,
+                )
+                return current
+            continue  # a stage began or ended since it was read: read again
         publish(rt, OperationStateChange.of(op))
-    except ConditionFailed:
-        current = rt.store.get_operation(operation.operation_id)
-        if current is None or current.status is not OperationStatus.CANCELLED:
-            raise
-        op = current
-    cancel_running_stages(
-        rt, tag=op.cluster_tag, generation=op.generation, operation_id=op.operation_id, error=op.error or error
+        for name in cancelling.stages:
+            stage = rt.store.get_stage(op.cluster_tag, op.generation, name)
+            if stage is not None:
+                publish(rt, StageStateChange.of(stage))
+        return op
+    raise ConditionFailed(
+        f"operation {operation.operation_id}: its stages kept moving over {CANCEL_ROUNDS} attempts to cancel it, "
+        "or its cluster moved on to another operation"
     )
-    return op
 
 
 def record_failure(

@@ -22,6 +22,7 @@ from instantstart.store.base import ENDED_OPERATION, LIVE_OPERATION, StoreBase, 
 from instantstart.store.codec import RECORD_GROWTH_BYTES, deserialize, serialize
 from instantstart.store.errors import ConditionFailed
 from instantstart.store.operations import _operation_item
+from instantstart.store.stages import StageCancellation
 
 
 def _guard_item(guard: OperationGuardRecord) -> dict[str, Any]:
@@ -109,13 +110,15 @@ class GuardStore(StoreBase):
         now: str,
         error: StageError | None = None,
         only_pending: bool = False,
+        cancelling: StageCancellation | None = None,
     ) -> OperationRecord:
         """End a PENDING/RUNNING guarded ``operation`` with ``status`` and release its guard, atomically; the
         cluster record is not written (its status and current operation belong to the cluster's own operations).
 
         One ``TransactWriteItems``: the operation (conditional on PENDING or RUNNING) and the ``Delete`` of its
         guard (conditional on the guard naming it, or being gone already). ``only_pending``: only a PENDING
-        operation ends (the undo of a start whose execution never ran: one that began runs on).
+        operation ends (the undo of a start whose execution never ran: one that began runs on). ``cancelling``
+        (from :meth:`~instantstart.store.stages.StageStore.stage_cancellation`) joins the same transaction.
 
         Raises:
             ConditionFailed: the operation already ended (or, with ``only_pending``, began); nothing was written.
@@ -136,8 +139,10 @@ class GuardStore(StoreBase):
                     keys.META,
                     updates,
                     expected_status=[OperationStatus.PENDING.value] if only_pending else list(LIVE_OPERATION),
-                )
+                ),
+                *(cancelling.updates if cancelling else ()),
             ],
+            cancelling.checks if cancelling else (),
             deletes=deletes,
         )
         item = self._get(keys.operation_pk(operation.operation_id))

@@ -19,6 +19,7 @@ from instantstart.store import keys
 from instantstart.store.base import ENDED_OPERATION, OPERATING_CLUSTER, RETRYABLE_STAGE, StoreBase, _Check, _Put, _Write
 from instantstart.store.codec import RECORD_GROWTH_BYTES, Item, decode_token, deserialize, encode_token, serialize
 from instantstart.store.errors import ConditionFailed, InvalidPageToken
+from instantstart.store.stages import StageCancellation
 
 
 def _operation_item(record: OperationRecord) -> Item:
@@ -265,13 +266,17 @@ class OperationStore(StoreBase):
         cluster_status: ClusterStatus,
         now: str,
         error: StageError | None = None,
+        cancelling: StageCancellation | None = None,
     ) -> OperationRecord:
         """End a PENDING/RUNNING operation with ``status`` and move its cluster to ``cluster_status``, atomically.
 
-        The cluster write is conditional on the operation still being the cluster's current one.
+        The cluster write is conditional on the operation still being the cluster's current one. ``cancelling``
+        (from :meth:`~instantstart.store.stages.StageStore.stage_cancellation`): its stage writes and checks join
+        the same ``TransactWriteItems``.
 
         Raises:
-            ConditionFailed: the operation already ended, or the cluster moved on to another operation.
+            ConditionFailed: the operation already ended, the cluster moved on to another operation, or a stage of
+                ``cancelling`` moved since it was read; nothing was written.
         """
         op_updates: dict[str, Any] = {"status": status.value, "endedAt": now, "updatedAt": now}
         if error is not None:
@@ -292,7 +297,9 @@ class OperationStore(StoreBase):
                     expected_status=[s.value for s in OPERATING_CLUSTER],
                     equals={"currentOperationId": operation_id},
                 ),
+                *(cancelling.updates if cancelling else ()),
             ],
+            cancelling.checks if cancelling else (),
         )
         op = self.get_operation(operation_id)
         assert op is not None  # written just above

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from botocore.exceptions import ClientError
@@ -34,6 +35,35 @@ def _stage_item(record: StageRecord) -> Item:
         "SK": keys.stage_sk(record.generation, record.name),
         **record.to_item(),
     }
+
+
+@dataclass
+class StageCancellation:
+    """What :meth:`StageStore.stage_cancellation` read: the ``updates`` that cancel the operation's RUNNING
+    ``stages`` and the ``checks`` that the others did not move, for the transaction that ends the operation."""
+
+    updates: list[_Write] = field(default_factory=list)
+    checks: list[_Check] = field(default_factory=list)
+    stages: list[StageName] = field(default_factory=list)
+
+
+def _cancel_write(
+    tag: str, generation: int, stage: StageName, *, operation_id: str, error: StageError, now: str
+) -> _Write:
+    """RUNNING (run by ``operation_id``) -> CANCELLED with ``error``, its waits dropped."""
+    return _Write(
+        keys.cluster_pk(tag),
+        keys.stage_sk(generation, stage),
+        {
+            "status": StageStatus.CANCELLED.value,
+            "error": error.model_dump(mode="json"),
+            "endedAt": now,
+            "updatedAt": now,
+            "waits": {},
+        },
+        expected_status=[StageStatus.RUNNING.value],
+        equals={"operationId": operation_id},
+    )
 
 
 BATCH_GET_KEYS = 100
@@ -206,22 +236,29 @@ class StageStore(StoreBase):
         Raises:
             ConditionFailed: the stage is not RUNNING, or is run by another operation.
         """
-        item = self._update(
-            _Write(
-                keys.cluster_pk(tag),
-                keys.stage_sk(generation, stage),
-                {
-                    "status": StageStatus.CANCELLED.value,
-                    "error": error.model_dump(mode="json"),
-                    "endedAt": now,
-                    "updatedAt": now,
-                    "waits": {},
-                },
-                expected_status=[StageStatus.RUNNING.value],
-                equals={"operationId": operation_id},
-            )
-        )
+        item = self._update(_cancel_write(tag, generation, stage, operation_id=operation_id, error=error, now=now))
         return StageRecord.model_validate(item)
+
+    def stage_cancellation(
+        self, tag: str, generation: int, *, operation_id: str, error: StageError, now: str
+    ) -> StageCancellation:
+        """The writes that cancel, in the transaction that ends ``operation_id``, every stage of ``generation`` it
+        runs (RUNNING -> CANCELLED with ``error``), and the checks that every other stage is still as read now: a
+        stage that begins or ends between this read and the transaction fails the transaction (read again), so the
+        operation never ends with one of its stages left RUNNING (one DynamoDB ``Query``; at most six stages, far
+        inside ``TransactWriteItems``' 100 items)."""
+        cancelling = StageCancellation()
+        for stage in self.get_stages(tag, generation):
+            if stage.status is StageStatus.RUNNING and stage.operation_id == operation_id:
+                cancelling.updates.append(
+                    _cancel_write(tag, generation, stage.name, operation_id=operation_id, error=error, now=now)
+                )
+                cancelling.stages.append(stage.name)
+            else:
+                cancelling.checks.append(
+                    _Check(keys.cluster_pk(tag), keys.stage_sk(generation, stage.name), [stage.status.value])
+                )
+        return cancelling
 
     def merge_stage_resources(
         self,
