@@ -233,35 +233,36 @@ def _new_role(client: Client, service: str) -> str:
 
 
 def test_given_a_role_created_seconds_ago_when_eks_and_hyperpod_use_it_then_refused_until_it_propagates(
-    client: Client, aws: AwsSandboxServer, network: dict[str, Any], lifecycle: dict[str, str]
+    client: Client, aws: AwsSandboxServer, clock: SimClock, network: dict[str, Any], lifecycle: dict[str, str]
 ) -> None:
     aws.extension.faults.delay_role_propagation(2 * ONE_WALL_SECOND)
-    eks_role = _new_role(client, "eks.amazonaws.com")
-    sm_role = _new_role(client, "sagemaker.amazonaws.com")
-    created = time.monotonic()
     name = unique("eks-cluster")
-    with pytest.raises(ClientError) as exc:
-        client("eks").create_cluster(name=name, roleArn=eks_role, resourcesVpcConfig={"subnetIds": network["subnets"]})
-    code, message = _error(exc)
-    assert code == "InvalidParameterException"
-    assert message.startswith(f"Role with arn: {eks_role}, could not be assumed")
+    with clock.paused():  # the roles are young for every check below, however busy the machine is
+        eks_role = _new_role(client, "eks.amazonaws.com")
+        sm_role = _new_role(client, "sagemaker.amazonaws.com")
+        with pytest.raises(ClientError) as exc:
+            client("eks").create_cluster(
+                name=name, roleArn=eks_role, resourcesVpcConfig={"subnetIds": network["subnets"]}
+            )
+        code, message = _error(exc)
+        assert code == "InvalidParameterException"
+        assert message.startswith(f"Role with arn: {eks_role}, could not be assumed")
 
-    group = {
-        "InstanceGroupName": "gpu",
-        "InstanceType": "ml.g6.4xlarge",
-        "InstanceCount": 1,
-        "ExecutionRole": sm_role,
-        "LifeCycleConfig": lifecycle,
-    }
-    hp_name = unique("hp-cluster")
-    with pytest.raises(ClientError) as exc:
-        client("sagemaker").create_cluster(ClusterName=hp_name, InstanceGroups=[group])
-    code, message = _error(exc)
-    assert code == "ValidationException"
-    assert f"The execution role ARN {sm_role} is invalid" in message
-    assert time.monotonic() - created < 1.5, "the checks above must run inside the window"
+        group = {
+            "InstanceGroupName": "gpu",
+            "InstanceType": "ml.g6.4xlarge",
+            "InstanceCount": 1,
+            "ExecutionRole": sm_role,
+            "LifeCycleConfig": lifecycle,
+        }
+        hp_name = unique("hp-cluster")
+        with pytest.raises(ClientError) as exc:
+            client("sagemaker").create_cluster(ClusterName=hp_name, InstanceGroups=[group])
+        code, message = _error(exc)
+        assert code == "ValidationException"
+        assert f"The execution role ARN {sm_role} is invalid" in message
 
-    time.sleep(max(0.0, 2.2 - (time.monotonic() - created)))
+    clock.sleep(2 * ONE_WALL_SECOND + 60)  # the window, in simulated seconds, and a minute
     assert (
         client("eks").create_cluster(name=name, roleArn=eks_role, resourcesVpcConfig={"subnetIds": network["subnets"]})[
             "cluster"
@@ -365,24 +366,23 @@ def test_given_a_deleted_hyperpod_cluster_when_its_subnet_is_deleted_then_depend
 
 # -- S3 bucket names -------------------------------------------------------------------------------
 def test_given_a_bucket_just_deleted_when_its_name_is_created_again_then_operation_aborted_until_the_window_ends(
-    client: Client, aws: AwsSandboxServer
+    client: Client, aws: AwsSandboxServer, clock: SimClock
 ) -> None:
     aws.extension.faults.delay_bucket_name_reuse(ONE_WALL_SECOND)
     s3 = client("s3")
     bucket = unique("instantstart-data")
     config = {"LocationConstraint": REGION}
     s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=config)
-    s3.delete_bucket(Bucket=bucket)
-    deleted = time.monotonic()
-    with pytest.raises(ClientError) as exc:
-        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=config)
+    with clock.paused():  # the create below runs inside the window, however busy the machine is
+        s3.delete_bucket(Bucket=bucket)
+        with pytest.raises(ClientError) as exc:
+            s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=config)
     assert _error(exc) == (
         "OperationAborted",
         "A conflicting conditional operation is currently in progress against this resource. Please try again.",
     )
     assert exc.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
-    assert time.monotonic() - deleted < 0.8
-    time.sleep(max(0.0, 1.1 - (time.monotonic() - deleted)))
+    clock.sleep(ONE_WALL_SECOND + 60)  # the window, in simulated seconds, and a minute
     s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=config)
     assert bucket in {b["Name"] for b in s3.list_buckets()["Buckets"]}
 

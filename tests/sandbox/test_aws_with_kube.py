@@ -131,7 +131,7 @@ def test_given_an_active_eks_cluster_with_hyperpod_when_the_kubernetes_client_co
 
 
 def test_given_a_new_access_entry_when_the_kubernetes_client_calls_then_401_then_403_then_allowed(
-    real_aws: AwsSandboxServer, real_client: Client, network: dict[str, Any], role: str
+    real_aws: AwsSandboxServer, real_client: Client, clock: SimClock, network: dict[str, Any], role: str
 ) -> None:
     eks = real_client("eks")
     name = unique("eks-cluster")
@@ -145,27 +145,30 @@ def test_given_a_new_access_entry_when_the_kubernetes_client_calls_then_401_then
     # 15000 simulated seconds at the session's 3000x: 401 for 2.5 wall seconds, then 403 for 2.5
     # (a one-second window raced the client's set-up on a loaded CI machine)
     real_aws.extension.faults.delay_kubernetes_access(15000)
-    eks.create_access_entry(clusterName=name, principalArn=role)
-    created = time.monotonic()
-    eks.associate_access_policy(
-        clusterName=name,
-        principalArn=role,
-        policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-        accessScope={"type": "cluster"},
-    )
 
     def status() -> int:
-        with _core_api(cluster) as api:
+        with clock.paused(), _core_api(cluster) as api:  # each answer at one simulated instant
             try:
                 kubernetes.client.CoreV1Api(api).list_namespace()
             except kubernetes.client.exceptions.ApiException as exc:
                 return int(exc.status)
         return 200
 
-    assert status() == 401
-    assert time.monotonic() - created < 2.4, "the first call must land in the 401 half of the window"
-    wait_for(lambda: status() == 403, timeout=5)
-    wait_for(lambda: status() == 200, timeout=5)
+    with clock.paused():  # the first call lands at the window's start, however busy the machine is
+        eks.create_access_entry(clusterName=name, principalArn=role)
+        eks.associate_access_policy(
+            clusterName=name,
+            principalArn=role,
+            policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            accessScope={"type": "cluster"},
+        )
+    seen = [status()]
+    while seen[-1] != 200:  # the clock runs only between the answers: 0.05 wall s is 150 of the 7500 simulated s
+        time.sleep(0.05)
+        answer = status()
+        if answer != seen[-1]:
+            seen.append(answer)
+    assert seen == [401, 403, 200]
     # the product's first probe, GET /version, needs no credentials and answers throughout
     with _core_api(cluster) as api:
         assert kubernetes.client.VersionApi(api).get_code().git_version

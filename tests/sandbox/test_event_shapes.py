@@ -283,6 +283,42 @@ def test_given_an_execution_that_ends_then_its_status_change_event_matches_the_s
         assert (json.loads(detail["output"]), detail["outputDetails"]) == ({"clusterTag": "demo"}, {"included": True})
 
 
+def test_given_a_stop_between_two_steps_of_a_state_then_the_execution_and_its_event_say_aborted(
+    client: Client,
+    target: Callable[..., Callable[[], list[Any]]],
+    role: str,
+    clock: SimClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """StopExecution ends an execution ABORTED wherever its state stood; here the stop lands after the engine read
+    "running" and before it named the state's next field, the window a busy machine lost (moto recorded the error
+    that step raised, ``States.Runtime``, over the stop, and the execution ended FAILED)."""
+    from moto.stepfunctions.parser.asl.component.common.path.input_path import InputPath
+
+    stepfunctions.install(clock)
+    sfn = client("stepfunctions")
+    definition = {"StartAt": "Step", "States": {"Step": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+    machine = sfn.create_state_machine(name=unique("sm"), definition=json.dumps(definition), roleArn=role)
+    received = target({"source": ["aws.states"], "detail": {"stateMachineArn": [machine["stateMachineArn"]]}})
+    entered, stopped = threading.Event(), threading.Event()
+    field_name = InputPath._field_name
+
+    def held(self: Any) -> Any:
+        entered.set()
+        stopped.wait(10)
+        return field_name(self)
+
+    monkeypatch.setattr(InputPath, "_field_name", held)
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input="{}")
+    assert entered.wait(10), "the execution never reached the Wait state's InputPath"
+    sfn.stop_execution(executionArn=execution["executionArn"], cause="operator stop")
+    stopped.set()
+
+    [event] = wait_for(lambda: received())
+    assert (event["detail"]["status"], event["detail"]["error"]) == ("ABORTED", None)
+    assert sfn.describe_execution(executionArn=execution["executionArn"])["status"] == "ABORTED"
+
+
 def test_given_an_input_over_248_kb_when_the_execution_ends_then_its_event_leaves_the_input_out(
     client: Client, target: Callable[..., Callable[[], list[Any]]], role: str, clock: SimClock
 ) -> None:

@@ -147,6 +147,7 @@ def install(clock: SimClock) -> None:
     _allow_unnamed_executions()
     _catch_back_to_the_same_state()
     _stop_inside_parallel_is_abort()
+    _a_stopped_execution_stays_stopped()
     _keep_task_failure_cause()
     _emit_execution_status_change()
     _report_state_changes()
@@ -213,6 +214,30 @@ def _stop_inside_parallel_is_abort() -> None:
             # the execution was stopped: the stop, not this state, decides how it ends
 
     BranchesDecl._eval_body = _eval_body  # type: ignore[method-assign]
+
+
+def _a_stopped_execution_stays_stopped() -> None:
+    """StopExecution ends the execution ABORTED whatever the state it stopped was doing, as on AWS.
+
+    moto's program thread, stopped between two steps of a state (e.g. a Wait's InputPath), raised "Could not set
+    NextField value when in state ProgramStopped" and recorded that error over the stop, so the execution ended
+    FAILED (``States.Runtime``) and its status event said FAILED: a race that a busy machine lost.
+    """
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    original = Environment.set_error
+    if getattr(original, "_instantstart_patched", False):
+        return
+
+    def set_error(self: Any, error: Any) -> None:
+        with self._state_mutex:  # an RLock: the original takes it again
+            if isinstance(self._program_state, ProgramStopped):
+                return  # the stop, not the error its unwinding raised, decides how the execution ends
+            original(self, error)
+
+    set_error._instantstart_patched = True  # type: ignore[attr-defined]
+    Environment.set_error = set_error  # type: ignore[method-assign]
 
 
 def _report_state_changes() -> None:
