@@ -341,3 +341,34 @@ def test_given_a_script_job_of_about_1_mb_then_422_names_command_and_its_byte_bo
     assert accepted["name"] == "huge-argv"
     assert finished(api, accepted["operation"])["status"] == "SUCCEEDED"
     assert finished(api, api.delete_training_job(TAG, "huge-argv")["operation"])["status"] == "SUCCEEDED"
+
+
+def test_given_workloads_when_their_features_are_turned_off_then_409_names_them_unless_remove_dependents(
+    kuberay: Any, api: InstantStartClient
+) -> None:
+    job = {**JOB, "name": "depends-on-operator", "nodes": 1}
+    assert finished(api, api.create_training_job(TAG, job)["operation"])["status"] == "SUCCEEDED"
+    rayjobs = [j["name"] for j in api.list_training_jobs(TAG)["trainingJobs"] if j["kind"] == "RayJob"]
+    assert rayjobs, "the verl RayJob (kept after it finished) is a dependent of kubeRay"
+
+    for feature, kind, name in (
+        ("kubeRay", "RayJob", rayjobs[0]),
+        ("trainingOperator", "HyperPodPyTorchJob", "depends-on-operator"),
+    ):
+        refused = refusal(lambda feature=feature: api.update_features(TAG, {feature: {"enabled": False}}))
+
+        assert refused.status == 409 and refused.code == "FeatureHasDependents", refused.body
+        assert refused.details[0]["field"] == f"{feature}.removeDependents"
+        assert f"{kind} default/{name}" in refused.details[0]["dependents"], refused.details
+        assert f"{kind} default/{name}" in refused.message and "removeDependents" in refused.message
+        assert api.get_features(TAG)["features"][feature]["enabled"] is True
+
+        off = finished(api, api.update_features(TAG, {feature: {"enabled": False, "removeDependents": True}}))
+
+        assert off["status"] == "SUCCEEDED", off
+        assert off["features"][feature]["result"] == "changed"
+        assert api.get_features(TAG)["features"][feature]["enabled"] is False
+        assert api.get_features(TAG)["features"][feature]["desired"] == {"enabled": False}
+        left = [j["name"] for j in api.list_training_jobs(TAG)["trainingJobs"] if j["kind"] == kind]
+        assert left == []
+    assert api.list_training_jobs(TAG)["trainingJobs"] == []

@@ -27,6 +27,7 @@ from instantstart.features import service as features
 from instantstart.inference import steps as _inference_steps  # noqa: F401 - registers the inference operator's dependents
 from instantstart.models.features import FeatureList, FeatureUpdateResult, UpdateFeaturesRequest
 from instantstart.models.operation import OperationView
+from instantstart.training import steps as _training_steps  # noqa: F401 - registers the training features' dependents
 
 router = APIGatewayHttpRouter()
 _faces = partial(faces, toolset="features")
@@ -88,10 +89,13 @@ def get_cluster_features(cluster_tag: ClusterTagPath) -> Response[FeatureList]:
             "it created; shared add-ons stay while anything else needs them). When AWS already matches, the answer "
             'lists every feature "unchanged" and nothing was started. Otherwise it is an UPDATE_FEATURES operation: '
             "poll it with operation_get and wait_seconds to a terminal state; its features map says changed, "
-            "unchanged or failed (AWS error verbatim) per feature. Turning inferenceOperator off while managed "
-            "inference endpoints exist is refused (409 FeatureHasDependents naming them) unless the body says "
-            '{"inferenceOperator": {"enabled": false, "removeDependents": true}}, which deletes those endpoints '
-            "(and their SageMaker endpoint, config and model) first: confirm that with the user. "
+            "unchanged or failed (AWS error verbatim) per feature. Turning a feature off while something depends "
+            "on it (inferenceOperator: managed inference endpoints; trainingOperator: HyperPodPyTorchJobs; kubeRay: "
+            "RayJobs, RayClusters, RayServices; taskGovernance: jobs submitted to a queue; fsx: jobs mounting "
+            "fsx-claim) is refused (409 FeatureHasDependents naming them) unless that feature's body says "
+            '"removeDependents": true (e.g. {"inferenceOperator": {"enabled": false, "removeDependents": true}}), '
+            "which deletes them first (endpoints with their SageMaker endpoint, config and model): confirm that "
+            "with the user. "
             "Write tool: needs --allow-write."
         ),
         cli="features set",

@@ -87,7 +87,8 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
         NotFound: no live cluster.
         Conflict: an operation runs on the cluster, or the cluster is not READY or DEGRADED; ``FeatureHasDependents``
             when a feature turned off without ``removeDependents`` has dependents (the inference operator's managed
-            endpoints, read from Kubernetes through the areas' dependents hooks).
+            endpoints; the training operator's, KubeRay's, task governance's and FSx's training workloads: read
+            from Kubernetes through the areas' dependents hooks).
         ValidationFailed: a pinned version is not offered for the cluster's Kubernetes version, or
             ``fsx.fileSystem`` is one FSx would refuse (:func:`instantstart.features.fsx.check_file_system`).
 
@@ -119,15 +120,17 @@ def update_features(rt: Runtime, tag: str, request: UpdateFeaturesRequest) -> Fe
 
 
 def _removing_with_dependents(request: UpdateFeaturesRequest) -> dict[str, bool]:
-    """The features the request turns off that others may depend on -> whether it asks to remove those too."""
-    req = request.inference_operator
-    if req is None or req.enabled:
-        return {}
-    return {"inferenceOperator": bool(req.remove_dependents)}
+    """The features the request turns off that others may depend on (their request has ``removeDependents``) ->
+    whether it asks to remove those too."""
+    return {
+        key: bool(getattr(req, "remove_dependents", None))
+        for key, req in requested(request).items()
+        if hasattr(req, "remove_dependents") and not req.enabled
+    }
 
 
 def _refuse_dependents(rt: Runtime, tag: str, request: UpdateFeaturesRequest, to_change: list[str]) -> None:
-    """Turning off a feature others depend on (the inference operator under managed endpoints) needs
+    """Turning off a feature others depend on (e.g. the inference operator under managed endpoints) needs
     ``removeDependents``: reads them (:meth:`~instantstart.clusters.registry.StepRegistry.dependents`, Kubernetes).
 
     Raises:
@@ -207,8 +210,10 @@ def apply_features(rt: Runtime, p: StepPayload) -> StepResult:
     cluster = records.cluster_record(rt, p.cluster_tag)
     before = cluster.desired_features or UpdateFeaturesRequest()
     desired = before.model_copy(update={name: getattr(request, name) for name in _given(request)})
-    if desired.inference_operator is not None:  # an instruction of this PATCH, not a state to keep
-        desired.inference_operator = desired.inference_operator.model_copy(update={"remove_dependents": None})
+    for name in UpdateFeaturesRequest.model_fields:  # removeDependents: an instruction of this PATCH, not a state
+        value = getattr(desired, name)
+        if getattr(value, "remove_dependents", None) is not None:
+            setattr(desired, name, value.model_copy(update={"remove_dependents": None}))
     rt.store.record_desired_features(p.cluster_tag, desired, now)
     return StepResult(status=_summary(results))
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from instantstart.aws.clients import error_code
 from instantstart.clusters import records
@@ -72,13 +72,9 @@ def tag_endpoint_resources(rt: Runtime, tag: str, sagemaker: dict[str, Any]) -> 
 
 def _admin(rt: Runtime, tag: str) -> Any | None:
     """A cluster-admin Kubernetes client, or None when the EKS cluster cannot be reached (gone, never made)."""
-    from instantstart.kube import client as kube
+    from instantstart.clusters.kube_reads import admin_or_none
 
-    try:
-        return kube.connect(records.eks_name(rt, tag), rt.region, timeout=10)
-    except (ClientError, BotoCoreError, ValueError, OSError) as exc:
-        logger.info("cluster %s: no Kubernetes API for the inference teardown (%s)", tag, exc)
-        return None
+    return admin_or_none(rt, tag, "the inference teardown")
 
 
 def _objects(dyn: Any) -> list[tuple[str, str, dict[str, Any]]]:

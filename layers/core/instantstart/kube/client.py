@@ -184,13 +184,24 @@ def list_objects(
     return [dict(item) for item in listed.to_dict().get("items", [])]
 
 
-def delete(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-    """Delete one object; True if it existed."""
+def delete(
+    dyn: DynamicClient,
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str | None = None,
+    *,
+    propagation_policy: str | None = None,
+) -> bool:
+    """Delete one object; True if it existed. ``propagation_policy``: DeleteOptions ``propagationPolicy``
+    (``Foreground``: the object stays, with a deletionTimestamp, until the objects it owns are gone; default the
+    resource's own, usually ``Background``)."""
     from kubernetes.dynamic.exceptions import NotFoundError
 
     resource = dyn.resources.get(api_version=api_version, kind=kind)
+    body = {"propagationPolicy": propagation_policy} if propagation_policy else None
     try:
-        resource.delete(name=name, namespace=namespace)
+        resource.delete(name=name, namespace=namespace, body=body)
     except NotFoundError:
         return False
     return True

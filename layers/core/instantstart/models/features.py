@@ -35,16 +35,41 @@ class AddonFeatureRequest(ApiModel):
     )
 
 
+def _remove_dependents(what: str) -> Any:
+    """The ``removeDependents`` field of a feature others depend on (``what``: those dependents, in words)."""
+    return Field(
+        default=None,
+        strict=True,
+        description=f"With enabled false: also delete what depends on the feature ({what}). Without it, turning the "
+        "feature off while any exists is refused with 409 FeatureHasDependents naming them.",
+        examples=[True],
+    )
+
+
 class InferenceOperatorRequest(AddonFeatureRequest):
     """``inferenceOperator`` in ``PATCH /clusters/{clusterTag}/features``."""
 
-    remove_dependents: bool | None = Field(
-        default=None,
-        strict=True,
-        description="With enabled false: also delete what depends on the operator (the cluster's managed inference "
-        "endpoints, whose SageMaker endpoint, endpoint config and model the operator removes first). Without it, "
-        "turning the operator off while endpoints exist is refused with 409 FeatureHasDependents naming them.",
-        examples=[True],
+    remove_dependents: bool | None = _remove_dependents(
+        "the cluster's managed inference endpoints, whose SageMaker endpoint, endpoint config and model the operator "
+        "removes first"
+    )
+
+
+class TrainingOperatorRequest(AddonFeatureRequest):
+    """``trainingOperator`` in ``PATCH /clusters/{clusterTag}/features``."""
+
+    remove_dependents: bool | None = _remove_dependents(
+        "every HyperPodPyTorchJob of the cluster, with its pods: without the operator nothing restarts them or "
+        "removes their finalizer"
+    )
+
+
+class TaskGovernanceRequest(AddonFeatureRequest):
+    """``taskGovernance`` in ``PATCH /clusters/{clusterTag}/features``."""
+
+    remove_dependents: bool | None = _remove_dependents(
+        "every training job submitted to a Kueue queue (label kueue.x-k8s.io/queue-name), with its pods: without "
+        "Kueue nothing admits them"
     )
 
 
@@ -123,6 +148,9 @@ class FsxRequest(ApiModel):
         description="Create a new FSx for Lustre file system (only with enabled true); left out, a file system "
         "created earlier is not touched.",
     )
+    remove_dependents: bool | None = _remove_dependents(
+        "every training job whose pods mount claim fsx-claim, with its pods: the claim and its file system go"
+    )
 
 
 class KubeRayRequest(ApiModel):
@@ -133,6 +161,7 @@ class KubeRayRequest(ApiModel):
         description="true applies the operator's objects; false deletes them (and, with the CRDs, every RayCluster, "
         "RayJob and RayService).",
     )
+    remove_dependents: bool | None = _remove_dependents("every RayJob, RayCluster and RayService, with their pods")
 
 
 class ObservabilityRequest(ApiModel):
@@ -186,8 +215,10 @@ class UpdateFeaturesRequest(ApiModel):
     AWS write.
     """
 
-    training_operator: AddonFeatureRequest | None = Field(
-        default=None, description="EKS add-on amazon-sagemaker-hyperpod-training-operator (HyperPodPyTorchJob)."
+    training_operator: TrainingOperatorRequest | None = Field(
+        default=None,
+        description="EKS add-on amazon-sagemaker-hyperpod-training-operator (HyperPodPyTorchJob). Off is refused "
+        "while HyperPodPyTorchJobs exist, unless removeDependents is true.",
     )
     inference_operator: InferenceOperatorRequest | None = Field(
         default=None,
@@ -199,19 +230,24 @@ class UpdateFeaturesRequest(ApiModel):
         description="HyperPod observability (add-on amazon-sagemaker-hyperpod-observability, its role and a "
         "Prometheus workspace) and/or CloudWatch (add-on amazon-cloudwatch-observability and its role).",
     )
-    task_governance: AddonFeatureRequest | None = Field(
-        default=None, description="EKS add-on amazon-sagemaker-hyperpod-taskgovernance (Kueue)."
+    task_governance: TaskGovernanceRequest | None = Field(
+        default=None,
+        description="EKS add-on amazon-sagemaker-hyperpod-taskgovernance (Kueue). Off is refused while jobs "
+        "submitted to a queue exist, unless removeDependents is true.",
     )
     tiered_checkpointing: TieredCheckpointingRequest | None = Field(
         default=None, description="HyperPod TieredStorageConfig and the identity training pods use with it."
     )
     kube_ray: KubeRayRequest | None = Field(
-        default=None, description="The KubeRay operator (namespace kuberay-system, RBAC, ray.io CRDs, Deployment)."
+        default=None,
+        description="The KubeRay operator (namespace kuberay-system, RBAC, ray.io CRDs, Deployment). Off is refused "
+        "while RayJobs, RayClusters or RayServices exist, unless removeDependents is true.",
     )
     fsx: FsxRequest | None = Field(
         default=None,
         description="EKS add-on aws-fsx-csi-driver with its role; optionally a new FSx for Lustre file system "
-        "and PersistentVolumeClaim fsx-claim.",
+        "and PersistentVolumeClaim fsx-claim. Off is refused while jobs mount fsx-claim, unless removeDependents "
+        "is true.",
     )
 
     def wire(self) -> dict[str, Any]:
