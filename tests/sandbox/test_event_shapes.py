@@ -319,6 +319,55 @@ def test_given_a_stop_between_two_steps_of_a_state_then_the_execution_and_its_ev
     assert sfn.describe_execution(executionArn=execution["executionArn"])["status"] == "ABORTED"
 
 
+@pytest.mark.parametrize(
+    ("held", "where"),
+    [
+        ("moto.stepfunctions.parser.asl.component.program.program.Program.eval", "before its first state"),
+        (
+            "moto.stepfunctions.parser.backend.execution_worker.ExecutionWorker._get_evaluation_entrypoint",
+            "before the worker made its environment",
+        ),
+    ],
+)
+def test_given_a_stop_before_the_execution_began_then_it_ends_aborted_without_running_a_state(
+    client: Client,
+    target: Callable[..., Callable[[], list[Any]]],
+    role: str,
+    clock: SimClock,
+    monkeypatch: pytest.MonkeyPatch,
+    held: str,
+    where: str,
+) -> None:
+    """A StopExecution right after StartExecution aborts the execution, as on AWS (moto dropped a stop that came
+    before the first state, and failed one that came before the worker's environment existed)."""
+    import importlib
+
+    stepfunctions.install(clock)
+    module_name, owner, method = held.rsplit(".", 2)
+    cls = getattr(importlib.import_module(module_name), owner)
+    original = getattr(cls, method)
+    entered, stopped = threading.Event(), threading.Event()
+
+    def hold(self: Any, *args: Any) -> Any:
+        entered.set()
+        stopped.wait(10)
+        return original(self, *args)
+
+    sfn = client("stepfunctions")
+    definition = {"StartAt": "Step", "States": {"Step": {"Type": "Pass", "End": True}}}
+    machine = sfn.create_state_machine(name=unique("sm"), definition=json.dumps(definition), roleArn=role)
+    received = target({"source": ["aws.states"], "detail": {"stateMachineArn": [machine["stateMachineArn"]]}})
+    monkeypatch.setattr(cls, method, hold)
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input="{}")
+    assert entered.wait(10), f"the execution never got {where}"
+    sfn.stop_execution(executionArn=execution["executionArn"], cause="operator stop")
+    stopped.set()
+
+    [event] = wait_for(lambda: received())
+    assert event["detail"]["status"] == "ABORTED", (where, event["detail"])
+    assert sfn.describe_execution(executionArn=execution["executionArn"])["status"] == "ABORTED"
+
+
 def test_given_an_input_over_248_kb_when_the_execution_ends_then_its_event_leaves_the_input_out(
     client: Client, target: Callable[..., Callable[[], list[Any]]], role: str, clock: SimClock
 ) -> None:

@@ -217,14 +217,18 @@ def _stop_inside_parallel_is_abort() -> None:
 
 
 def _a_stopped_execution_stays_stopped() -> None:
-    """StopExecution ends the execution ABORTED whatever the state it stopped was doing, as on AWS.
+    """StopExecution ends the execution ABORTED whatever it was doing, as on AWS.
 
-    moto's program thread, stopped between two steps of a state (e.g. a Wait's InputPath), raised "Could not set
-    NextField value when in state ProgramStopped" and recorded that error over the stop, so the execution ended
-    FAILED (``States.Runtime``) and its status event said FAILED: a race that a busy machine lost.
+    moto lost the race three ways, each seen on a busy machine: stopped between two steps of a state (e.g. a Wait's
+    InputPath), its program thread raised "Could not set NextField value when in state ProgramStopped" and recorded
+    that error over the stop (the execution ended FAILED, ``States.Runtime``); stopped before its first state, the
+    stop was dropped (only a running program takes it) and the execution ran on to SUCCEEDED; stopped before the
+    worker thread made its environment, StopExecution itself failed (``None.set_stop``).
     """
+    from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
     original = Environment.set_error
     if getattr(original, "_instantstart_patched", False):
@@ -236,8 +240,54 @@ def _a_stopped_execution_stays_stopped() -> None:
                 return  # the stop, not the error its unwinding raised, decides how the execution ends
             original(self, error)
 
+    set_stop = Environment.set_stop
+
+    def set_stop_before_start(self: Any, stop_date: Any, cause: Any, error: Any) -> None:
+        with self._state_mutex:
+            if self._program_state is None:  # stopped before its first state: it never runs one
+                self._program_state = ProgramStopped(stop_date=stop_date, cause=cause, error=error)
+                self.program_state_event.set()
+                self.program_state_event.clear()
+                return
+        set_stop(self, stop_date=stop_date, cause=cause, error=error)
+
+    program_eval = Program.eval
+
+    def eval_unless_stopped(self: Any, env: Any) -> None:
+        try:
+            program_eval(self, env)
+        except RuntimeError:  # "Could not set NextState value when in state ProgramStopped"
+            if not isinstance(env._program_state, ProgramStopped):
+                raise
+
+    # StopExecution before the worker thread made its environment: moto called ``None.set_stop`` (a 500); the stop
+    # waits on the worker for the environment instead, which applies it as soon as it exists
+    make_environment = ExecutionWorker._get_evaluation_environment
+    worker_stop = ExecutionWorker.stop
+    pending = threading.Lock()
+
+    def environment_with_pending_stop(self: Any) -> Any:
+        env = make_environment(self)
+        with pending:
+            self._instantstart_env = env
+            stop = getattr(self, "_instantstart_stop", None)
+        if stop is not None:
+            env.set_stop(*stop)
+        return env
+
+    def stop_when_ready(self: Any, stop_date: Any, error: Any, cause: Any) -> None:
+        with pending:
+            if getattr(self, "_instantstart_env", None) is None:
+                self._instantstart_stop = (stop_date, cause, error)
+                return
+        worker_stop(self, stop_date=stop_date, error=error, cause=cause)
+
     set_error._instantstart_patched = True  # type: ignore[attr-defined]
     Environment.set_error = set_error  # type: ignore[method-assign]
+    Environment.set_stop = set_stop_before_start  # type: ignore[method-assign]
+    Program.eval = eval_unless_stopped  # type: ignore[method-assign]
+    ExecutionWorker._get_evaluation_environment = environment_with_pending_stop  # type: ignore[method-assign]
+    ExecutionWorker.stop = stop_when_ready  # type: ignore[method-assign]
 
 
 def _report_state_changes() -> None:
